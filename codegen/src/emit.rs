@@ -1,0 +1,439 @@
+//! Rust emission: argument types, the tool index, the catalog constants, parse,
+//! `trait Operations` and `dispatch`. The output is formatted with prettyplease so
+//! that `$OUT_DIR/operations.rs` stays reviewable.
+//!
+//! The generated code leans on a small hand-written support module,
+//! `crate::surface`: `CallContext`, `ToolOutcome`, `ParseError`, `StatusNotice`,
+//! `compile_schema` and `validate`.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::schema;
+use crate::table::{Arg, ArgType, StatusNotice, Table, Tool, resolve_type};
+
+pub fn camel(name: &str) -> String {
+    name.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Names of the generated string enums: `<ArgCamel>` when every argument of that name
+/// has the same values, otherwise `<ToolCamel><ArgCamel>` for each of them.
+struct EnumNames {
+    by_arg: BTreeMap<(String, String), String>,
+    defs: BTreeMap<String, (Vec<String>, String)>,
+}
+
+fn enum_names(table: &Table) -> EnumNames {
+    let mut values_by_name: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    let all_args = table
+        .tool
+        .iter()
+        .flat_map(|t| t.args.iter().map(move |a| (t.name.as_str(), a)))
+        .chain(
+            table
+                .shape
+                .iter()
+                .flat_map(|(s, sh)| sh.fields.iter().map(move |a| (s.as_str(), a))),
+        );
+    let with_enums: Vec<_> = all_args
+        .filter_map(|(owner, a)| a.enum_values.clone().map(|v| (owner.to_string(), a, v)))
+        .collect();
+    for (_, arg, values) in &with_enums {
+        let entry = values_by_name.entry(camel(&arg.name)).or_default();
+        if !entry.contains(values) {
+            entry.push(values.clone());
+        }
+    }
+    let mut names = EnumNames {
+        by_arg: BTreeMap::new(),
+        defs: BTreeMap::new(),
+    };
+    for (owner, arg, values) in with_enums {
+        let plain = camel(&arg.name);
+        let name = if values_by_name[&plain].len() == 1 {
+            plain
+        } else {
+            format!("{}{}", camel(&owner), plain)
+        };
+        names
+            .defs
+            .entry(name.clone())
+            .or_insert((values, arg.doc.clone()));
+        names.by_arg.insert((owner, arg.name.clone()), name);
+    }
+    names
+}
+
+fn rust_type(ty: &ArgType, enum_name: Option<&str>) -> TokenStream {
+    match ty {
+        ArgType::String => match enum_name {
+            Some(e) => {
+                let e = format_ident!("{}", e);
+                quote!(#e)
+            }
+            None => quote!(::std::string::String),
+        },
+        ArgType::Integer => quote!(i64),
+        ArgType::Natural => quote!(u64),
+        ArgType::Boolean => quote!(bool),
+        ArgType::Object => quote!(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+        ArgType::Shape(name) => {
+            let s = format_ident!("{}", name);
+            quote!(#s)
+        }
+        ArgType::Array(items) => {
+            let inner = rust_type(items, enum_name);
+            quote!(::std::vec::Vec<#inner>)
+        }
+    }
+}
+
+fn default_expr(ty: &ArgType, enum_name: Option<&str>, value: &toml::Value) -> TokenStream {
+    match (ty, value) {
+        (ArgType::String, toml::Value::String(s)) => match enum_name {
+            Some(e) => {
+                let e = format_ident!("{}", e);
+                let v = format_ident!("{}", camel(s));
+                quote!(#e::#v)
+            }
+            None => quote!(::std::string::String::from(#s)),
+        },
+        (ArgType::Boolean, toml::Value::Boolean(b)) => quote!(#b),
+        (ArgType::Natural, toml::Value::Integer(n)) => {
+            let n = Literal::u64_unsuffixed(*n as u64);
+            quote!(#n)
+        }
+        (ArgType::Integer, toml::Value::Integer(n)) => {
+            let n = Literal::i64_unsuffixed(*n);
+            quote!(#n)
+        }
+        _ => unreachable!("defaults are checked when the table is read"),
+    }
+}
+
+/// The fields of an argument struct or shape, plus the default functions they need.
+fn fields(
+    table: &Table,
+    owner: &str,
+    args: &[Arg],
+    enums: &EnumNames,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let mut fields = Vec::new();
+    let mut defaults = Vec::new();
+    for arg in args {
+        let ty = resolve_type(table, arg).expect("checked table");
+        let enum_name = enums
+            .by_arg
+            .get(&(owner.to_string(), arg.name.clone()))
+            .map(String::as_str);
+        let rty = rust_type(&ty, enum_name);
+        let ident = format_ident!("{}", arg.name);
+        let doc = &arg.doc;
+        let schema_extra = arg.required_keys.as_ref().map(|keys| {
+            let keys = keys.iter();
+            quote!(#[schemars(extend("required" = [#(#keys),*]))])
+        });
+        let field = if arg.required {
+            quote! { #[doc = #doc] #schema_extra pub #ident: #rty, }
+        } else if let Some(default) = &arg.default {
+            let fname = format!("{owner}_{}", arg.name);
+            let fident = format_ident!("{}", fname);
+            let expr = default_expr(&ty, enum_name, default);
+            defaults.push(quote! { pub(super) fn #fident() -> #rty { #expr } });
+            let path = format!("defaults::{fname}");
+            quote! { #[doc = #doc] #[serde(default = #path)] #schema_extra pub #ident: #rty, }
+        } else if matches!(ty, ArgType::Array(_)) {
+            quote! { #[doc = #doc] #[serde(default, skip_serializing_if = "Vec::is_empty")] #schema_extra pub #ident: #rty, }
+        } else {
+            // Optional without a default: absent is `None`. The schema still names
+            // the bare type, because `null` is not an accepted value.
+            let rty_str = rty.to_string().replace(' ', "");
+            quote! {
+                #[doc = #doc]
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                #[schemars(with = #rty_str)]
+                #schema_extra
+                pub #ident: ::std::option::Option<#rty>,
+            }
+        };
+        fields.push(field);
+    }
+    (fields, defaults)
+}
+
+pub fn emit(table: &Table) -> String {
+    let enums = enum_names(table);
+
+    let enum_defs = enums.defs.iter().map(|(name, (values, doc))| {
+        let ident = format_ident!("{}", name);
+        let variants: Vec<_> = values.iter().map(|v| format_ident!("{}", camel(v))).collect();
+        let strs = values.iter();
+        let variants2 = variants.clone();
+        let strs2 = values.iter();
+        quote! {
+            #[doc = #doc]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
+            pub enum #ident { #( #[serde(rename = #strs)] #variants, )* }
+            impl #ident {
+                /// The wire spelling.
+                pub const fn as_str(self) -> &'static str {
+                    match self { #( Self::#variants2 => #strs2, )* }
+                }
+            }
+        }
+    });
+
+    let mut all_defaults = Vec::new();
+    let shape_defs: Vec<_> = table
+        .shape
+        .iter()
+        .map(|(name, shape)| {
+            let ident = format_ident!("{}", name);
+            let doc = &shape.doc;
+            let (fields, defaults) = fields(table, name, &shape.fields, &enums);
+            all_defaults.extend(defaults);
+            quote! {
+                #[doc = #doc]
+                #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
+                #[serde(deny_unknown_fields)]
+                pub struct #ident { #(#fields)* }
+            }
+        })
+        .collect();
+
+    let arg_defs: Vec<_> = table
+        .tool
+        .iter()
+        .map(|tool| {
+            let ident = format_ident!("{}Args", camel(&tool.name));
+            let doc = format!("Arguments of `{}`.", tool.name);
+            let (fields, defaults) = fields(table, &tool.name, &tool.args, &enums);
+            all_defaults.extend(defaults);
+            quote! {
+                #[doc = #doc]
+                #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
+                #[serde(deny_unknown_fields)]
+                pub struct #ident { #(#fields)* }
+            }
+        })
+        .collect();
+
+    let progress_variants: Vec<_> = table
+        .progress
+        .keys()
+        .map(|k| format_ident!("{}", camel(k)))
+        .collect();
+    let progress_names: Vec<_> = table.progress.keys().collect();
+
+    let count = table.tool.len();
+    let variants: Vec<_> = table
+        .tool
+        .iter()
+        .map(|t| format_ident!("{}", camel(&t.name)))
+        .collect();
+    let arg_types: Vec<_> = table
+        .tool
+        .iter()
+        .map(|t| format_ident!("{}Args", camel(&t.name)))
+        .collect();
+    let methods: Vec<_> = table
+        .tool
+        .iter()
+        .map(|t| format_ident!("{}", t.name))
+        .collect();
+    let names: Vec<_> = table.tool.iter().map(|t| t.name.as_str()).collect();
+    let indices: Vec<_> = (0..count).collect();
+    let method_docs: Vec<_> = table
+        .tool
+        .iter()
+        .map(|t| format!("`{}`: {}", t.name, t.description))
+        .collect();
+
+    let specs = table.tool.iter().map(|tool| spec_tokens(table, tool));
+    let path_arms: Vec<_> = table
+        .tool
+        .iter()
+        .filter(|t| t.args.iter().any(|a| a.name == "path" && a.ty == "string" && a.required))
+        .map(|t| {
+            let v = format_ident!("{}", camel(&t.name));
+            quote!(ToolCall::#v(args) => Some(args.path.as_str()),)
+        })
+        .collect();
+
+    let catalog = serde_json::to_string(&schema::catalog(table)).expect("catalog json");
+    let schemas: Vec<String> = table
+        .tool
+        .iter()
+        .map(|t| serde_json::to_string(&schema::input_schema(table, t)).expect("schema json"))
+        .collect();
+
+    let file = quote! {
+        use crate::surface::{CallContext, ParseError, StatusNotice, ToolOutcome};
+
+        #(#enum_defs)*
+        #(#shape_defs)*
+        #(#arg_defs)*
+
+        mod defaults {
+            use super::*;
+            #(#all_defaults)*
+        }
+
+        /// How a tool reports progress while it runs (the display-control matrix).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ProgressClass { #(#progress_variants,)* }
+
+        impl ProgressClass {
+            pub const fn as_str(self) -> &'static str {
+                match self { #(Self::#progress_variants => #progress_names,)* }
+            }
+        }
+
+        /// Static facts about one tool, from the table.
+        #[derive(Debug, Clone, Copy)]
+        pub struct ToolSpec {
+            pub name: &'static str,
+            pub progress: ProgressClass,
+            pub status_notice: StatusNotice,
+            pub workspace_bound: bool,
+            pub snapshot_bound: bool,
+            pub cancellable: bool,
+            pub fence: bool,
+            pub read_only: bool,
+        }
+
+        /// Every tool, as a copyable identifier.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Tool { #(#variants,)* }
+
+        /// The number of tools.
+        pub const TOOL_COUNT: usize = #count;
+
+        impl Tool {
+            /// All tools, in tools/list order.
+            pub const ALL: [Tool; #count] = [#(Tool::#variants,)*];
+
+            pub const fn index(self) -> usize {
+                match self { #(Tool::#variants => #indices,)* }
+            }
+
+            pub const fn name(self) -> &'static str {
+                match self { #(Tool::#variants => #names,)* }
+            }
+
+            pub fn from_name(name: &str) -> Option<Tool> {
+                match name { #(#names => Some(Tool::#variants),)* _ => None }
+            }
+
+            pub fn spec(self) -> &'static ToolSpec {
+                &TOOL_SPECS[self.index()]
+            }
+
+            /// The JSON Schema of the tool's arguments.
+            pub fn input_schema(self) -> &'static str {
+                INPUT_SCHEMAS[self.index()]
+            }
+        }
+
+        pub static TOOL_SPECS: [ToolSpec; #count] = [#(#specs,)*];
+
+        /// The `tools` array of a tools/list result, serialized once at build time.
+        pub const CATALOG_JSON: &str = #catalog;
+
+        /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
+        pub const INPUT_SCHEMAS: [&str; #count] = [#(#schemas,)*];
+
+        /// The validators, compiled once on first use.
+        pub static VALIDATORS: ::std::sync::LazyLock<::std::vec::Vec<::jsonschema::Validator>> =
+            ::std::sync::LazyLock::new(|| {
+                INPUT_SCHEMAS.iter().map(|s| crate::surface::compile_schema(s)).collect()
+            });
+
+        /// A parsed, validated tool call.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum ToolCall { #(#variants(#arg_types),)* }
+
+        impl ToolCall {
+            pub const fn tool(&self) -> Tool {
+                match self { #(ToolCall::#variants(_) => Tool::#variants,)* }
+            }
+
+            /// The `path` argument, for tools that take one (used in status notices).
+            pub fn path(&self) -> Option<&str> {
+                match self {
+                    #(#path_arms)*
+                    _ => None,
+                }
+            }
+        }
+
+        /// Parse and validate `arguments` (absent means `{}`) for the tool `name`.
+        pub fn parse(name: &str, arguments: Option<::serde_json::Value>) -> Result<ToolCall, ParseError> {
+            let tool = Tool::from_name(name).ok_or_else(|| ParseError::UnknownTool(name.to_string()))?;
+            let arguments = arguments.unwrap_or_else(|| ::serde_json::Value::Object(::serde_json::Map::new()));
+            crate::surface::validate(&VALIDATORS[tool.index()], &arguments)?;
+            let call = match tool {
+                #(Tool::#variants => ::serde_json::from_value(arguments).map(ToolCall::#variants),)*
+            };
+            call.map_err(ParseError::from_serde)
+        }
+
+        /// One method per tool; the hand-written broker implements it, so a tool
+        /// missing from the implementation does not compile.
+        pub trait Operations: Send + Sync {
+            #(
+                #[doc = #method_docs]
+                fn #methods(&self, ctx: &CallContext, args: #arg_types)
+                    -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+            )*
+        }
+
+        /// Route a parsed call to its method.
+        pub async fn dispatch<O: Operations + ?Sized>(ops: &O, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
+            match call {
+                #(ToolCall::#variants(args) => ops.#methods(ctx, args).await,)*
+            }
+        }
+    };
+
+    let syntax: syn::File = syn::parse2(file).expect("generated code parses");
+    let header = "// @generated by lean-beam-codegen from operations.toml. Do not edit.\n\n";
+    format!("{header}{}", prettyplease::unparse(&syntax))
+}
+
+fn spec_tokens(table: &Table, tool: &Tool) -> TokenStream {
+    let name = &tool.name;
+    let progress = format_ident!("{}", camel(&tool.progress));
+    let notice = match table.progress[&tool.progress].status_notice {
+        StatusNotice::Never => quote!(StatusNotice::Never),
+        StatusNotice::AfterDelay => quote!(StatusNotice::AfterDelay),
+        StatusNotice::OnSetupOrDelay => quote!(StatusNotice::OnSetupOrDelay),
+    };
+    let workspace_bound = tool.workspace_bound;
+    let snapshot_bound = tool.snapshot_bound;
+    let cancellable = tool.cancellable;
+    let fence = tool.fence;
+    let read_only = tool.read_only;
+    quote! {
+        ToolSpec {
+            name: #name,
+            progress: ProgressClass::#progress,
+            status_notice: #notice,
+            workspace_bound: #workspace_bound,
+            snapshot_bound: #snapshot_bound,
+            cancellable: #cancellable,
+            fence: #fence,
+            read_only: #read_only,
+        }
+    }
+}

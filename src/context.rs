@@ -1,0 +1,233 @@
+//! What a tool implementation knows about the request it serves: its id and era,
+//! cancellation, and the request-scoped progress and log channels.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+
+use crate::mcp::jsonrpc::{RequestId, notification_line};
+use crate::surface::Tool;
+
+/// The protocol era a request was served in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// MCP 2026-07-28: stateless, per-request `_meta`.
+    Modern,
+    /// MCP 2025-11-25: `initialize` lifecycle.
+    Legacy,
+    /// In-process (`lean-beam-mcp call`): no protocol, no notifications.
+    Direct,
+}
+
+impl Era {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Era::Modern => "2026-07-28",
+            Era::Legacy => "2025-11-25",
+            Era::Direct => "direct",
+        }
+    }
+}
+
+/// MCP log levels, in increasing severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+impl FromStr for LogLevel {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        LogLevel::ALL.into_iter().find(|l| l.as_str() == s).ok_or(())
+    }
+}
+
+/// Cooperative cancellation of one call. Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Debug, Default)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+impl Cancellation {
+    pub fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once `cancel` has been called (at once if it already was).
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Where a request's notifications go: the same ordered stream as its response,
+/// so that progress always precedes the result.
+pub type Outbound = mpsc::Sender<String>;
+
+/// The request a tool call serves and its notification channels.
+#[derive(Debug)]
+pub struct CallContext {
+    pub request_id: RequestId,
+    pub era: Era,
+    pub tool: Tool,
+    pub cancel: Cancellation,
+    out: Option<Outbound>,
+    progress_token: Option<Value>,
+    /// The minimum level that reaches the client; `None` sends no log messages.
+    log_level: Option<LogLevel>,
+    progress_count: AtomicU64,
+    status_sent: AtomicBool,
+}
+
+impl CallContext {
+    pub fn new(
+        request_id: RequestId,
+        era: Era,
+        tool: Tool,
+        out: Option<Outbound>,
+        progress_token: Option<Value>,
+        log_level: Option<LogLevel>,
+    ) -> Self {
+        Self {
+            request_id,
+            era,
+            tool,
+            cancel: Cancellation::default(),
+            out,
+            progress_token,
+            log_level,
+            progress_count: AtomicU64::new(0),
+            status_sent: AtomicBool::new(false),
+        }
+    }
+
+    /// A context for in-process calls: no notifications at all.
+    pub fn direct(tool: Tool) -> Self {
+        Self::new(RequestId::Number(0), Era::Direct, tool, None, None, None)
+    }
+
+    pub fn with_cancellation(mut self, cancel: Cancellation) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    pub fn has_progress_token(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
+    /// Whether a log message at `level` reaches the client.
+    pub fn admits(&self, level: LogLevel) -> bool {
+        self.log_level.is_some_and(|min| level >= min)
+    }
+
+    async fn send(&self, method: &str, params: Value) {
+        if let Some(out) = &self.out {
+            // A closed channel means the transport is gone; the call's result
+            // cannot be delivered either, so there is nothing to report.
+            let _ = out.send(notification_line(method, &params)).await;
+        }
+    }
+
+    /// Send one progress update (only with a progress token). `progress` is a
+    /// strictly increasing counter kept here, so callers cannot break monotonicity.
+    pub async fn progress(&self, message: &str, extra: Option<Value>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let n = self.progress_count.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut params = json!({ "progressToken": token, "progress": n, "message": message });
+        if let Some(Value::Object(extra)) = extra {
+            params
+                .as_object_mut()
+                .expect("object")
+                .insert("_meta".into(), json!({ "beam": extra }));
+        }
+        self.send("notifications/progress", params).await;
+    }
+
+    /// Send a `notifications/message` if the active level admits it.
+    pub async fn log(&self, level: LogLevel, logger: &str, data: Value) {
+        if self.admits(level) {
+            self.send(
+                "notifications/message",
+                json!({ "level": level.as_str(), "logger": logger, "data": data }),
+            )
+            .await;
+        }
+    }
+
+    /// The one `beam.status` liveness notice of a call without a progress token.
+    /// Later calls are no-ops, so the delay timer and a Lake-setup observation can
+    /// both ask for it.
+    pub async fn status_notice(&self, state: &str, path: Option<&str>, message: String) {
+        if self.progress_token.is_some() || !self.admits(LogLevel::Notice) {
+            return;
+        }
+        if self.status_sent.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut data = json!({
+            "requestId": self.request_id.to_value(),
+            "tool": self.tool.name(),
+            "state": state,
+            "message": message,
+            "progressHint": "For detailed live updates, pass tools/call params._meta.progressToken.",
+        });
+        if let Some(path) = path {
+            data["path"] = Value::from(path);
+        }
+        self.log(LogLevel::Notice, "beam.status", data).await;
+    }
+}

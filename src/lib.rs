@@ -1,0 +1,14 @@
+//! lean-beam-mcp: an MCP server that gives AI agents a Lean 4 theorem prover.
+//!
+//! Data flows one way: transport (`mcp::stdio`) → protocol (`mcp::dispatcher`)
+//! → generated parse and dispatch (`surface`) → operations (`ops`) → broker →
+//! Lean LSP. See ARCHITECTURE.md for the map.
+
+pub mod logging;
+
+pub mod context;
+pub mod identity;
+pub mod mcp;
+pub mod ops;
+pub mod stats;
+pub mod surface;

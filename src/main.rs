@@ -1,0 +1,192 @@
+//! The `lean-beam-mcp` command line: the stdio MCP server by default, plus
+//! `tools`, `validate` and `call` for using and debugging the surface without an
+//! MCP client.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use lean_beam_mcp::context::CallContext;
+use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
+use lean_beam_mcp::mcp::stdio;
+use lean_beam_mcp::ops::Beam;
+use lean_beam_mcp::stats::Stats;
+use lean_beam_mcp::surface::{self, ParseError, Tool};
+use lean_beam_mcp::identity;
+
+const USAGE: &str = "\
+lean-beam-mcp: an MCP server that gives AI agents a Lean 4 theorem prover
+
+USAGE:
+    lean-beam-mcp                          serve MCP over stdio (both protocol eras)
+    lean-beam-mcp tools                    print the tools/list catalog (JSON)
+    lean-beam-mcp validate TOOL JSON|@FILE check arguments against TOOL's schema
+    lean-beam-mcp call TOOL JSON|@FILE     run one tool in-process and print its result
+    lean-beam-mcp --version                print the version
+    lean-beam-mcp --help                   print this help
+
+`call` resolves a relative workspace root against the current directory (the MCP
+surface never does). Exit status: 0 success, 1 tool error or invalid arguments,
+2 usage error.
+";
+
+enum Command {
+    Serve,
+    Tools,
+    Validate(String, String),
+    Call(String, String),
+    Version,
+    Help,
+}
+
+fn parse_args(args: &[String]) -> Result<Command, String> {
+    match args {
+        [] => Ok(Command::Serve),
+        [flag] if flag == "--version" || flag == "-V" => Ok(Command::Version),
+        [flag] if flag == "--help" || flag == "-h" => Ok(Command::Help),
+        [cmd] if cmd == "tools" => Ok(Command::Tools),
+        [cmd, tool, payload] if cmd == "validate" => Ok(Command::Validate(tool.clone(), payload.clone())),
+        [cmd, tool, payload] if cmd == "call" => Ok(Command::Call(tool.clone(), payload.clone())),
+        [cmd, ..] if cmd == "validate" || cmd == "call" => {
+            Err(format!("`{cmd}` takes exactly two arguments: TOOL and JSON or @FILE"))
+        }
+        [cmd, ..] if cmd == "tools" => Err("`tools` takes no arguments".into()),
+        [other, ..] if other.starts_with('-') => Err(format!("unknown flag `{other}`")),
+        [other, ..] => Err(format!("unknown command `{other}`")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match parse_args(&args) {
+        Ok(command) => command,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match command {
+        Command::Help => print_stdout(USAGE),
+        Command::Version => print_stdout(&format!("{} {}\n", identity::NAME, identity::VERSION)),
+        Command::Tools => print_stdout(&catalog_pretty()),
+        Command::Validate(tool, payload) => validate(&tool, &payload),
+        Command::Call(tool, payload) => runtime().block_on(call(&tool, &payload)),
+        Command::Serve => runtime().block_on(serve()),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn print_stdout(text: &str) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+fn catalog_pretty() -> String {
+    let catalog: Value = serde_json::from_str(surface::CATALOG_JSON).expect("catalog is JSON");
+    serde_json::to_string_pretty(&catalog).expect("catalog serializes") + "\n"
+}
+
+fn read_payload(payload: &str) -> Result<Value, String> {
+    let text = match payload.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?,
+        None => payload.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("the payload is not JSON: {e}"))
+}
+
+fn validate(tool: &str, payload: &str) -> ExitCode {
+    let value = match read_payload(payload) {
+        Ok(value) => value,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    match surface::parse(tool, Some(value)) {
+        Ok(_) => print_stdout(&format!("valid: arguments satisfy the `{tool}` schema\n")),
+        Err(ParseError::UnknownTool(name)) => {
+            eprintln!("lean-beam-mcp: unknown tool `{name}` (see `lean-beam-mcp tools`)");
+            ExitCode::from(2)
+        }
+        Err(ParseError::Invalid(violations)) => {
+            let mut report = format!("invalid: {} violation(s) of the `{tool}` schema\n", violations.len());
+            for v in &violations {
+                let pointer = if v.pointer.is_empty() { "(root)" } else { &v.pointer };
+                report.push_str(&format!("  {pointer}: {}\n", v.reason));
+            }
+            print_stdout(&report);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolve a relative `workspace.root` against the current directory: a
+/// convenience of the command line only.
+fn absolutize_root(value: &mut Value) {
+    let Some(root) = value.pointer_mut("/workspace/root") else {
+        return;
+    };
+    if let Some(text) = root.as_str() {
+        let path = std::path::Path::new(text);
+        if path.is_relative() {
+            if let Ok(cwd) = std::env::current_dir() {
+                *root = Value::String(cwd.join(path).to_string_lossy().into_owned());
+            }
+        }
+    }
+}
+
+async fn call(tool: &str, payload: &str) -> ExitCode {
+    let mut value = match read_payload(payload) {
+        Ok(value) => value,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    absolutize_root(&mut value);
+    let call = match surface::parse(tool, Some(value)) {
+        Ok(call) => call,
+        Err(ParseError::UnknownTool(name)) => {
+            eprintln!("lean-beam-mcp: unknown tool `{name}` (see `lean-beam-mcp tools`)");
+            return ExitCode::from(2);
+        }
+        Err(invalid) => {
+            let error = invalid.into_tool_error(tool);
+            print_stdout(&(serde_json::to_string_pretty(&error).expect("error serializes") + "\n"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let stats = Arc::new(Stats::default());
+    let beam = Beam::new(stats);
+    let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"));
+    let outcome = surface::dispatch(&beam, &ctx, call).await;
+    beam.shutdown().await;
+    match outcome {
+        Ok(value) => print_stdout(&(serde_json::to_string_pretty(&value).expect("serializes") + "\n")),
+        Err(error) => {
+            print_stdout(&(serde_json::to_string_pretty(&error).expect("serializes") + "\n"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve() -> ExitCode {
+    let stats = Arc::new(Stats::default());
+    let beam = Arc::new(Beam::new(Arc::clone(&stats)));
+    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
+    stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), stdio::DEFAULT_MAX_LINE).await;
+    beam.shutdown().await;
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,26 @@
+//! Process-wide utilities: `beam_version` and `beam_stats`.
+
+use serde_json::{Value, json};
+
+use crate::identity;
+use crate::mcp::era::MODERN_VERSION;
+use crate::stats::Stats;
+
+pub fn version() -> Value {
+    json!({
+        "name": identity::NAME,
+        "version": identity::VERSION,
+        "mcp_protocol": MODERN_VERSION,
+        "mcp_protocols": [MODERN_VERSION, crate::mcp::era::LEGACY_VERSION],
+        "build": identity::build(),
+    })
+}
+
+pub fn stats(stats: &Stats) -> Value {
+    json!({
+        "uptimeMs": stats.uptime_ms(),
+        "pid": std::process::id(),
+        "requests": stats.snapshot(),
+        "workspaces": {},
+    })
+}

@@ -1,0 +1,211 @@
+//! The tool surface: the code generated from `operations.toml` plus the small set
+//! of hand-written types it is written against (call context, outcomes, errors,
+//! schema validation).
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+pub use crate::context::CallContext;
+
+mod generated {
+    #![allow(clippy::all, clippy::pedantic)]
+    include!(concat!(env!("OUT_DIR"), "/operations.rs"));
+}
+
+pub use generated::*;
+
+/// When a call without a progress token emits its one `beam.status` notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusNotice {
+    /// Never (process utilities).
+    Never,
+    /// When the call is still pending after the status delay.
+    AfterDelay,
+    /// On the first Lake setup observation, or after the status delay.
+    OnSetupOrDelay,
+}
+
+/// The result of one tool call: the `structuredContent` of a success, or a
+/// structured tool error (`isError: true`).
+pub type ToolOutcome = Result<Value, ToolError>;
+
+/// A structured tool error: `{code, message, data?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ToolError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+/// The tool error taxonomy (reference: TOOL-SURFACE.md, "Error taxonomy").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    InvalidInput,
+    InvalidParams,
+    ContentModified,
+    RequestCancelled,
+    WorkerExited,
+    WorkerCrashed,
+    SyncBarrierIncomplete,
+    SaveTargetNotModule,
+    SaveUnsupportedSetup,
+    SaveTraceStale,
+    RuntimeSetup,
+    /// A tool whose implementation has not landed yet in this build.
+    Unavailable,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidInput => "invalidInput",
+            Self::InvalidParams => "invalidParams",
+            Self::ContentModified => "contentModified",
+            Self::RequestCancelled => "requestCancelled",
+            Self::WorkerExited => "workerExited",
+            Self::WorkerCrashed => "workerCrashed",
+            Self::SyncBarrierIncomplete => "syncBarrierIncomplete",
+            Self::SaveTargetNotModule => "saveTargetNotModule",
+            Self::SaveUnsupportedSetup => "saveUnsupportedSetup",
+            Self::SaveTraceStale => "saveTraceStale",
+            Self::RuntimeSetup => "runtimeSetup",
+            Self::Unavailable => "unavailable",
+            Self::InternalError => "internalError",
+        }
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One schema violation: where (a JSON pointer into `arguments`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub pointer: String,
+    pub reason: String,
+}
+
+/// Why `parse` refused a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParseError {
+    /// No tool of that name: a JSON-RPC `-32602`.
+    UnknownTool(String),
+    /// The arguments break the tool's schema: a tool error `invalidInput`.
+    Invalid(Vec<Violation>),
+}
+
+impl ParseError {
+    pub(crate) fn from_serde(err: serde_json::Error) -> Self {
+        // The schema accepted the payload, so this is a disagreement between the
+        // schema and the Rust type; report it rather than hide it.
+        ParseError::Invalid(vec![Violation {
+            pointer: String::new(),
+            reason: err.to_string(),
+        }])
+    }
+
+    /// The `invalidInput` tool error for an `Invalid` parse.
+    pub fn into_tool_error(self, tool: &str) -> ToolError {
+        match self {
+            ParseError::UnknownTool(name) => {
+                ToolError::new(ErrorCode::InvalidInput, format!("unknown tool `{name}`"))
+            }
+            ParseError::Invalid(violations) => {
+                let summary = violations
+                    .iter()
+                    .map(|v| {
+                        if v.pointer.is_empty() {
+                            v.reason.clone()
+                        } else {
+                            format!("{}: {}", v.pointer, v.reason)
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                ToolError::new(
+                    ErrorCode::InvalidInput,
+                    format!("invalid arguments for `{tool}`: {summary}"),
+                )
+                .with_data(json!({ "violations": violations }))
+            }
+        }
+    }
+}
+
+/// Compile one of the generated schemas. They are self-contained, so no resolver
+/// (and never the network) is involved.
+pub(crate) fn compile_schema(schema: &str) -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(schema).expect("generated schema is JSON");
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .expect("generated schema compiles")
+}
+
+/// Validate `instance`; on failure list every violation with its pointer.
+pub(crate) fn validate(
+    validator: &jsonschema::Validator,
+    instance: &Value,
+) -> Result<(), ParseError> {
+    if validator.is_valid(instance) {
+        return Ok(());
+    }
+    let mut violations: Vec<Violation> = Vec::new();
+    for error in validator.iter_errors(instance) {
+        let base = error.instance_path().to_string();
+        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+            error.kind()
+        {
+            // Point at each undeclared field rather than at its parent object.
+            for name in unexpected {
+                violations.push(Violation {
+                    pointer: format!("{base}/{}", escape_pointer(name)),
+                    reason: format!("undeclared field `{name}` (additionalProperties is false)"),
+                });
+            }
+            continue;
+        }
+        violations.push(Violation {
+            pointer: base,
+            reason: error.to_string(),
+        });
+    }
+    Err(ParseError::Invalid(violations))
+}
+
+fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Warm the validators so the first call pays nothing (start-up, not per call).
+pub fn warm() {
+    std::sync::LazyLock::force(&VALIDATORS);
+}
