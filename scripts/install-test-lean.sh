@@ -37,9 +37,13 @@ case "$dest" in
   *) dest="$PWD/$dest" ;;
 esac
 
+is_installed() {
+  [[ -f "$1/.stamp" && -x "$1/bin/lean" && -f "$1/lib/lean/libleanshared.so" ]] \
+    && [[ "$(<"$1/.stamp")" == "$STAMP_CONTENT" ]]
+}
+
 # ---- fast path: already installed -------------------------------------------------
-if [[ -f "$dest/.stamp" && -x "$dest/bin/lean" && -f "$dest/lib/lean/libleanshared.so" ]] \
-   && [[ "$(<"$dest/.stamp")" == "$STAMP_CONTENT" ]]; then
+if is_installed "$dest"; then
   printf '%s\n' "$dest/bin/lean"
   exit 0
 fi
@@ -125,14 +129,19 @@ esac
 printf '%s\n' "$STAMP_CONTENT" >"$stage/.stamp"
 
 # ---- atomic install ------------------------------------------------------------------
+if is_installed "$dest"; then
+  # A concurrent run finished first: keep its (identical) install untouched.
+  log "another run installed the toolchain concurrently; using it"
+  printf '%s\n' "$dest/bin/lean"
+  exit 0
+fi
 if [[ -e "$dest" ]]; then
-  # A stale or partial install (no valid stamp): move it aside first.
-  old="$tmp/old"
-  mv -T "$dest" "$old" 2>/dev/null || true
+  # A stale or foreign install (no valid stamp): move it aside, it is deleted on exit.
+  mv -T "$dest" "$tmp/old" 2>/dev/null || true
 fi
 if ! mv -T "$stage" "$dest" 2>/dev/null; then
-  # Lost a race with a concurrent run that installed first: accept its result if valid.
-  if [[ -f "$dest/.stamp" && "$(<"$dest/.stamp")" == "$STAMP_CONTENT" ]]; then
+  # Lost a race with a concurrent run that installed in between: accept its result.
+  if is_installed "$dest"; then
     log "another run installed the toolchain concurrently; using it"
   else
     die "could not move the toolchain into $dest"
