@@ -5,8 +5,9 @@
 #   LEAN_PATH=<root>/.lake/build/lib/lean  LEAN_SRC_PATH=<root>
 #
 # Usage: scripts/build-fixtures.sh [ROOT...]
-#   With no arguments every known fixture workspace is built. ROOT is a workspace
-#   directory (absolute, or relative to the repository root / current directory).
+#   With no arguments every fixture workspace of the repository is built. ROOT is a
+#   workspace directory (absolute, or relative to the current directory / repository
+#   root) containing a BUILD-MODULES file.
 # Uses $LEAN if set, else the toolchain from scripts/install-test-lean.sh.
 # Idempotent: a module is recompiled only when its source (or one of the modules it
 # imports, or the lean binary) is newer than its .olean. Progress goes to stderr;
@@ -24,19 +25,12 @@ if [[ -z "${LEAN:-}" ]]; then
 fi
 [[ -x "$LEAN" ]] || die "LEAN=$LEAN is not executable"
 
-# Modules to compile per workspace, in dependency order (module names, dot-separated).
+# Modules to compile: listed one per line (dot-separated, dependency order) in the
+# workspace's BUILD-MODULES file, so a copy of a fixture workspace elsewhere (e.g. a
+# test's temp dir) can be built with `scripts/build-fixtures.sh /tmp/copy`.
 modules_for() {
-  case "$(basename "$1")" in
-    basic) echo "Fix.Basic" ;;
-    second) echo "Sec.Base" ;;
-    long) echo "LongFix.Base" ;;
-    demo) echo "Demo.Base" ;;
-    *)
-      # Unknown workspace: compile every module listed in its BUILD-MODULES file.
-      [[ -f "$1/BUILD-MODULES" ]] || die "don't know which modules to build in $1"
-      grep -v '^[[:space:]]*\(#\|$\)' "$1/BUILD-MODULES"
-      ;;
-  esac
+  [[ -f "$1/BUILD-MODULES" ]] || die "$1 has no BUILD-MODULES file (list of modules to compile)"
+  grep -v '^[[:space:]]*\(#\|$\)' "$1/BUILD-MODULES"
 }
 
 resolve_root() {
@@ -48,7 +42,8 @@ resolve_root() {
 }
 
 if [[ $# -eq 0 ]]; then
-  set -- tests/fixtures/basic tests/fixtures/second tests/fixtures/long examples/demo
+  set -- "$repo_root/tests/fixtures/basic" "$repo_root/tests/fixtures/second" \
+         "$repo_root/tests/fixtures/long" "$repo_root/examples/demo"
 fi
 
 for arg in "$@"; do
@@ -56,7 +51,8 @@ for arg in "$@"; do
   out="$root/.lake/build/lib/lean"
   mkdir -p "$out"
   prev_olean=""
-  for mod in $(modules_for "$root"); do
+  mods="$(modules_for "$root")"
+  for mod in $mods; do
     rel="${mod//.//}"
     src="$root/$rel.lean"
     olean="$out/$rel.olean"
