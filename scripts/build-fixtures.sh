@@ -48,10 +48,10 @@ fi
 
 for arg in "$@"; do
   root="$(resolve_root "$arg")"
+  mods="$(modules_for "$root")"
   out="$root/.lake/build/lib/lean"
   mkdir -p "$out"
   prev_olean=""
-  mods="$(modules_for "$root")"
   for mod in $mods; do
     rel="${mod//.//}"
     src="$root/$rel.lean"
