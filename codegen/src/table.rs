@@ -87,6 +87,9 @@ pub struct Arg {
     pub minimum: Option<i64>,
     #[serde(default)]
     pub required_keys: Option<Vec<String>>,
+    /// The name of the generated Rust enum (for `enum` arguments).
+    #[serde(default)]
+    pub rust_enum: Option<String>,
 }
 
 /// The resolved type of an argument, after the table has been checked.
@@ -115,10 +118,75 @@ impl fmt::Display for TableError {
 impl std::error::Error for TableError {}
 
 pub fn read(source: &str) -> Result<Table, TableError> {
-    let table: Table =
-        toml::from_str(source).map_err(|e| TableError(format!("operations.toml: {e}")))?;
+    let table: Table = toml::from_str(source).map_err(|e| {
+        let entry = e
+            .span()
+            .and_then(|span| entry_at(source, span.start))
+            .map(|entry| format!(" {entry}:"))
+            .unwrap_or_default();
+        TableError(format!("operations.toml:{entry} {e}"))
+    })?;
     check(&table)?;
     Ok(table)
+}
+
+/// The table entry (`tool `name``, `shape `Name``, `progress class `name``) whose
+/// text contains byte `offset`, so that a serde error names it as the semantic
+/// checks do.
+fn entry_at(source: &str, offset: usize) -> Option<String> {
+    let mut tools_seen = 0usize;
+    let mut current = None;
+    let mut start = 0usize;
+    for line in source.split_inclusive('\n') {
+        if start > offset {
+            break;
+        }
+        start += line.len();
+        let header = line.trim();
+        if header.starts_with("[[tool]]") {
+            tools_seen += 1;
+            current = Some(Header::Tool(tools_seen - 1));
+        } else if let Some(rest) = header.strip_prefix("[shape.") {
+            current = Some(Header::Named(
+                "shape",
+                rest.trim_end_matches(']').to_string(),
+            ));
+        } else if let Some(rest) = header.strip_prefix("[progress.") {
+            current = Some(Header::Named(
+                "progress class",
+                rest.trim_end_matches(']').to_string(),
+            ));
+        } else if header
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .is_some_and(|h| {
+                !h.is_empty()
+                    && h.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_.-[]".contains(c))
+            })
+        {
+            // Some other table header.
+            current = None;
+        }
+    }
+    match current? {
+        Header::Named(kind, name) => Some(format!("{kind} `{name}`")),
+        Header::Tool(index) => {
+            // The syntax is valid (serde failed on the data model), so a generic
+            // parse finds the tool's name even when it follows the bad key.
+            let generic: toml::Table = toml::from_str(source).ok()?;
+            let name = generic.get("tool")?.as_array()?.get(index)?.get("name");
+            Some(match name.and_then(toml::Value::as_str) {
+                Some(name) => format!("tool `{name}`"),
+                None => format!("tool #{}", index + 1),
+            })
+        }
+    }
+}
+
+enum Header {
+    Tool(usize),
+    Named(&'static str, String),
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -145,16 +213,25 @@ fn check(table: &Table) -> Result<(), TableError> {
             )));
         }
         if !tools.insert(tool.name.as_str()) {
-            return Err(TableError(format!("operations.toml: {entry}: duplicate tool")));
+            return Err(TableError(format!(
+                "operations.toml: {entry}: duplicate tool"
+            )));
         }
         if tool.description.trim().is_empty() {
-            return Err(TableError(format!("operations.toml: {entry}: empty description")));
+            return Err(TableError(format!(
+                "operations.toml: {entry}: empty description"
+            )));
         }
         if !table.progress.contains_key(&tool.progress) {
             return Err(TableError(format!(
                 "operations.toml: {entry}: unknown progress class `{}` (known: {})",
                 tool.progress,
-                table.progress.keys().cloned().collect::<Vec<_>>().join(", ")
+                table
+                    .progress
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         if tool.read_only && (tool.destructive.is_some() || tool.idempotent) {
@@ -189,7 +266,9 @@ fn check_args(table: &Table, entry: &str, args: &[Arg]) -> Result<(), TableError
     for arg in args {
         let at = format!("operations.toml: {entry}, argument `{}`", arg.name);
         if !is_identifier(&arg.name) {
-            return Err(TableError(format!("{at}: an argument name is lower_snake_case ASCII")));
+            return Err(TableError(format!(
+                "{at}: an argument name is lower_snake_case ASCII"
+            )));
         }
         if !seen.insert(arg.name.as_str()) {
             return Err(TableError(format!("{at}: duplicate argument")));
@@ -225,17 +304,24 @@ fn check_args(table: &Table, entry: &str, args: &[Arg]) -> Result<(), TableError
                 }
             }
         }
+        if arg.rust_enum.is_some() && arg.enum_values.is_none() {
+            return Err(TableError(format!("{at}: `rust_enum` applies to `enum` arguments")));
+        }
         if arg.minimum.is_some() && !matches!(ty, ArgType::Integer) {
             return Err(TableError(format!(
                 "{at}: `minimum` applies to `integer` (a `natural` already has minimum 0)"
             )));
         }
         if arg.required_keys.is_some() && ty != ArgType::Object {
-            return Err(TableError(format!("{at}: `required_keys` applies to `object`")));
+            return Err(TableError(format!(
+                "{at}: `required_keys` applies to `object`"
+            )));
         }
         if let Some(default) = &arg.default {
             if arg.required {
-                return Err(TableError(format!("{at}: a required argument has no default")));
+                return Err(TableError(format!(
+                    "{at}: a required argument has no default"
+                )));
             }
             check_default(arg, &ty, default).map_err(|why| TableError(format!("{at}: {why}")))?;
         }
@@ -288,6 +374,9 @@ fn check_default(arg: &Arg, ty: &ArgType, default: &toml::Value) -> Result<(), S
             Some(min) if *n < min => Err(format!("default {n} is below the minimum {min}")),
             _ => Ok(()),
         },
-        _ => Err(format!("default `{default}` does not fit type `{}`", arg.ty)),
+        _ => Err(format!(
+            "default `{default}` does not fit type `{}`",
+            arg.ty
+        )),
     }
 }
