@@ -205,6 +205,82 @@ fn escape_pointer(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
+/// Integer arguments as JSON Schema reads them: `2.0` is the integer 2 (the schema
+/// accepts it, and Python clients send whole floats that way), so serde must
+/// accept it too. The generator points every `integer`/`natural` field here.
+pub mod lenient {
+    use std::fmt;
+
+    use serde::Deserializer;
+    use serde::de::{self, Visitor};
+
+    struct Whole<T>(std::marker::PhantomData<T>);
+
+    macro_rules! whole_visitor {
+        ($t:ty, $what:literal) => {
+            impl<'de> Visitor<'de> for Whole<$t> {
+                type Value = $t;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str($what)
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<$t, E> {
+                    <$t>::try_from(v)
+                        .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<$t, E> {
+                    <$t>::try_from(v)
+                        .map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+                }
+                fn visit_f64<E: de::Error>(self, v: f64) -> Result<$t, E> {
+                    // Exactly integral and inside the range of the target type.
+                    if v.fract() == 0.0 && v >= <$t>::MIN as f64 && v < <$t>::MAX as f64 {
+                        Ok(v as $t)
+                    } else {
+                        Err(E::invalid_value(de::Unexpected::Float(v), &self))
+                    }
+                }
+            }
+        };
+    }
+    whole_visitor!(u64, "a non-negative integer");
+    whole_visitor!(i64, "an integer");
+
+    pub fn natural<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        d.deserialize_u64(Whole::<u64>(std::marker::PhantomData))
+    }
+
+    pub fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        d.deserialize_i64(Whole::<i64>(std::marker::PhantomData))
+    }
+
+    /// For optional fields: absence is handled by `#[serde(default)]`, and the
+    /// schema has already refused `null`.
+    pub fn opt_natural<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        natural(d).map(Some)
+    }
+
+    pub fn opt_integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        integer(d).map(Some)
+    }
+
+    macro_rules! whole_vec {
+        ($name:ident, $t:ty, $one:ident) => {
+            pub fn $name<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<$t>, D::Error> {
+                struct Item($t);
+                impl<'de> serde::Deserialize<'de> for Item {
+                    fn deserialize<D2: Deserializer<'de>>(d: D2) -> Result<Self, D2::Error> {
+                        $one(d).map(Item)
+                    }
+                }
+                let items: Vec<Item> = serde::Deserialize::deserialize(d)?;
+                Ok(items.into_iter().map(|i| i.0).collect())
+            }
+        };
+    }
+    whole_vec!(vec_natural, u64, natural);
+    whole_vec!(vec_integer, i64, integer);
+}
+
 /// Warm the validators so the first call pays nothing (start-up, not per call).
 pub fn warm() {
     std::sync::LazyLock::force(&VALIDATORS);

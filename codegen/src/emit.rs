@@ -48,8 +48,9 @@ fn enum_names(table: &Table) -> EnumNames {
     let with_enums: Vec<_> = all_args
         .filter_map(|(owner, a)| a.enum_values.clone().map(|v| (owner.to_string(), a, v)))
         .collect();
+    let type_name = |arg: &Arg| arg.rust_enum.clone().unwrap_or_else(|| camel(&arg.name));
     for (_, arg, values) in &with_enums {
-        let entry = values_by_name.entry(camel(&arg.name)).or_default();
+        let entry = values_by_name.entry(type_name(arg)).or_default();
         if !entry.contains(values) {
             entry.push(values.clone());
         }
@@ -59,7 +60,7 @@ fn enum_names(table: &Table) -> EnumNames {
         defs: BTreeMap::new(),
     };
     for (owner, arg, values) in with_enums {
-        let plain = camel(&arg.name);
+        let plain = type_name(arg);
         let name = if values_by_name[&plain].len() == 1 {
             plain
         } else {
@@ -139,21 +140,36 @@ fn fields(
         let rty = rust_type(&ty, enum_name);
         let ident = format_ident!("{}", arg.name);
         let doc = &arg.doc;
+        let optional = !arg.required && arg.default.is_none();
+        let lenient = match (&ty, optional) {
+            (ArgType::Natural, false) => Some("natural"),
+            (ArgType::Natural, true) => Some("opt_natural"),
+            (ArgType::Integer, false) => Some("integer"),
+            (ArgType::Integer, true) => Some("opt_integer"),
+            (ArgType::Array(inner), _) if **inner == ArgType::Natural => Some("vec_natural"),
+            (ArgType::Array(inner), _) if **inner == ArgType::Integer => Some("vec_integer"),
+            _ => None,
+        };
+        // JSON Schema counts `2.0` as an integer; serde must agree with it.
+        let lenient = lenient.map(|f| {
+            let path = format!("crate::surface::lenient::{f}");
+            quote!(#[serde(deserialize_with = #path)])
+        });
         let schema_extra = arg.required_keys.as_ref().map(|keys| {
             let keys = keys.iter();
             quote!(#[schemars(extend("required" = [#(#keys),*]))])
         });
         let field = if arg.required {
-            quote! { #[doc = #doc] #schema_extra pub #ident: #rty, }
+            quote! { #[doc = #doc] #lenient #schema_extra pub #ident: #rty, }
         } else if let Some(default) = &arg.default {
             let fname = format!("{owner}_{}", arg.name);
             let fident = format_ident!("{}", fname);
             let expr = default_expr(&ty, enum_name, default);
             defaults.push(quote! { pub(super) fn #fident() -> #rty { #expr } });
             let path = format!("defaults::{fname}");
-            quote! { #[doc = #doc] #[serde(default = #path)] #schema_extra pub #ident: #rty, }
+            quote! { #[doc = #doc] #[serde(default = #path)] #lenient #schema_extra pub #ident: #rty, }
         } else if matches!(ty, ArgType::Array(_)) {
-            quote! { #[doc = #doc] #[serde(default, skip_serializing_if = "Vec::is_empty")] #schema_extra pub #ident: #rty, }
+            quote! { #[doc = #doc] #[serde(default, skip_serializing_if = "Vec::is_empty")] #lenient #schema_extra pub #ident: #rty, }
         } else {
             // Optional without a default: absent is `None`. The schema still names
             // the bare type, because `null` is not an accepted value.
@@ -162,6 +178,7 @@ fn fields(
                 #[doc = #doc]
                 #[serde(default, skip_serializing_if = "Option::is_none")]
                 #[schemars(with = #rty_str)]
+                #lenient
                 #schema_extra
                 pub #ident: ::std::option::Option<#rty>,
             }
@@ -263,7 +280,11 @@ pub fn emit(table: &Table) -> String {
     let path_arms: Vec<_> = table
         .tool
         .iter()
-        .filter(|t| t.args.iter().any(|a| a.name == "path" && a.ty == "string" && a.required))
+        .filter(|t| {
+            t.args
+                .iter()
+                .any(|a| a.name == "path" && a.ty == "string" && a.required)
+        })
         .map(|t| {
             let v = format_ident!("{}", camel(&t.name));
             quote!(ToolCall::#v(args) => Some(args.path.as_str()),)
@@ -342,6 +363,17 @@ pub fn emit(table: &Table) -> String {
             /// The JSON Schema of the tool's arguments.
             pub fn input_schema(self) -> &'static str {
                 INPUT_SCHEMAS[self.index()]
+            }
+
+            /// The schema schemars derives from the tool's argument struct. The
+            /// emitted `input_schema` is what clients see; tests check that both
+            /// accept and reject the same payloads.
+            #[doc(hidden)]
+            pub fn derived_schema(self) -> ::serde_json::Value {
+                match self {
+                    #(Tool::#variants => ::serde_json::to_value(::schemars::schema_for!(#arg_types))
+                        .expect("derived schema serializes"),)*
+                }
             }
         }
 
