@@ -6,8 +6,10 @@
 
 pub mod logging;
 
+pub mod broker;
 pub mod context;
 pub mod identity;
+pub mod lsp;
 pub mod mcp;
 pub mod ops;
 pub mod stats;

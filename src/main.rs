@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use lean_beam_mcp::broker::Broker;
 use lean_beam_mcp::context::CallContext;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
@@ -169,7 +170,7 @@ async fn call(tool: &str, payload: &str) -> ExitCode {
         }
     };
     let stats = Arc::new(Stats::default());
-    let beam = Beam::new(stats);
+    let beam = Beam::new(stats, Broker::from_env());
     let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"));
     let outcome = surface::dispatch(&beam, &ctx, call).await;
     beam.shutdown().await;
@@ -184,7 +185,7 @@ async fn call(tool: &str, payload: &str) -> ExitCode {
 
 async fn serve() -> ExitCode {
     let stats = Arc::new(Stats::default());
-    let beam = Arc::new(Beam::new(Arc::clone(&stats)));
+    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
     stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), stdio::DEFAULT_MAX_LINE).await;
     beam.shutdown().await;

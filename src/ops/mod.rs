@@ -1,25 +1,34 @@
 //! The hand-written implementation of the generated `Operations` trait: one
 //! method per tool, grouped by family in the submodules.
 
+mod documents;
+mod inspect;
 mod process;
+mod todo;
 
 use std::sync::Arc;
 
+use crate::broker::Broker;
+use crate::broker::sync::Mode;
+use inspect::At;
 use crate::stats::Stats;
 use crate::surface::*;
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
     stats: Arc<Stats>,
+    broker: Broker,
 }
 
 impl Beam {
-    pub fn new(stats: Arc<Stats>) -> Self {
-        Self { stats }
+    pub fn new(stats: Arc<Stats>, broker: Broker) -> Self {
+        Self { stats, broker }
     }
 
     /// Tear down every workspace runtime (transport shutdown).
-    pub async fn shutdown(&self) {}
+    pub async fn shutdown(&self) {
+        self.broker.shutdown().await;
+    }
 }
 
 /// The tool error of a Lean tool whose implementation has not landed yet.
@@ -37,15 +46,15 @@ impl Operations for Beam {
     }
 
     async fn beam_stats(&self, _ctx: &CallContext, _args: BeamStatsArgs) -> ToolOutcome {
-        Ok(process::stats(&self.stats))
+        Ok(process::stats(&self.stats, self.broker.stats()))
     }
 
     async fn beam_feedback_report(&self, _ctx: &CallContext, _args: BeamFeedbackReportArgs) -> ToolOutcome {
         unavailable("beam_feedback_report", "feedback reports")
     }
 
-    async fn lean_drop_workspace(&self, _ctx: &CallContext, _args: LeanDropWorkspaceArgs) -> ToolOutcome {
-        unavailable("lean_drop_workspace", "the Lean broker")
+    async fn lean_drop_workspace(&self, _ctx: &CallContext, args: LeanDropWorkspaceArgs) -> ToolOutcome {
+        documents::drop_workspace(&self.broker, &args.workspace).await
     }
 
     async fn lean_run_at(&self, _ctx: &CallContext, _args: LeanRunAtArgs) -> ToolOutcome {
@@ -56,40 +65,40 @@ impl Operations for Beam {
         unavailable("lean_run_at_handle", "speculative execution")
     }
 
-    async fn lean_hover(&self, _ctx: &CallContext, _args: LeanHoverArgs) -> ToolOutcome {
-        unavailable("lean_hover", "inspection")
+    async fn lean_hover(&self, _ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
+        inspect::hover(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }).await
     }
 
-    async fn lean_signature_help(&self, _ctx: &CallContext, _args: LeanSignatureHelpArgs) -> ToolOutcome {
-        unavailable("lean_signature_help", "inspection")
+    async fn lean_signature_help(&self, _ctx: &CallContext, args: LeanSignatureHelpArgs) -> ToolOutcome {
+        inspect::signature_help(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }).await
     }
 
-    async fn lean_definition(&self, _ctx: &CallContext, _args: LeanDefinitionArgs) -> ToolOutcome {
-        unavailable("lean_definition", "inspection")
+    async fn lean_definition(&self, _ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {
+        inspect::definition(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }).await
     }
 
-    async fn lean_references(&self, _ctx: &CallContext, _args: LeanReferencesArgs) -> ToolOutcome {
-        unavailable("lean_references", "inspection")
+    async fn lean_references(&self, _ctx: &CallContext, args: LeanReferencesArgs) -> ToolOutcome {
+        inspect::references(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }, args.include_declaration).await
     }
 
-    async fn lean_document_symbols(&self, _ctx: &CallContext, _args: LeanDocumentSymbolsArgs) -> ToolOutcome {
-        unavailable("lean_document_symbols", "inspection")
+    async fn lean_document_symbols(&self, _ctx: &CallContext, args: LeanDocumentSymbolsArgs) -> ToolOutcome {
+        inspect::document_symbols(&self.broker, &args.workspace, &args.path, args.version).await
     }
 
-    async fn lean_workspace_symbols(&self, _ctx: &CallContext, _args: LeanWorkspaceSymbolsArgs) -> ToolOutcome {
-        unavailable("lean_workspace_symbols", "inspection")
+    async fn lean_workspace_symbols(&self, _ctx: &CallContext, args: LeanWorkspaceSymbolsArgs) -> ToolOutcome {
+        inspect::workspace_symbols(&self.broker, &args.workspace, &args.query).await
     }
 
-    async fn lean_goals(&self, _ctx: &CallContext, _args: LeanGoalsArgs) -> ToolOutcome {
-        unavailable("lean_goals", "inspection")
+    async fn lean_goals(&self, _ctx: &CallContext, args: LeanGoalsArgs) -> ToolOutcome {
+        inspect::goals(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }, args.mode).await
     }
 
-    async fn lean_todo(&self, _ctx: &CallContext, _args: LeanTodoArgs) -> ToolOutcome {
-        unavailable("lean_todo", "inspection")
+    async fn lean_todo(&self, _ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
+        todo::todo(&self.broker, &args).await
     }
 
-    async fn lean_code_action_resolve(&self, _ctx: &CallContext, _args: LeanCodeActionResolveArgs) -> ToolOutcome {
-        unavailable("lean_code_action_resolve", "inspection")
+    async fn lean_code_action_resolve(&self, _ctx: &CallContext, args: LeanCodeActionResolveArgs) -> ToolOutcome {
+        inspect::code_action_resolve(&self.broker, &args.workspace, &args.path, args.version, &args.code_action).await
     }
 
     async fn lean_run_with(&self, _ctx: &CallContext, _args: LeanRunWithArgs) -> ToolOutcome {
@@ -104,16 +113,20 @@ impl Operations for Beam {
         unavailable("lean_release", "proof handles")
     }
 
-    async fn lean_update(&self, _ctx: &CallContext, _args: LeanUpdateArgs) -> ToolOutcome {
-        unavailable("lean_update", "the Lean broker")
+    async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> ToolOutcome {
+        documents::update(&self.broker, &args.workspace, &args.path).await
     }
 
-    async fn lean_sync(&self, _ctx: &CallContext, _args: LeanSyncArgs) -> ToolOutcome {
-        unavailable("lean_sync", "the Lean broker")
+    async fn lean_sync(&self, ctx: &CallContext, args: LeanSyncArgs) -> ToolOutcome {
+        let items = args.diagnostics_in_result;
+        documents::sync(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope, items, Mode::IfChanged)
+            .await
     }
 
-    async fn lean_refresh(&self, _ctx: &CallContext, _args: LeanRefreshArgs) -> ToolOutcome {
-        unavailable("lean_refresh", "the Lean broker")
+    async fn lean_refresh(&self, ctx: &CallContext, args: LeanRefreshArgs) -> ToolOutcome {
+        let items = args.diagnostics_in_result;
+        documents::sync(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope, items, Mode::Reelaborate)
+            .await
     }
 
     async fn lean_save(&self, _ctx: &CallContext, _args: LeanSaveArgs) -> ToolOutcome {
@@ -124,7 +137,7 @@ impl Operations for Beam {
         unavailable("lean_close_save", "checkpoints")
     }
 
-    async fn lean_close(&self, _ctx: &CallContext, _args: LeanCloseArgs) -> ToolOutcome {
-        unavailable("lean_close", "the Lean broker")
+    async fn lean_close(&self, _ctx: &CallContext, args: LeanCloseArgs) -> ToolOutcome {
+        documents::close(&self.broker, &args.workspace, &args.path).await
     }
 }

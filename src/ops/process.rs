@@ -16,11 +16,11 @@ pub fn version() -> Value {
     })
 }
 
-pub fn stats(stats: &Stats) -> Value {
+pub fn stats(stats: &Stats, workspaces: Value) -> Value {
     json!({
         "uptimeMs": stats.uptime_ms(),
         "pid": std::process::id(),
         "requests": stats.snapshot(),
-        "workspaces": {},
+        "workspaces": workspaces,
     })
 }

@@ -1,0 +1,141 @@
+//! Lean diagnostics as the broker keeps them: counts, scope filtering, log
+//! levels and save readiness.
+
+use serde_json::{Value, json};
+
+use crate::context::LogLevel;
+use crate::surface::DiagnosticScope;
+
+/// LSP severities.
+pub const ERROR: u64 = 1;
+pub const WARNING: u64 = 2;
+pub const INFORMATION: u64 = 3;
+pub const HINT: u64 = 4;
+
+/// Lean's message for a document whose imports were rebuilt underneath it.
+pub const IMPORTS_OUT_OF_DATE: &str = "Imports are out of date";
+
+/// Severity of one published diagnostic (missing means error, as in LSP).
+pub fn severity(diagnostic: &Value) -> u64 {
+    diagnostic.get("severity").and_then(Value::as_u64).unwrap_or(ERROR)
+}
+
+pub fn message(diagnostic: &Value) -> &str {
+    diagnostic.get("message").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Silent messages ("Goals accomplished!") are editor-only and dropped at
+/// reception.
+pub fn is_silent(diagnostic: &Value) -> bool {
+    diagnostic.get("isSilent").and_then(Value::as_bool) == Some(true)
+}
+
+pub fn in_scope(diagnostic: &Value, scope: DiagnosticScope) -> bool {
+    match scope {
+        DiagnosticScope::All => true,
+        DiagnosticScope::Errors => severity(diagnostic) == ERROR,
+    }
+}
+
+/// The MCP log level a diagnostic travels at.
+pub fn log_level(diagnostic: &Value) -> LogLevel {
+    match severity(diagnostic) {
+        ERROR => LogLevel::Error,
+        WARNING => LogLevel::Warning,
+        INFORMATION => LogLevel::Info,
+        _ => LogLevel::Debug,
+    }
+}
+
+pub fn severity_name(severity: u64) -> &'static str {
+    match severity {
+        ERROR => "error",
+        WARNING => "warning",
+        INFORMATION => "information",
+        HINT => "hint",
+        _ => "unknown",
+    }
+}
+
+/// The complete counts of a diagnostic set.
+pub fn counts(diagnostics: &[Value]) -> Value {
+    let mut c = [0u64; 5];
+    for d in diagnostics {
+        let slot = match severity(d) {
+            s @ 1..=4 => (s - 1) as usize,
+            _ => 4,
+        };
+        c[slot] += 1;
+    }
+    json!({
+        "error": c[0], "warning": c[1], "information": c[2], "hint": c[3], "unknown": c[4],
+        "total": diagnostics.len(),
+    })
+}
+
+/// The agent-facing form of one diagnostic: the LSP fields that matter, with a
+/// severity name next to the number.
+pub fn item(diagnostic: &Value) -> Value {
+    let mut item = json!({
+        "range": diagnostic.get("range").cloned().unwrap_or(Value::Null),
+        "severity": severity_name(severity(diagnostic)),
+        "message": message(diagnostic),
+    });
+    if let Some(full) = diagnostic.get("fullRange") {
+        if Some(full) != diagnostic.get("range") {
+            item["fullRange"] = full.clone();
+        }
+    }
+    if let Some(code) = diagnostic.get("code") {
+        item["code"] = code.clone();
+    }
+    item
+}
+
+/// Save readiness of one elaborated version.
+pub fn readiness(diagnostics: &[Value], fatal: bool) -> Value {
+    let blocking: Vec<&Value> = diagnostics.iter().filter(|d| severity(d) == ERROR).collect();
+    let mut messages: Vec<String> = Vec::new();
+    if fatal {
+        messages.push(
+            "Lean stopped processing this file (a fatal error or a crashed worker); it cannot be saved"
+                .to_string(),
+        );
+    }
+    let reason = if fatal {
+        "fatalError"
+    } else if !blocking.is_empty() {
+        "errors"
+    } else {
+        "ok"
+    };
+    let count = blocking.len() + usize::from(fatal);
+    json!({
+        "save_ready": count == 0,
+        "reason": reason,
+        "blocking_error_count": count,
+        "blocking_diagnostics": blocking.iter().map(|d| item(d)).collect::<Vec<_>>(),
+        "blocking_messages": messages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_readiness() {
+        let diags = vec![
+            json!({"severity": 1, "message": "bad", "range": {}}),
+            json!({"severity": 2, "message": "meh", "range": {}}),
+            json!({"severity": 3, "message": "fyi", "range": {}}),
+        ];
+        let c = counts(&diags);
+        assert_eq!((c["error"].as_u64(), c["total"].as_u64()), (Some(1), Some(3)));
+        let r = readiness(&diags, false);
+        assert_eq!(r["save_ready"], false);
+        assert_eq!(r["reason"], "errors");
+        assert_eq!(readiness(&diags[1..], false)["save_ready"], true);
+        assert_eq!(readiness(&[], true)["blocking_error_count"], 1);
+    }
+}

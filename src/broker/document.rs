@@ -1,0 +1,186 @@
+//! One document of a workspace runtime: the broker's mirror of the on-disk
+//! source, its version, and what Lean has reported for that version.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::diagnostics;
+use super::text::LineIndex;
+use super::workspace::DocPath;
+
+/// What Lean has reported for the document's current version. Published through
+/// a watch channel so that waiting calls see every change.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The version this report belongs to.
+    pub version: u64,
+    /// The latest complete diagnostic set (silent messages removed).
+    pub diagnostics: Arc<Vec<Value>>,
+    pub progress: Progress,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// `$/lean/fileProgress` notifications received for this version.
+    pub updates: u64,
+    /// Lean reported no remaining work.
+    pub done: bool,
+    /// Lean reported a fatal error (kind 2), e.g. a crashed worker.
+    pub fatal: bool,
+    /// The first line still being processed, or the last line once done.
+    pub frontier_line: u32,
+}
+
+impl Progress {
+    pub fn to_json(&self) -> Value {
+        json!({ "updates": self.updates, "done": self.done, "range_end_line": self.frontier_line })
+    }
+}
+
+/// The mirror of one file.
+#[derive(Debug)]
+pub struct Doc {
+    pub path: DocPath,
+    pub uri: String,
+    /// Serializes the edits of this document (update, sync, refresh, close).
+    pub edit: tokio::sync::Mutex<()>,
+    state: Mutex<DocState>,
+    live: watch::Sender<Snapshot>,
+    /// Lean RPC session (for structured goals): (Lean session generation, id).
+    rpc: Mutex<Option<(u64, String)>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DocState {
+    /// The MCP-visible version: increases on every change, never reused, also
+    /// across close/reopen and Lean restarts.
+    pub version: u64,
+    pub text: Arc<str>,
+    pub index: Arc<LineIndex>,
+    /// The Lean session generation in which the document is open, if any.
+    pub open_in: Option<u64>,
+    /// The worker crashed or imports changed: reopen before the next use.
+    pub needs_reopen: bool,
+}
+
+impl Doc {
+    pub fn new(path: DocPath, uri: String) -> Self {
+        let (live, _) = watch::channel(Snapshot::default());
+        Doc {
+            path,
+            uri,
+            edit: tokio::sync::Mutex::new(()),
+            state: Mutex::new(DocState {
+                version: 0,
+                text: Arc::from(""),
+                index: Arc::new(LineIndex::new("")),
+                open_in: None,
+                needs_reopen: false,
+            }),
+            live,
+            rpc: Mutex::new(None),
+        }
+    }
+
+    /// The RPC session id opened in Lean session `generation`, if any.
+    pub fn rpc_session(&self, generation: u64) -> Option<String> {
+        match &*self.rpc.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some((g, id)) if *g == generation => Some(id.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn set_rpc_session(&self, generation: u64, id: String) {
+        *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, id));
+    }
+
+    pub fn state(&self) -> DocState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn update_state<R>(&self, f: impl FnOnce(&mut DocState) -> R) -> R {
+        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<Snapshot> {
+        self.live.subscribe()
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.live.borrow().clone()
+    }
+
+    /// Start a fresh report for a new version.
+    pub fn reset_report(&self, version: u64) {
+        self.live.send_replace(Snapshot {
+            version,
+            ..Snapshot::default()
+        });
+    }
+
+    /// Apply `textDocument/publishDiagnostics` (a complete set for its version).
+    pub fn on_diagnostics(&self, version: Option<u64>, diagnostics: &[Value]) {
+        let current = self.state().version;
+        if version.is_some_and(|v| v != current) {
+            return; // a report for an older version
+        }
+        let mut kept: Vec<Value> = diagnostics
+            .iter()
+            .filter(|d| !diagnostics::is_silent(d))
+            .cloned()
+            .collect();
+        // Lean's order varies between runs (elaboration, kernel and linters run
+        // in parallel); position order makes results reproducible.
+        kept.sort_by_key(|d| {
+            let at = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            (
+                at("/range/start/line"),
+                at("/range/start/character"),
+                diagnostics::severity(d),
+            )
+        });
+        self.live.send_modify(|snap| {
+            if snap.version == current {
+                snap.diagnostics = Arc::new(kept);
+            }
+        });
+    }
+
+    /// Apply `$/lean/fileProgress`.
+    pub fn on_progress(&self, version: Option<u64>, processing: &[Value]) {
+        let state = self.state();
+        if version.is_some_and(|v| v != state.version) {
+            return;
+        }
+        let line_count = state.index.line_count().saturating_sub(1) as u32;
+        self.live.send_modify(|snap| {
+            if snap.version != state.version {
+                return;
+            }
+            let p = &mut snap.progress;
+            p.updates += 1;
+            if processing.is_empty() {
+                p.done = true;
+                p.frontier_line = line_count;
+            } else {
+                p.done = false;
+                p.fatal |= processing
+                    .iter()
+                    .any(|r| r.get("kind").and_then(Value::as_u64) == Some(2));
+                p.frontier_line = processing
+                    .iter()
+                    .filter_map(|r| r.pointer("/range/start/line").and_then(Value::as_u64))
+                    .min()
+                    .unwrap_or(0) as u32;
+            }
+        });
+    }
+
+    /// The worker of this document crashed: report it as fatal and reopen later.
+    pub fn on_crash(&self) {
+        self.update_state(|s| s.needs_reopen = true);
+        self.live.send_modify(|snap| snap.progress.fatal = true);
+    }
+}

@@ -1,0 +1,117 @@
+//! Lean-side failures as structured tool errors that say what happened and
+//! what to do next.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::workspace::Root;
+use crate::lsp::LspError;
+use crate::surface::{ErrorCode, ToolError};
+
+/// Lean's JSON-RPC codes (see LEAN-LSP.md, "Error codes to handle").
+const REQUEST_CANCELLED: i64 = -32800;
+const CONTENT_MODIFIED: i64 = -32801;
+const WORKER_EXITED: i64 = -32901;
+const WORKER_CRASHED: i64 = -32902;
+
+pub fn from_lsp(error: LspError, method: &str) -> ToolError {
+    match error {
+        LspError::Rpc { code, message, data } => {
+            let data = json!({ "lspMethod": method, "lspCode": code, "lspMessage": message, "lspData": data });
+            match code {
+                WORKER_CRASHED => ToolError::new(
+                    ErrorCode::WorkerCrashed,
+                    format!("the Lean worker crashed while answering {method}: {message}; the next lean_sync reopens the file"),
+                ),
+                WORKER_EXITED => ToolError::new(
+                    ErrorCode::WorkerExited,
+                    format!("the Lean worker exited while answering {method}: {message}; the next lean_sync reopens the file"),
+                ),
+                REQUEST_CANCELLED => ToolError::new(
+                    ErrorCode::RequestCancelled,
+                    format!("Lean cancelled {method}"),
+                ),
+                CONTENT_MODIFIED => ToolError::new(
+                    ErrorCode::ContentModified,
+                    format!("Lean refused {method}: {message}; call lean_sync and retry"),
+                ),
+                _ => ToolError::new(
+                    ErrorCode::InternalError,
+                    format!("Lean answered {method} with error {code}: {message}"),
+                ),
+            }
+            .with_data(data)
+        }
+        LspError::Exited(info) => ToolError::new(
+            ErrorCode::WorkerExited,
+            format!(
+                "the Lean server exited during {method} ({}); the next request restarts it",
+                describe_exit(info.status, info.signal)
+            ),
+        )
+        .with_data(json!({
+            "lspMethod": method,
+            "status": info.status,
+            "signal": info.signal,
+            "stderrTail": info.stderr_tail,
+        })),
+        other => ToolError::new(
+            ErrorCode::WorkerExited,
+            format!("the connection to the Lean server failed during {method}: {other}; the next request restarts it"),
+        ),
+    }
+}
+
+fn describe_exit(status: Option<i32>, signal: Option<i32>) -> String {
+    match (status, signal) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "exit status unknown".to_string(),
+    }
+}
+
+/// The Lean server of a workspace could not be started.
+pub fn runtime_setup(command: &str, root: &Root, error: LspError) -> ToolError {
+    let (detail, status, signal, tail) = match &error {
+        LspError::Exited(info) => (
+            describe_exit(info.status, info.signal),
+            info.status,
+            info.signal,
+            info.stderr_tail.clone(),
+        ),
+        other => (other.to_string(), None, None, String::new()),
+    };
+    ToolError::new(
+        ErrorCode::RuntimeSetup,
+        format!(
+            "could not start the Lean server for {} with `{command}`: {detail}{}. Check that the project's toolchain is installed (elan/lake on PATH, or LEAN_BEAM_LEAN), then retry; the next request tries again",
+            root.display(),
+            if tail.trim().is_empty() { String::new() } else { format!("; stderr: {}", last_lines(&tail, 5)) }
+        ),
+    )
+    .with_data(json!({
+        "command": command,
+        "root": root.display(),
+        "status": status,
+        "signal": signal,
+        "stderrTail": tail,
+        "error": error.to_string(),
+    }))
+}
+
+pub fn timeout(method: &str, limit: Duration) -> ToolError {
+    ToolError::new(
+        ErrorCode::InternalError,
+        format!(
+            "Lean did not answer {method} within {} s (LEAN_BEAM_REQUEST_TIMEOUT_SECS); nothing was assumed about the result",
+            limit.as_secs()
+        ),
+    )
+    .with_data(json!({ "lspMethod": method, "timeoutSecs": limit.as_secs(), "partial": true }))
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}

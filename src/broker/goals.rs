@@ -1,0 +1,310 @@
+//! Structured proof goals, from Lean's builtin RPC
+//! `Lean.Widget.getInteractiveGoals` (hypotheses as names/type/value, not
+//! re-parsed text), with `$/lean/plainGoal` as the fallback where RPC is
+//! unavailable.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::snapshot::Bound;
+use crate::lsp::lean::flatten_tagged_text;
+use crate::surface::{GoalsMode, ToolError};
+
+/// Lean drops an RPC session that is not kept alive for about 30 s.
+const KEEP_ALIVE: Duration = Duration::from_secs(5);
+/// Lean's "RPC session expired, reconnect" error.
+const RPC_NEEDS_RECONNECT: i64 = -32900;
+
+/// Where the goals came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Rpc,
+    PlainGoal,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Rpc => "rpc",
+            Source::PlainGoal => "plainGoal",
+        }
+    }
+}
+
+/// The position whose goals answer `mode` for the tactic at `(line, character)`.
+/// Lean reports the goals *before* a tactic at its first character and the
+/// goals *after* it anywhere inside or at its end, so "before" moves to the
+/// start of the tactic and "after" to the end of its text on that line.
+pub fn query_position(line_text: &str, character: usize, mode: GoalsMode) -> usize {
+    let chars: Vec<(usize, char)> = line_text.char_indices().collect();
+    // Column (in chars) of the position, clamped to the line.
+    let col = chars
+        .iter()
+        .position(|(i, _)| *i >= byte_of_utf16(line_text, character))
+        .unwrap_or(chars.len());
+    match mode {
+        GoalsMode::Before => {
+            // The tactic starts after the last separator before the position.
+            let upto: String = chars[..col].iter().map(|(_, c)| *c).collect();
+            let mut start = 0;
+            for sep in [":= by", " by", "=>", "·", ";", "<;>", "(", "{"] {
+                if let Some(i) = upto.rfind(sep) {
+                    start = start.max(i + sep.len());
+                }
+            }
+            let rest: String = chars.iter().map(|(_, c)| *c).collect();
+            let skipped = rest[start..].len() - rest[start..].trim_start().len();
+            utf16_len(&rest[..start + skipped])
+        }
+        GoalsMode::After => {
+            let content = match line_text.find("--") {
+                Some(comment) => &line_text[..comment],
+                None => line_text,
+            };
+            let end = content.trim_end().len();
+            let at = byte_of_utf16(line_text, character);
+            utf16_len(&line_text[..end.max(at.min(line_text.len()))])
+        }
+    }
+}
+
+fn utf16_len(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+fn byte_of_utf16(s: &str, units: usize) -> usize {
+    let mut n = 0;
+    for (i, c) in s.char_indices() {
+        if n >= units {
+            return i;
+        }
+        n += c.len_utf16();
+    }
+    s.len()
+}
+
+/// Collect every `{"__rpcref": …}` so the references can be released.
+fn collect_refs(value: &Value, out: &mut Vec<Value>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(r) = map.get("__rpcref") {
+                out.push(json!({ "__rpcref": r }));
+            }
+            map.values().for_each(|v| collect_refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// One interactive goal as agents see it.
+fn goal_json(goal: &Value) -> Value {
+    let hyps: Vec<Value> = goal
+        .get("hyps")
+        .and_then(Value::as_array)
+        .map(|hyps| {
+            hyps.iter()
+                .map(|h| {
+                    let mut hyp = json!({
+                        "names": h.get("names").cloned().unwrap_or(json!([])),
+                        "type": h.get("type").map(flatten_tagged_text).unwrap_or_default(),
+                    });
+                    if let Some(val) = h.get("val") {
+                        hyp["value"] = Value::String(flatten_tagged_text(val));
+                    }
+                    hyp
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = json!({
+        "goalPrefix": goal.get("goalPrefix").and_then(Value::as_str).unwrap_or("⊢ "),
+        "target": goal.get("type").map(flatten_tagged_text).unwrap_or_default(),
+        "hyps": hyps,
+    });
+    if let Some(name) = goal.get("userName").and_then(Value::as_str) {
+        out["userName"] = Value::String(name.to_string());
+    }
+    out
+}
+
+/// The RPC session of the bound document, connecting (and keeping it alive) on
+/// first use in this Lean session.
+async fn rpc_session(bound: &Bound, fresh: bool) -> Result<String, ToolError> {
+    let generation = bound.session.generation;
+    if !fresh {
+        if let Some(id) = bound.doc.rpc_session(generation) {
+            return Ok(id);
+        }
+    }
+    let answer = bound
+        .request("$/lean/rpc/connect", json!({ "uri": bound.doc.uri }))
+        .await?;
+    let id = match answer.get("sessionId") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => {
+            return Err(ToolError::new(
+                crate::surface::ErrorCode::InternalError,
+                "Lean's $/lean/rpc/connect answered without a sessionId",
+            ));
+        }
+    };
+    bound.doc.set_rpc_session(generation, id.clone());
+    let client = std::sync::Arc::downgrade(&bound.session.client);
+    let doc = std::sync::Arc::downgrade(&bound.doc);
+    let uri = bound.doc.uri.clone();
+    let session_id = id.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(KEEP_ALIVE).await;
+            let (Some(client), Some(doc)) = (client.upgrade(), doc.upgrade()) else {
+                return;
+            };
+            if doc.rpc_session(generation).as_deref() != Some(session_id.as_str()) || !client.is_alive() {
+                return;
+            }
+            let params = json!({ "uri": uri, "sessionId": session_id });
+            if client.notify("$/lean/rpc/keepAlive", params).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(id)
+}
+
+/// Goals at the query position: RPC first (reconnecting once if Lean asks),
+/// `plainGoal` where RPC is unavailable.
+pub async fn goals(bound: &Bound, line: u64, character: u64) -> Result<(Vec<Value>, Source), ToolError> {
+    let position = json!({ "line": line, "character": character });
+    for attempt in 0..2 {
+        let session = match rpc_session(bound, attempt > 0).await {
+            Ok(id) => id,
+            Err(_) => break,
+        };
+        let params = json!({
+            "textDocument": bound.text_document(),
+            "position": position,
+            "sessionId": session,
+            "method": "Lean.Widget.getInteractiveGoals",
+            "params": { "textDocument": bound.text_document(), "position": position },
+        });
+        match bound.rt.request(&bound.session, "$/lean/rpc/call", params).await {
+            Ok(answer) => {
+                let now = bound.doc.state().version;
+                if now != bound.state.version {
+                    return Err(super::snapshot::version_mismatch(&bound.doc, bound.state.version, now));
+                }
+                let goals = answer
+                    .get("goals")
+                    .and_then(Value::as_array)
+                    .map(|g| g.iter().map(goal_json).collect())
+                    .unwrap_or_default();
+                let mut refs = Vec::new();
+                collect_refs(&answer, &mut refs);
+                if !refs.is_empty() {
+                    let _ = bound.session.client.notify(
+                        "$/lean/rpc/release",
+                        json!({ "uri": bound.doc.uri, "sessionId": session, "refs": refs }),
+                    );
+                }
+                return Ok((goals, Source::Rpc));
+            }
+            Err(error) => {
+                let needs_reconnect = error
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("lspCode"))
+                    .and_then(Value::as_i64)
+                    == Some(RPC_NEEDS_RECONNECT);
+                if needs_reconnect && attempt == 0 {
+                    continue;
+                }
+                if error.code != crate::surface::ErrorCode::InternalError {
+                    return Err(error);
+                }
+                break;
+            }
+        }
+    }
+    let answer = bound
+        .request("$/lean/plainGoal", bound.position_params(line, character))
+        .await?;
+    let goals = answer
+        .get("goals")
+        .and_then(Value::as_array)
+        .map(|g| {
+            g.iter()
+                .map(|text| plain_goal_json(text.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((goals, Source::PlainGoal))
+}
+
+/// A rendered goal (`case x\nh : T\n⊢ target`) in the structured shape, for the
+/// fallback path only.
+fn plain_goal_json(text: &str) -> Value {
+    let mut lines = text.lines().peekable();
+    let mut user_name = None;
+    if let Some(first) = lines.peek() {
+        if let Some(name) = first.strip_prefix("case ") {
+            user_name = Some(name.to_string());
+            lines.next();
+        }
+    }
+    let mut hyps = Vec::new();
+    let mut target = String::new();
+    let mut in_target = false;
+    for line in lines {
+        if in_target {
+            target.push('\n');
+            target.push_str(line);
+        } else if let Some(t) = line.strip_prefix("⊢ ") {
+            target = t.to_string();
+            in_target = true;
+        } else if let Some((names, ty)) = line.split_once(" : ") {
+            let (ty, value) = match ty.split_once(" := ") {
+                Some((t, v)) => (t, Some(v)),
+                None => (ty, None),
+            };
+            let mut hyp = json!({ "names": names.split_whitespace().collect::<Vec<_>>(), "type": ty });
+            if let Some(v) = value {
+                hyp["value"] = Value::String(v.to_string());
+            }
+            hyps.push(hyp);
+        } else if let Some(last) = hyps.last_mut() {
+            let ty = format!("{}\n{line}", last["type"].as_str().unwrap_or(""));
+            last["type"] = Value::String(ty);
+        }
+    }
+    let mut goal = json!({ "goalPrefix": "⊢ ", "target": target, "hyps": hyps });
+    if let Some(name) = user_name {
+        goal["userName"] = Value::String(name);
+    }
+    goal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn before_moves_to_the_tactic_start_and_after_to_its_end() {
+        let line = "    show Eq (N.succ (N.add N.zero m)) (N.succ m)";
+        assert_eq!(query_position(line, 9, GoalsMode::Before), 4);
+        assert_eq!(query_position(line, 4, GoalsMode::After), line.len());
+        let arm = "  | succ m ih => exact congrArg N.succ ih -- done";
+        assert_eq!(query_position(arm, 30, GoalsMode::Before), 17);
+        assert_eq!(query_position(arm, 17, GoalsMode::After), "  | succ m ih => exact congrArg N.succ ih".len());
+    }
+
+    #[test]
+    fn plain_goal_fallback_parses_cases_and_lets() {
+        let g = plain_goal_json("case succ\nm : N\nt : N := one.add one\n⊢ Eq t two");
+        assert_eq!(g["userName"], "succ");
+        assert_eq!(g["hyps"][1]["value"], "one.add one");
+        assert_eq!(g["target"], "Eq t two");
+    }
+}

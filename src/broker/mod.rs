@@ -1,0 +1,92 @@
+//! The Lean broker: one runtime per canonical workspace root, created lazily by
+//! the first request that needs it and kept until it is dropped or the server
+//! shuts down.
+
+pub mod diagnostics;
+pub mod document;
+pub mod errors;
+pub mod goals;
+pub mod launch;
+pub mod lexer;
+pub mod runtime;
+pub mod snapshot;
+pub mod sync;
+pub mod text;
+pub mod workspace;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+
+use launch::{Launcher, Timeouts};
+use runtime::Runtime;
+use workspace::Root;
+
+pub struct Broker {
+    launcher: Launcher,
+    timeouts: Timeouts,
+    runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
+}
+
+impl Broker {
+    pub fn new(launcher: Launcher, timeouts: Timeouts) -> Self {
+        Broker {
+            launcher,
+            timeouts,
+            runtimes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn from_env() -> Self {
+        Self::new(Launcher::from_env(), Timeouts::from_env())
+    }
+
+    pub fn launcher(&self) -> &Launcher {
+        &self.launcher
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Root, Arc<Runtime>>> {
+        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The runtime of `root`, created if absent. Creating one is cheap: its Lean
+    /// server starts on the first request that needs it.
+    pub fn runtime(&self, root: &Root) -> Arc<Runtime> {
+        let mut map = self.map();
+        Arc::clone(map.entry(root.clone()).or_insert_with(|| {
+            Arc::new(Runtime::new(root.clone(), self.launcher.clone(), self.timeouts.clone()))
+        }))
+    }
+
+    /// The runtime of `root` only if one is cached (never creates one).
+    pub fn cached(&self, root: &Root) -> Option<Arc<Runtime>> {
+        self.map().get(root).cloned()
+    }
+
+    /// Remove and stop the runtime of `root`, if cached.
+    pub async fn evict(&self, root: &Root) -> Option<Arc<Runtime>> {
+        let runtime = self.map().remove(root)?;
+        runtime.shutdown().await;
+        Some(runtime)
+    }
+
+    /// Stop every runtime (transport shutdown).
+    pub async fn shutdown(&self) {
+        let runtimes: Vec<Arc<Runtime>> = self.map().drain().map(|(_, rt)| rt).collect();
+        let mut stops = tokio::task::JoinSet::new();
+        for rt in runtimes {
+            stops.spawn(async move { rt.shutdown().await });
+        }
+        while stops.join_next().await.is_some() {}
+    }
+
+    pub fn stats(&self) -> Value {
+        let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
+        let mut out = Map::new();
+        for rt in runtimes {
+            out.insert(rt.root.display(), rt.stats());
+        }
+        Value::Object(out)
+    }
+}

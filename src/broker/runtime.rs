@@ -1,0 +1,296 @@
+//! The runtime of one canonical workspace root: its Lean server process (started
+//! lazily, restarted after it dies), its documents, and the routing of Lean's
+//! notifications to them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::document::Doc;
+use super::errors::{from_lsp, runtime_setup};
+use super::launch::{Launcher, Timeouts};
+use super::workspace::{DocPath, Root};
+use crate::lsp::{LspClient, ServerEvent};
+use crate::lsp::uri::path_to_uri;
+use crate::surface::ToolError;
+use crate::{log_info, log_warn};
+
+/// The method of the marker the broker puts behind Lean's notifications (see
+/// `Runtime::settle`). Lean never sends it.
+const SETTLE_MARKER: &str = "$/beam/settled";
+
+/// A live Lean server of this runtime.
+#[derive(Clone)]
+pub struct Session {
+    pub client: Arc<LspClient>,
+    pub generation: u64,
+    events: mpsc::UnboundedSender<ServerEvent>,
+}
+
+pub struct Runtime {
+    pub root: Root,
+    launcher: Launcher,
+    pub timeouts: Timeouts,
+    created: Instant,
+    session: tokio::sync::Mutex<Option<Session>>,
+    docs: Arc<Docs>,
+    starts: AtomicU64,
+    requests: AtomicU64,
+    next_marker: AtomicU64,
+}
+
+/// Documents by canonical file and by URI (Lean reports by URI).
+#[derive(Default)]
+struct Docs {
+    by_file: Mutex<HashMap<PathBuf, Arc<Doc>>>,
+    by_uri: Mutex<HashMap<String, Arc<Doc>>>,
+    settle_waiters: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+}
+
+impl Runtime {
+    pub fn new(root: Root, launcher: Launcher, timeouts: Timeouts) -> Self {
+        Runtime {
+            root,
+            launcher,
+            timeouts,
+            created: Instant::now(),
+            session: tokio::sync::Mutex::new(None),
+            docs: Arc::new(Docs::default()),
+            starts: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            next_marker: AtomicU64::new(0),
+        }
+    }
+
+    pub fn record_request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The document of `path`, created on first use.
+    pub fn doc(&self, path: &DocPath) -> Arc<Doc> {
+        let mut by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(doc) = by_file.get(&path.file) {
+            return Arc::clone(doc);
+        }
+        let uri = path_to_uri(&path.file);
+        let doc = Arc::new(Doc::new(path.clone(), uri.clone()));
+        by_file.insert(path.file.clone(), Arc::clone(&doc));
+        self.docs
+            .by_uri
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uri, Arc::clone(&doc));
+        doc
+    }
+
+    /// The document of `path` if it was ever synced.
+    pub fn existing_doc(&self, path: &DocPath) -> Option<Arc<Doc>> {
+        self.docs
+            .by_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&path.file)
+            .cloned()
+    }
+
+    /// The live Lean server, started (or restarted after a death) on demand.
+    /// Concurrent first callers share one start.
+    pub async fn session(&self) -> Result<Session, ToolError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref() {
+            if session.client.is_alive() {
+                return Ok(session.clone());
+            }
+            log_warn!(
+                "Lean server of {} (pid {}) is gone; restarting",
+                self.root.display(),
+                session.client.pid()
+            );
+        }
+        let command = self.launcher.command(&self.root);
+        let (events, rx) = mpsc::unbounded_channel();
+        let client = LspClient::start(&command, events.clone(), self.timeouts.startup)
+            .await
+            .map_err(|e| runtime_setup(&self.launcher.describe(&self.root), &self.root, e))?;
+        let generation = self.starts.fetch_add(1, Ordering::SeqCst) + 1;
+        log_info!(
+            "started Lean server for {} (pid {}, generation {generation})",
+            self.root.display(),
+            client.pid()
+        );
+        tokio::spawn(route_events(Arc::clone(&self.docs), rx, generation));
+        let session = Session {
+            client,
+            generation,
+            events,
+        };
+        *slot = Some(session.clone());
+        Ok(session)
+    }
+
+    /// The live Lean server if one is running; never starts one.
+    pub async fn session_if_running(&self) -> Result<Session, ()> {
+        match self.session.lock().await.as_ref() {
+            Some(session) if session.client.is_alive() => Ok(session.clone()),
+            _ => Err(()),
+        }
+    }
+
+    /// Wait until every notification Lean sent before this point has been
+    /// applied to the documents. Lean answers `waitForDiagnostics` after it sent
+    /// the diagnostics; the answer and the notifications travel separate paths
+    /// here, so a marker queued behind them closes the gap.
+    pub async fn settle(&self, session: &Session) {
+        let id = self.next_marker.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.docs
+            .settle_waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        let marker = ServerEvent::Notification {
+            method: SETTLE_MARKER.into(),
+            params: json!(id),
+        };
+        if session.events.send(marker).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Send a request to the current Lean server with the request time limit.
+    pub async fn request(&self, session: &Session, method: &str, params: Value) -> Result<Value, ToolError> {
+        match tokio::time::timeout(self.timeouts.request, session.client.request(method, params)).await {
+            Ok(result) => result.map_err(|e| from_lsp(e, method)),
+            Err(_) => Err(super::errors::timeout(method, self.timeouts.request)),
+        }
+    }
+
+    /// Stop the Lean server and its workers (drop, EOF).
+    pub async fn shutdown(&self) {
+        let session = self.session.lock().await.take();
+        if let Some(session) = session {
+            session.client.shutdown(std::time::Duration::from_secs(2)).await;
+        }
+    }
+
+    pub fn stats(&self) -> Value {
+        let docs: Vec<Value> = {
+            let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+            let mut docs: Vec<Value> = by_file
+                .values()
+                .map(|d| {
+                    let s = d.state();
+                    json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some() })
+                })
+                .collect();
+            docs.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+            docs
+        };
+        let session = self.session.try_lock().ok().and_then(|s| s.clone());
+        let starts = self.starts.load(Ordering::Relaxed);
+        json!({
+            "root": self.root.display(),
+            "serverCommand": self.launcher.describe(&self.root),
+            "pid": session.as_ref().map(|s| s.client.pid()),
+            "alive": session.as_ref().is_some_and(|s| s.client.is_alive()),
+            "uptimeMs": self.created.elapsed().as_millis() as u64,
+            "documents": docs,
+            "requests": self.requests.load(Ordering::Relaxed),
+            "starts": starts,
+            "restarts": starts.saturating_sub(1),
+        })
+    }
+
+    /// Open documents, for feedback reports.
+    pub fn open_documents(&self) -> Vec<String> {
+        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut open: Vec<String> = by_file
+            .values()
+            .filter(|d| d.state().open_in.is_some())
+            .map(|d| d.path.shown.clone())
+            .collect();
+        open.sort();
+        open
+    }
+}
+
+/// Apply Lean's notifications to the documents, in arrival order.
+async fn route_events(docs: Arc<Docs>, mut events: mpsc::UnboundedReceiver<ServerEvent>, generation: u64) {
+    while let Some(event) = events.recv().await {
+        match event {
+            ServerEvent::Notification { method, params } => match method.as_str() {
+                "textDocument/publishDiagnostics" => {
+                    if let Some(doc) = doc_for(&docs, params.get("uri")) {
+                        let version = params.get("version").and_then(Value::as_u64);
+                        let list = params.get("diagnostics").and_then(Value::as_array);
+                        doc.on_diagnostics(version, list.map_or(&[][..], Vec::as_slice));
+                    }
+                }
+                "$/lean/fileProgress" => {
+                    if let Some(doc) = doc_for(&docs, params.pointer("/textDocument/uri")) {
+                        let version = params.pointer("/textDocument/version").and_then(Value::as_u64);
+                        let list = params.get("processing").and_then(Value::as_array);
+                        doc.on_progress(version, list.map_or(&[][..], Vec::as_slice));
+                    }
+                }
+                SETTLE_MARKER => {
+                    if let Some(id) = params.as_u64() {
+                        let waiter = docs
+                            .settle_waiters
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&id);
+                        if let Some(tx) = waiter {
+                            let _ = tx.send(());
+                        }
+                    }
+                }
+                _ => {}
+            },
+            ServerEvent::Exited(info) if info.status == Some(0) => {
+                log_info!("Lean server of generation {generation} exited normally");
+                mark_closed(&docs, generation);
+            }
+            ServerEvent::Exited(info) => {
+                log_warn!(
+                    "Lean server exited (status {:?}, signal {:?}); stderr tail: {}",
+                    info.status,
+                    info.signal,
+                    info.stderr_tail.trim()
+                );
+                mark_closed(&docs, generation);
+            }
+        }
+    }
+    // The client is gone: release any settle waiter still queued.
+    docs.settle_waiters
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+}
+
+/// Lean session `generation` is gone: none of its documents is open any more.
+fn mark_closed(docs: &Docs, generation: u64) {
+    let by_file = docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+    for doc in by_file.values() {
+        doc.update_state(|s| {
+            if s.open_in == Some(generation) {
+                s.open_in = None;
+            }
+        });
+    }
+}
+
+fn doc_for(docs: &Docs, uri: Option<&Value>) -> Option<Arc<Doc>> {
+    let uri = uri?.as_str()?;
+    docs.by_uri
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(uri)
+        .cloned()
+}

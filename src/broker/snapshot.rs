@@ -1,0 +1,155 @@
+//! Snapshot binding: a snapshot-bound call names the document version it was
+//! computed for, and every answer is tied to that version.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::document::{Doc, DocState};
+use super::runtime::{Runtime, Session};
+use super::text::PositionError;
+use super::workspace::{self, Root};
+use crate::broker::Broker;
+use crate::surface::{ErrorCode, ToolError, Workspace};
+
+/// A document pinned at the version a call named, open in a live Lean server.
+pub struct Bound {
+    pub rt: Arc<Runtime>,
+    pub doc: Arc<Doc>,
+    pub state: DocState,
+    pub session: Session,
+}
+
+pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> ToolError {
+    ToolError::new(
+        ErrorCode::ContentModified,
+        format!(
+            "{} is at version {current}, not {expected}: the file changed since that version was returned. Call lean_update or lean_sync and retry with the version it returns",
+            doc.path.shown
+        ),
+    )
+    .with_data(json!({
+        "reason": "versionMismatch",
+        "path": doc.path.shown,
+        "expected": expected,
+        "current": current,
+    }))
+}
+
+fn never_synced(path: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidParams,
+        format!("{path} has not been synced in this workspace: call lean_sync (or lean_update) on it first and pass the version it returns"),
+    )
+    .with_data(json!({ "reason": "notSynced", "path": path }))
+}
+
+pub fn position_error(error: &PositionError) -> ToolError {
+    let data = match error {
+        PositionError::LineOutOfRange { line, line_count } => {
+            json!({ "reason": "lineOutOfRange", "line": line, "lineCount": line_count })
+        }
+        PositionError::CharacterOutOfRange {
+            line,
+            character,
+            line_length,
+        } => json!({
+            "reason": "characterOutOfRange", "line": line, "character": character, "lineLength": line_length,
+        }),
+        PositionError::InsideSurrogatePair { line, character } => {
+            json!({ "reason": "insideSurrogatePair", "line": line, "character": character })
+        }
+    };
+    ToolError::new(ErrorCode::InvalidParams, format!("position outside the document: {error}"))
+        .with_data(data)
+}
+
+/// Resolve the workspace and path of a snapshot-bound call and pin `version`.
+/// The runtime must exist and the document must have been synced; neither is
+/// created here.
+pub async fn bind(broker: &Broker, workspace: &Workspace, path: &str, version: u64) -> Result<Bound, ToolError> {
+    let root: Root = workspace::resolve(workspace)?;
+    let doc_path = workspace::resolve_path(&root, path)?;
+    let rt = broker.cached(&root).ok_or_else(|| never_synced(&doc_path.shown))?;
+    rt.record_request();
+    let doc = rt.existing_doc(&doc_path).ok_or_else(|| never_synced(&doc_path.shown))?;
+    let current = doc.state();
+    if current.version == 0 {
+        return Err(never_synced(&doc_path.shown));
+    }
+    if current.version != version {
+        return Err(version_mismatch(&doc, version, current.version));
+    }
+    let session = rt.session().await?;
+    let state = ensure_open(&session, &doc, version).await?;
+    Ok(Bound {
+        rt,
+        doc,
+        state,
+        session,
+    })
+}
+
+/// Reopen the pinned snapshot's text if Lean lost it (restart, crash, close):
+/// the version and the text stay those of the snapshot.
+async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocState, ToolError> {
+    let state = doc.state();
+    if state.open_in == Some(session.generation) && !state.needs_reopen {
+        return Ok(state);
+    }
+    let _edit = doc.edit.lock().await;
+    let state = doc.state();
+    if state.version != version {
+        return Err(version_mismatch(doc, version, state.version));
+    }
+    if state.open_in == Some(session.generation) && !state.needs_reopen {
+        return Ok(state);
+    }
+    if state.open_in == Some(session.generation) {
+        let _ = session
+            .client
+            .notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }));
+    }
+    doc.update_state(|s| {
+        s.open_in = Some(session.generation);
+        s.needs_reopen = false;
+    });
+    doc.reset_report(version);
+    session
+        .client
+        .notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": &*state.text } }),
+        )
+        .map_err(|e| super::errors::from_lsp(e, "textDocument/didOpen"))?;
+    Ok(doc.state())
+}
+
+impl Bound {
+    /// Check that `(line, character)` names a place in the pinned text.
+    pub fn check_position(&self, line: u64, character: u64) -> Result<usize, ToolError> {
+        self.state
+            .index
+            .offset(&self.state.text, line, character)
+            .map_err(|e| position_error(&e))
+    }
+
+    /// Ask Lean about the pinned version; the answer is refused if the document
+    /// moved on meanwhile (Lean answers from whatever it has).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+        let answer = self.rt.request(&self.session, method, params).await?;
+        let now = self.doc.state().version;
+        if now != self.state.version {
+            return Err(version_mismatch(&self.doc, self.state.version, now));
+        }
+        Ok(answer)
+    }
+
+    pub fn text_document(&self) -> Value {
+        json!({ "uri": self.doc.uri })
+    }
+
+    pub fn position_params(&self, line: u64, character: u64) -> Value {
+        json!({ "textDocument": self.text_document(), "position": { "line": line, "character": character } })
+    }
+}

@@ -1,0 +1,326 @@
+//! Bringing Lean's copy of a document up to date with the file on disk, and the
+//! elaboration barrier that makes diagnostics exact for one version.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
+use super::document::{Doc, Snapshot};
+use super::errors::from_lsp;
+use super::runtime::{Runtime, Session};
+use super::text::{LineIndex, minimal_change, position_json};
+use crate::context::CallContext;
+use crate::surface::{DiagnosticScope, ErrorCode, ToolError};
+
+/// Progress notifications are throttled to at most one per this interval
+/// (the final `done` update is never throttled).
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What `apply` did.
+#[derive(Debug, Clone, Copy)]
+pub struct Applied {
+    pub version: u64,
+    pub changed: bool,
+}
+
+/// How an edit is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Send the change if the file differs (update, sync).
+    IfChanged,
+    /// Re-elaborate from scratch under a new version even if unchanged (refresh,
+    /// imports rebuilt).
+    Reelaborate,
+}
+
+/// Read the source from disk. The server only ever reads `.lean` files.
+pub async fn read_source(doc: &Doc) -> Result<Arc<str>, ToolError> {
+    let bytes = tokio::fs::read(&doc.path.file).await.map_err(|e| {
+        ToolError::new(
+            ErrorCode::InvalidInput,
+            format!("cannot read {}: {e}", doc.path.file.display()),
+        )
+        .with_data(json!({ "field": "path", "value": doc.path.shown }))
+    })?;
+    String::from_utf8(bytes).map(Arc::from).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InvalidInput,
+            format!("{} is not valid UTF-8 ({e}); Lean sources are UTF-8", doc.path.shown),
+        )
+        .with_data(json!({ "field": "path", "value": doc.path.shown }))
+    })
+}
+
+/// Bring Lean's copy of `doc` up to date with `text`. The caller holds
+/// `doc.edit`.
+pub fn apply(session: &Session, doc: &Doc, text: Arc<str>, mode: Mode) -> Result<Applied, ToolError> {
+    let old = doc.state();
+    let open = old.open_in == Some(session.generation) && !old.needs_reopen;
+    let differs = old.version == 0 || *old.text != *text;
+    if open && !differs && mode == Mode::IfChanged {
+        return Ok(Applied {
+            version: old.version,
+            changed: false,
+        });
+    }
+    let version = if differs || mode == Mode::Reelaborate {
+        old.version + 1
+    } else {
+        old.version
+    };
+    let index = Arc::new(LineIndex::new(&text));
+    // The new version is recorded before Lean hears of it, so that none of its
+    // notifications is mistaken for a stale one.
+    doc.update_state(|s| {
+        s.version = version;
+        s.text = Arc::clone(&text);
+        s.index = Arc::clone(&index);
+        s.open_in = Some(session.generation);
+        s.needs_reopen = false;
+    });
+    doc.reset_report(version);
+    let client = &session.client;
+    let sent = if open && mode == Mode::IfChanged {
+        let (start, end, insert) = minimal_change(&old.text, &text).expect("texts differ");
+        let (sl, sc) = old.index.position(&old.text, start);
+        let (el, ec) = old.index.position(&old.text, end);
+        client.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": doc.uri, "version": version },
+                "contentChanges": [{
+                    "range": { "start": position_json(sl, sc), "end": position_json(el, ec) },
+                    "text": insert,
+                }],
+            }),
+        )
+    } else {
+        let close = if old.open_in == Some(session.generation) {
+            client.notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }))
+        } else {
+            Ok(())
+        };
+        close.and_then(|()| {
+            client.notify(
+                "textDocument/didOpen",
+                json!({
+                    "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": &*text },
+                }),
+            )
+        })
+    };
+    if let Err(error) = sent {
+        doc.update_state(|s| s.needs_reopen = true);
+        return Err(from_lsp(error, "textDocument/didChange"));
+    }
+    Ok(Applied {
+        version,
+        changed: differs,
+    })
+}
+
+/// Forwards what Lean reports during a barrier: live `lean.diagnostic` logs and
+/// throttled file progress, each at most once.
+struct Forwarder<'a> {
+    ctx: &'a CallContext,
+    doc: &'a Doc,
+    version: u64,
+    scope: DiagnosticScope,
+    sent: HashSet<String>,
+    last_progress: Option<Instant>,
+    seen_updates: u64,
+    done_sent: bool,
+}
+
+impl<'a> Forwarder<'a> {
+    fn new(ctx: &'a CallContext, doc: &'a Doc, version: u64, scope: DiagnosticScope) -> Self {
+        Forwarder {
+            ctx,
+            doc,
+            version,
+            scope,
+            sent: HashSet::new(),
+            last_progress: None,
+            seen_updates: 0,
+            done_sent: false,
+        }
+    }
+
+    async fn observe(&mut self, snap: &Snapshot) {
+        if snap.version != self.version {
+            return;
+        }
+        for diagnostic in snap.diagnostics.iter() {
+            if !diagnostics::in_scope(diagnostic, self.scope) {
+                continue;
+            }
+            let level = diagnostics::log_level(diagnostic);
+            if !self.ctx.admits(level) {
+                continue;
+            }
+            let key = diagnostic.to_string();
+            if self.sent.insert(key) {
+                let data = json!({
+                    "path": self.doc.path.shown,
+                    "version": self.version,
+                    "diagnostic": diagnostics::item(diagnostic),
+                });
+                self.ctx.log(level, "lean.diagnostic", data).await;
+            }
+        }
+        if !self.ctx.has_progress_token() || snap.progress.updates == self.seen_updates || self.done_sent {
+            return;
+        }
+        self.seen_updates = snap.progress.updates;
+        let p = &snap.progress;
+        let lines = self.doc.state().index.line_count();
+        if p.done {
+            self.done_sent = true;
+            let message = format!("{}: elaborated ({lines} lines)", self.doc.path.shown);
+            self.ctx.progress(&message, Some(json!({ "done": true, "line": p.frontier_line }))).await;
+        } else if self.last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL) {
+            self.last_progress = Some(Instant::now());
+            let message = format!(
+                "{}: elaborating, line {} of {lines}",
+                self.doc.path.shown,
+                p.frontier_line + 1
+            );
+            self.ctx.progress(&message, Some(json!({ "done": false, "line": p.frontier_line }))).await;
+        }
+    }
+}
+
+/// Wait until Lean has elaborated `version` completely, forwarding what it
+/// reports meanwhile. A timeout is an error, never "no errors".
+async fn barrier(
+    rt: &Runtime,
+    session: &Session,
+    doc: &Doc,
+    version: u64,
+    forwarder: &mut Forwarder<'_>,
+) -> Result<(), ToolError> {
+    let mut live = doc.subscribe();
+    let wait = session.client.request(
+        "textDocument/waitForDiagnostics",
+        json!({ "uri": doc.uri, "version": version }),
+    );
+    tokio::pin!(wait);
+    let deadline = tokio::time::sleep(rt.timeouts.sync);
+    tokio::pin!(deadline);
+    let snap = live.borrow_and_update().clone();
+    forwarder.observe(&snap).await;
+    loop {
+        tokio::select! {
+            answer = &mut wait => {
+                return match answer {
+                    Ok(_) => Ok(()),
+                    Err(error) => {
+                        let error = from_lsp(error, "textDocument/waitForDiagnostics");
+                        if matches!(error.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited) {
+                            doc.on_crash();
+                        }
+                        Err(error)
+                    }
+                };
+            }
+            changed = live.changed() => {
+                if changed.is_err() {
+                    continue;
+                }
+                let snap = live.borrow_and_update().clone();
+                forwarder.observe(&snap).await;
+            }
+            () = &mut deadline => {
+                let snap = doc.snapshot();
+                return Err(ToolError::new(
+                    ErrorCode::SyncBarrierIncomplete,
+                    format!(
+                        "Lean did not finish elaborating {} version {version} within {} s (LEAN_BEAM_SYNC_TIMEOUT_SECS); the diagnostics so far are partial, not a clean result",
+                        doc.path.shown,
+                        rt.timeouts.sync.as_secs()
+                    ),
+                )
+                .with_data(json!({
+                    "path": doc.path.shown,
+                    "version": version,
+                    "partial": true,
+                    "document_progress": snap.progress.to_json(),
+                    "counts_so_far": diagnostics::counts(&snap.diagnostics),
+                })));
+            }
+        }
+    }
+}
+
+/// Options of a sync.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncOptions {
+    pub scope: DiagnosticScope,
+    pub items: bool,
+    pub mode: Mode,
+}
+
+/// The result of a completed barrier.
+pub struct Synced {
+    pub version: u64,
+    pub snapshot: Snapshot,
+    pub text: Arc<str>,
+}
+
+/// Read, apply and wait: the diagnostics of exactly the version on disk. The
+/// caller holds `doc.edit`.
+pub async fn sync_locked(rt: &Runtime, ctx: &CallContext, doc: &Doc, options: SyncOptions) -> Result<Synced, ToolError> {
+    let text = read_source(doc).await?;
+    let session = rt.session().await?;
+    let mut mode = options.mode;
+    let mut reopened_for_imports = false;
+    loop {
+        let applied = apply(&session, doc, Arc::clone(&text), mode)?;
+        let mut forwarder = Forwarder::new(ctx, doc, applied.version, options.scope);
+        barrier(rt, &session, doc, applied.version, &mut forwarder).await?;
+        rt.settle(&session).await;
+        let snapshot = doc.snapshot();
+        forwarder.observe(&snapshot).await;
+        let stale_imports = snapshot
+            .diagnostics
+            .iter()
+            .any(|d| diagnostics::message(d).contains(IMPORTS_OUT_OF_DATE));
+        if stale_imports && !reopened_for_imports {
+            // A dependency was rebuilt under the open file: reopen it once so
+            // Lean loads the new imports, instead of reporting stale state.
+            reopened_for_imports = true;
+            mode = Mode::Reelaborate;
+            continue;
+        }
+        return Ok(Synced {
+            version: applied.version,
+            snapshot,
+            text,
+        });
+    }
+}
+
+/// The stable sync result shape (seed: "Stable Result Shapes").
+pub fn sync_result(rt: &Runtime, doc: &Doc, synced: &Synced, options: SyncOptions) -> Value {
+    let diags = &synced.snapshot.diagnostics;
+    let mut diagnostics = json!({ "counts": diagnostics::counts(diags) });
+    if options.items {
+        let items: Vec<Value> = diags
+            .iter()
+            .filter(|d| diagnostics::in_scope(d, options.scope))
+            .map(diagnostics::item)
+            .collect();
+        diagnostics["items"] = Value::Array(items);
+    }
+    json!({
+        "workspace": rt.root.descriptor(),
+        "path": doc.path.shown,
+        "version": synced.version,
+        "diagnostics": diagnostics,
+        "readiness": diagnostics::readiness(diags, synced.snapshot.progress.fatal),
+        "document_progress": synced.snapshot.progress.to_json(),
+    })
+}

@@ -1,0 +1,97 @@
+//! Document lifecycle tools: update, sync, refresh, close, drop.
+
+use serde_json::{Value, json};
+
+use crate::broker::Broker;
+use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::broker::workspace::{self, DocPath, Root};
+use crate::broker::runtime::Runtime;
+use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
+use std::sync::Arc;
+
+fn locate(broker: &Broker, workspace: &Workspace, path: &str) -> Result<(Arc<Runtime>, DocPath), crate::surface::ToolError> {
+    let root: Root = workspace::resolve(workspace)?;
+    let doc_path = workspace::resolve_path(&root, path)?;
+    let rt = broker.runtime(&root);
+    rt.record_request();
+    Ok((rt, doc_path))
+}
+
+pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
+    let (rt, doc_path) = locate(broker, workspace, path)?;
+    let doc = rt.doc(&doc_path);
+    let _edit = doc.edit.lock().await;
+    let text = sync::read_source(&doc).await?;
+    let session = rt.session().await?;
+    let applied = sync::apply(&session, &doc, text, Mode::IfChanged)?;
+    Ok(json!({
+        "workspace": rt.root.descriptor(),
+        "path": doc.path.shown,
+        "version": applied.version,
+        "changed": applied.changed,
+    }))
+}
+
+pub async fn sync(
+    broker: &Broker,
+    ctx: &CallContext,
+    workspace: &Workspace,
+    path: &str,
+    scope: DiagnosticScope,
+    items: bool,
+    mode: Mode,
+) -> ToolOutcome {
+    let (rt, doc_path) = locate(broker, workspace, path)?;
+    let doc = rt.doc(&doc_path);
+    let options = SyncOptions { scope, items, mode };
+    let _edit = doc.edit.lock().await;
+    let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
+    Ok(sync::sync_result(&rt, &doc, &synced, options))
+}
+
+pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
+    let root = workspace::resolve(workspace)?;
+    let doc_path = workspace::resolve_path(&root, path)?;
+    let mut result = json!({ "workspace": root.descriptor(), "path": doc_path.shown, "closed": true, "wasOpen": false });
+    // Closing never starts a runtime: a document of an absent runtime is closed.
+    let Some(rt) = broker.cached(&root) else {
+        return Ok(result);
+    };
+    rt.record_request();
+    let Some(doc) = rt.existing_doc(&doc_path) else {
+        return Ok(result);
+    };
+    let _edit = doc.edit.lock().await;
+    let state = doc.state();
+    if let Some(generation) = state.open_in {
+        if let Ok(session) = rt.session_if_running().await {
+            if session.generation == generation {
+                // A dead connection has closed the document anyway.
+                let _ = session
+                    .client
+                    .notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }));
+            }
+        }
+        doc.update_state(|s| s.open_in = None);
+        result["wasOpen"] = Value::Bool(true);
+    }
+    result["version"] = json!(state.version);
+    Ok(result)
+}
+
+pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> ToolOutcome {
+    let root = workspace::resolve_for_eviction(workspace)?;
+    match broker.evict(&root).await {
+        Some(_) => Ok(json!({
+            "workspace": root.descriptor(),
+            "dropped": true,
+            "invalidated_handles": 0,
+        })),
+        None => Ok(json!({
+            "workspace": root.descriptor(),
+            "dropped": false,
+            "invalidated_handles": 0,
+            "reason": "notFound",
+        })),
+    }
+}

@@ -1,0 +1,192 @@
+//! `lean_todo`: the unfinished work in a range of a pinned version, each item
+//! with a place and (optionally) a text to try with `lean_run_at`.
+
+use serde_json::{Value, json};
+
+use crate::broker::Broker;
+use crate::broker::diagnostics;
+use crate::broker::lexer::{self, TokenKind};
+use crate::broker::snapshot::{self, Bound};
+use crate::broker::text::position_json;
+use crate::surface::{ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError, ToolOutcome};
+
+use super::inspect::add_paths;
+
+/// The tactic suggested where a goal is left open: Lean's own library search.
+const SEARCH_TACTIC: &str = "exact?";
+
+struct Item {
+    kind: TodoKind,
+    start: (u32, u32),
+    value: Value,
+}
+
+fn range_json(start: (u32, u32), end: (u32, u32)) -> Value {
+    json!({ "start": position_json(start.0, start.1), "end": position_json(end.0, end.1) })
+}
+
+fn lsp_pos(value: &Value, which: &str) -> (u32, u32) {
+    let at = |k: &str| value.pointer(&format!("/{which}/{k}")).and_then(Value::as_u64).unwrap_or(0) as u32;
+    (at("line"), at("character"))
+}
+
+fn in_range(pos: (u32, u32), start: (u32, u32), end: (u32, u32)) -> bool {
+    pos >= start && pos <= end
+}
+
+/// The goals Lean shows at a position (rendered), for items that leave one open.
+async fn proof_state(bound: &Bound, at: (u32, u32)) -> Option<Value> {
+    let answer = bound
+        .request("$/lean/plainGoal", bound.position_params(at.0 as u64, at.1 as u64))
+        .await
+        .ok()?;
+    answer.get("goals").cloned()
+}
+
+pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
+    let bound = snapshot::bind(broker, &args.workspace, &args.path, args.version).await?;
+    let start_off = bound.check_position(args.start_line, args.start_character)?;
+    let end_off = bound.check_position(args.end_line, args.end_character)?;
+    if start_off > end_off {
+        return Err(ToolError::new(
+            ErrorCode::InvalidParams,
+            "the range ends before it starts: give start_line/start_character before end_line/end_character",
+        ));
+    }
+    // Diagnostics must be complete for this version before they are read.
+    let wait = json!({ "uri": bound.doc.uri, "version": args.version });
+    bound.request("textDocument/waitForDiagnostics", wait).await?;
+    bound.rt.settle(&bound.session).await;
+    let snapshot = bound.doc.snapshot();
+    if snapshot.version != args.version {
+        return Err(snapshot::version_mismatch(&bound.doc, args.version, snapshot.version));
+    }
+
+    let wanted = |kind: TodoKind| args.kinds.is_empty() || args.kinds.contains(&kind);
+    let suggest = args.suggest == Suggest::Basic;
+    let text = &bound.state.text;
+    let index = &bound.state.index;
+    let range_start = (args.start_line as u32, args.start_character as u32);
+    let range_end = (args.end_line as u32, args.end_character as u32);
+    let mut items: Vec<Item> = Vec::new();
+
+    for token in lexer::scan(&text[start_off..end_off]) {
+        let (s, e) = (start_off + token.start, start_off + token.end);
+        let start = index.position(text, s);
+        let end = index.position(text, e);
+        let kind = match token.kind {
+            TokenKind::Sorry => TodoKind::Sorry,
+            TokenKind::Hole => TodoKind::Hole,
+        };
+        if !wanted(kind) {
+            continue;
+        }
+        // `exact sorry` in a tactic block: try a tactic in place of the whole
+        // `exact sorry`; a term `sorry`: try a term (`by …`) in its place.
+        let line_start = text[..s].rfind('\n').map_or(0, |i| i + 1);
+        let before = text[line_start..s].trim_end();
+        let tactic = before.ends_with("exact");
+        let run_at = if tactic {
+            index.position(text, line_start + before.len() - "exact".len())
+        } else {
+            start
+        };
+        let mut value = json!({
+            "kind": kind.as_str(),
+            "range": range_json(start, end),
+            "run_at_position": position_json(run_at.0, run_at.1),
+        });
+        if suggest {
+            value["run_at_text"] = Value::String(if tactic || kind == TodoKind::Hole {
+                SEARCH_TACTIC.to_string()
+            } else {
+                format!("by {SEARCH_TACTIC}")
+            });
+        }
+        if let Some(goals) = proof_state(&bound, run_at).await {
+            value["proof_state"] = goals;
+        }
+        items.push(Item { kind, start, value });
+    }
+
+    let mut range_diagnostics = Vec::new();
+    for diagnostic in snapshot.diagnostics.iter() {
+        let start = lsp_pos(diagnostic, "range/start");
+        let end = lsp_pos(diagnostic, "range/end");
+        if !in_range(start, range_start, range_end) && !in_range(end, range_start, range_end) {
+            continue;
+        }
+        range_diagnostics.push(diagnostic.clone());
+        if diagnostics::severity(diagnostic) != diagnostics::ERROR {
+            continue;
+        }
+        let message = diagnostics::message(diagnostic);
+        let kind = if message.starts_with("unsolved goals") {
+            TodoKind::IncompleteProof
+        } else if message.starts_with("don't know how to synthesize placeholder") {
+            TodoKind::Hole
+        } else {
+            TodoKind::Diagnostic
+        };
+        if !wanted(kind) {
+            continue;
+        }
+        let run_at = if kind == TodoKind::IncompleteProof { end } else { start };
+        let mut value = json!({
+            "kind": kind.as_str(),
+            "range": range_json(start, end),
+            "run_at_position": position_json(run_at.0, run_at.1),
+            "message": message,
+            "severity": "error",
+            "diagnostic": diagnostics::item(diagnostic),
+        });
+        if kind == TodoKind::IncompleteProof {
+            if suggest {
+                value["run_at_text"] = Value::String(SEARCH_TACTIC.to_string());
+            }
+            if let Some(goals) = proof_state(&bound, start).await {
+                value["proof_state"] = goals;
+            }
+        }
+        items.push(Item { kind, start, value });
+    }
+
+    if wanted(TodoKind::CodeAction) {
+        let params = json!({
+            "textDocument": bound.text_document(),
+            "range": range_json(range_start, range_end),
+            "context": { "diagnostics": range_diagnostics, "triggerKind": 1 },
+        });
+        let actions = bound.request("textDocument/codeAction", params).await?;
+        for action in actions.as_array().into_iter().flatten() {
+            let diag_range = action.pointer("/diagnostics/0/range").cloned();
+            let (start, end) = match &diag_range {
+                Some(r) => (lsp_pos(r, "start"), lsp_pos(r, "end")),
+                None => (range_start, range_end),
+            };
+            let mut code_action = action.clone();
+            add_paths(&bound.rt.root, &mut code_action);
+            items.push(Item {
+                kind: TodoKind::CodeAction,
+                start,
+                value: json!({
+                    "kind": "code_action",
+                    "range": range_json(start, end),
+                    "run_at_position": position_json(start.0, start.1),
+                    "message": action.get("title").cloned().unwrap_or(Value::Null),
+                    "code_action": code_action,
+                }),
+            });
+        }
+    }
+
+    items.sort_by(|a, b| (a.start, a.kind.as_str()).cmp(&(b.start, b.kind.as_str())));
+    items.dedup_by(|a, b| a.value == b.value);
+    Ok(json!({
+        "workspace": bound.rt.root.descriptor(),
+        "path": bound.doc.path.shown,
+        "version": args.version,
+        "range": range_json(range_start, range_end),
+        "items": items.into_iter().map(|i| i.value).collect::<Vec<_>>(),
+    }))
+}
