@@ -153,9 +153,17 @@ impl CallContext {
         }
     }
 
-    /// A context for in-process calls: no notifications at all.
-    pub fn direct(tool: Tool) -> Self {
-        Self::new(RequestId::Number(0), Era::Direct, tool, None, None, None)
+    /// A context for in-process calls (`lean-beam-mcp call`): progress and
+    /// logs go to `out` as notification lines, for a local renderer.
+    pub fn direct(tool: Tool, out: Outbound) -> Self {
+        Self::new(
+            RequestId::Number(0),
+            Era::Direct,
+            tool,
+            Some(out),
+            Some(Value::from("cli")),
+            Some(LogLevel::Notice),
+        )
     }
 
     pub fn with_cancellation(mut self, cancel: Cancellation) -> Self {

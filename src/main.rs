@@ -17,6 +17,8 @@ use lean_beam_mcp::stats::Stats;
 use lean_beam_mcp::surface::{self, ParseError, Tool};
 use lean_beam_mcp::identity;
 
+mod cli_progress;
+
 const USAGE: &str = "\
 lean-beam-mcp: an MCP server that gives AI agents a Lean 4 theorem prover
 
@@ -24,20 +26,22 @@ USAGE:
     lean-beam-mcp                          serve MCP over stdio (both protocol eras)
     lean-beam-mcp tools                    print the tools/list catalog (JSON)
     lean-beam-mcp validate TOOL JSON|@FILE check arguments against TOOL's schema
-    lean-beam-mcp call TOOL JSON|@FILE     run one tool in-process and print its result
+    lean-beam-mcp call TOOL JSON|@FILE [TOOL JSON|@FILE ...]
+                                           run tools in-process, in order, in one
+                                           session, and print each structured result
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
 
 `call` resolves a relative workspace root against the current directory (the MCP
-surface never does). Exit status: 0 success, 1 tool error or invalid arguments,
-2 usage error.
+surface never does), shows progress on stderr and prints results on stdout.
+Exit status: 0 success, 1 tool error or invalid arguments, 2 usage error.
 ";
 
 enum Command {
     Serve,
     Tools,
     Validate(String, String),
-    Call(String, String),
+    Call(Vec<(String, String)>),
     Version,
     Help,
 }
@@ -49,10 +53,11 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         [flag] if flag == "--help" || flag == "-h" => Ok(Command::Help),
         [cmd] if cmd == "tools" => Ok(Command::Tools),
         [cmd, tool, payload] if cmd == "validate" => Ok(Command::Validate(tool.clone(), payload.clone())),
-        [cmd, tool, payload] if cmd == "call" => Ok(Command::Call(tool.clone(), payload.clone())),
-        [cmd, ..] if cmd == "validate" || cmd == "call" => {
-            Err(format!("`{cmd}` takes exactly two arguments: TOOL and JSON or @FILE"))
-        }
+        [cmd, rest @ ..] if cmd == "call" && !rest.is_empty() && rest.len() % 2 == 0 => Ok(Command::Call(
+            rest.chunks(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect(),
+        )),
+        [cmd, ..] if cmd == "validate" => Err("`validate` takes exactly two arguments: TOOL and JSON or @FILE".into()),
+        [cmd, ..] if cmd == "call" => Err("`call` takes pairs of arguments: TOOL JSON|@FILE [TOOL JSON|@FILE ...]".into()),
         [cmd, ..] if cmd == "tools" => Err("`tools` takes no arguments".into()),
         [other, ..] if other.starts_with('-') => Err(format!("unknown flag `{other}`")),
         [other, ..] => Err(format!("unknown command `{other}`")),
@@ -73,7 +78,7 @@ fn main() -> ExitCode {
         Command::Version => print_stdout(&format!("{} {}\n", identity::NAME, identity::VERSION)),
         Command::Tools => print_stdout(&catalog_pretty()),
         Command::Validate(tool, payload) => validate(&tool, &payload),
-        Command::Call(tool, payload) => runtime().block_on(call(&tool, &payload)),
+        Command::Call(calls) => runtime().block_on(call_all(&calls)),
         Command::Serve => runtime().block_on(serve()),
     }
 }
@@ -148,7 +153,23 @@ fn absolutize_root(value: &mut Value) {
     }
 }
 
-async fn call(tool: &str, payload: &str) -> ExitCode {
+/// Run the calls in order in one in-process session (so that a version returned
+/// by `lean_sync` can be used by the next call), stopping at the first failure.
+async fn call_all(calls: &[(String, String)]) -> ExitCode {
+    let stats = Arc::new(Stats::default());
+    let beam = Beam::new(stats, Broker::from_env());
+    let mut status = ExitCode::SUCCESS;
+    for (tool, payload) in calls {
+        status = call(&beam, tool, payload).await;
+        if status != ExitCode::SUCCESS {
+            break;
+        }
+    }
+    beam.shutdown().await;
+    status
+}
+
+async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
     let mut value = match read_payload(payload) {
         Ok(value) => value,
         Err(message) => {
@@ -169,11 +190,11 @@ async fn call(tool: &str, payload: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let stats = Arc::new(Stats::default());
-    let beam = Beam::new(stats, Broker::from_env());
-    let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"));
-    let outcome = surface::dispatch(&beam, &ctx, call).await;
-    beam.shutdown().await;
+    let (out, progress) = cli_progress::stderr_renderer(tool);
+    let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"), out);
+    let outcome = surface::dispatch(beam, &ctx, call).await;
+    drop(ctx);
+    let _ = progress.await;
     match outcome {
         Ok(value) => print_stdout(&(serde_json::to_string_pretty(&value).expect("serializes") + "\n")),
         Err(error) => {
