@@ -39,6 +39,13 @@ impl Progress {
     }
 }
 
+/// A Lean RPC session of a document's worker.
+#[derive(Debug)]
+pub struct RpcSession {
+    pub generation: u64,
+    pub id: String,
+}
+
 /// The mirror of one file.
 #[derive(Debug)]
 pub struct Doc {
@@ -48,8 +55,8 @@ pub struct Doc {
     pub edit: tokio::sync::Mutex<()>,
     state: Mutex<DocState>,
     live: watch::Sender<Snapshot>,
-    /// Lean RPC session (for structured goals): (Lean session generation, id).
-    rpc: Mutex<Option<(u64, String)>>,
+    /// Lean RPC session (for structured goals).
+    rpc: Mutex<Option<Arc<RpcSession>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -87,13 +94,22 @@ impl Doc {
     /// The RPC session id opened in Lean session `generation`, if any.
     pub fn rpc_session(&self, generation: u64) -> Option<String> {
         match &*self.rpc.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some((g, id)) if *g == generation => Some(id.clone()),
+            Some(rpc) if rpc.generation == generation => Some(rpc.id.clone()),
             _ => None,
         }
     }
 
-    pub fn set_rpc_session(&self, generation: u64, id: String) {
-        *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, id));
+    /// Record a new RPC session; it lives while the document holds it (the
+    /// keep-alive task watches the returned reference).
+    pub fn set_rpc_session(&self, generation: u64, id: String) -> Arc<RpcSession> {
+        let rpc = Arc::new(RpcSession { generation, id });
+        *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&rpc));
+        rpc
+    }
+
+    /// Forget the RPC session (the worker was reopened: its sessions are gone).
+    pub fn clear_rpc_session(&self) {
+        *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     pub fn state(&self) -> DocState {

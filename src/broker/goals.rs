@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::snapshot::Bound;
+use super::snapshot::Target;
 use crate::lsp::lean::flatten_tagged_text;
 use crate::surface::{GoalsMode, ToolError};
 
@@ -131,7 +131,7 @@ fn goal_json(goal: &Value) -> Value {
 
 /// The RPC session of the bound document, connecting (and keeping it alive) on
 /// first use in this Lean session.
-async fn rpc_session(bound: &Bound, fresh: bool) -> Result<String, ToolError> {
+async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String, ToolError> {
     let generation = bound.session.generation;
     if !fresh {
         if let Some(id) = bound.doc.rpc_session(generation) {
@@ -151,22 +151,18 @@ async fn rpc_session(bound: &Bound, fresh: bool) -> Result<String, ToolError> {
             ));
         }
     };
-    bound.doc.set_rpc_session(generation, id.clone());
+    let rpc = std::sync::Arc::downgrade(&bound.doc.set_rpc_session(generation, id.clone()));
     let client = std::sync::Arc::downgrade(&bound.session.client);
-    let doc = std::sync::Arc::downgrade(&bound.doc);
     let uri = bound.doc.uri.clone();
-    let session_id = id.clone();
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(KEEP_ALIVE).await;
-            let (Some(client), Some(doc)) = (client.upgrade(), doc.upgrade()) else {
+            // Stop when the document dropped or replaced the session, or Lean is gone.
+            let (Some(client), Some(rpc)) = (client.upgrade(), rpc.upgrade()) else {
                 return;
             };
-            if doc.rpc_session(generation).as_deref() != Some(session_id.as_str()) || !client.is_alive() {
-                return;
-            }
-            let params = json!({ "uri": uri, "sessionId": session_id });
-            if client.notify("$/lean/rpc/keepAlive", params).is_err() {
+            let params = json!({ "uri": uri, "sessionId": rpc.id });
+            if !client.is_alive() || client.notify("$/lean/rpc/keepAlive", params).is_err() {
                 return;
             }
         }
@@ -176,7 +172,7 @@ async fn rpc_session(bound: &Bound, fresh: bool) -> Result<String, ToolError> {
 
 /// Goals at the query position: RPC first (reconnecting once if Lean asks),
 /// `plainGoal` where RPC is unavailable.
-pub async fn goals(bound: &Bound, line: u64, character: u64) -> Result<(Vec<Value>, Source), ToolError> {
+pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec<Value>, Source), ToolError> {
     let position = json!({ "line": line, "character": character });
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {
@@ -190,11 +186,11 @@ pub async fn goals(bound: &Bound, line: u64, character: u64) -> Result<(Vec<Valu
             "method": "Lean.Widget.getInteractiveGoals",
             "params": { "textDocument": bound.text_document(), "position": position },
         });
-        match bound.rt.request(&bound.session, "$/lean/rpc/call", params).await {
+        match bound.rt.request(bound.session, "$/lean/rpc/call", params).await {
             Ok(answer) => {
                 let now = bound.doc.state().version;
-                if now != bound.state.version {
-                    return Err(super::snapshot::version_mismatch(&bound.doc, bound.state.version, now));
+                if now != bound.version {
+                    return Err(super::snapshot::version_mismatch(bound.doc, bound.version, now));
                 }
                 let goals = answer
                     .get("goals")

@@ -125,3 +125,28 @@ impl Timeouts {
         }
     }
 }
+
+/// Bounds on what a runtime keeps.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Shadow slots (each a Lean worker) per document, for parallel probes.
+    pub shadow_slots: usize,
+    /// Live proof handles per runtime (least recently used evicted past this).
+    pub handles: usize,
+}
+
+impl Limits {
+    pub fn from_env() -> Self {
+        let n = |name: &str, default: usize| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(default)
+        };
+        Limits {
+            shadow_slots: n("LEAN_BEAM_SHADOW_SLOTS", 4),
+            handles: n("LEAN_BEAM_MAX_HANDLES", 4096),
+        }
+    }
+}

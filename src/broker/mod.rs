@@ -6,9 +6,11 @@ pub mod diagnostics;
 pub mod document;
 pub mod errors;
 pub mod goals;
+pub mod handles;
 pub mod launch;
 pub mod lexer;
 pub mod runtime;
+pub mod shadow;
 pub mod snapshot;
 pub mod sync;
 pub mod text;
@@ -19,27 +21,48 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use launch::{Launcher, Timeouts};
+use launch::{Launcher, Limits, Timeouts};
 use runtime::Runtime;
 use workspace::Root;
 
 pub struct Broker {
     launcher: Launcher,
     timeouts: Timeouts,
+    limits: Limits,
+    /// Identifies this server process in proof handles.
+    process_nonce: u64,
+    next_runtime_id: std::sync::atomic::AtomicU64,
     runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
 }
 
+/// A random number per process, without a randomness crate: std's hasher
+/// keys are drawn from the OS for every `RandomState`.
+fn process_nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
 impl Broker {
-    pub fn new(launcher: Launcher, timeouts: Timeouts) -> Self {
+    pub fn new(launcher: Launcher, timeouts: Timeouts, limits: Limits) -> Self {
         Broker {
             launcher,
             timeouts,
+            limits,
+            process_nonce: process_nonce(),
+            next_runtime_id: std::sync::atomic::AtomicU64::new(1),
             runtimes: Mutex::new(HashMap::new()),
         }
     }
 
     pub fn from_env() -> Self {
-        Self::new(Launcher::from_env(), Timeouts::from_env())
+        Self::new(Launcher::from_env(), Timeouts::from_env(), Limits::from_env())
+    }
+
+    /// Refuse a handle that is malformed or from another server process.
+    pub fn check_handle_origin(&self, handle: &str) -> Result<(), crate::surface::ToolError> {
+        handles::check_process(handle, self.process_nonce)
     }
 
     pub fn launcher(&self) -> &Launcher {
@@ -55,7 +78,15 @@ impl Broker {
     pub fn runtime(&self, root: &Root) -> Arc<Runtime> {
         let mut map = self.map();
         Arc::clone(map.entry(root.clone()).or_insert_with(|| {
-            Arc::new(Runtime::new(root.clone(), self.launcher.clone(), self.timeouts.clone()))
+            let id = self.next_runtime_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let handles = handles::HandleStore::new(self.process_nonce, id, self.limits.handles);
+            Arc::new(Runtime::new(
+                root.clone(),
+                self.launcher.clone(),
+                self.timeouts.clone(),
+                self.limits.shadow_slots,
+                handles,
+            ))
         }))
     }
 

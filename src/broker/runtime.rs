@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::document::Doc;
+use super::handles::HandleStore;
+use super::shadow::Pool;
 use super::errors::{from_lsp, runtime_setup};
 use super::launch::{Launcher, Timeouts};
 use super::workspace::{DocPath, Root};
@@ -36,6 +38,9 @@ pub struct Runtime {
     pub root: Root,
     launcher: Launcher,
     pub timeouts: Timeouts,
+    shadow_slots: usize,
+    shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
+    pub handles: HandleStore,
     created: Instant,
     session: tokio::sync::Mutex<Option<Session>>,
     docs: Arc<Docs>,
@@ -53,11 +58,14 @@ struct Docs {
 }
 
 impl Runtime {
-    pub fn new(root: Root, launcher: Launcher, timeouts: Timeouts) -> Self {
+    pub fn new(root: Root, launcher: Launcher, timeouts: Timeouts, shadow_slots: usize, handles: HandleStore) -> Self {
         Runtime {
             root,
             launcher,
             timeouts,
+            shadow_slots,
+            shadows: Mutex::new(HashMap::new()),
+            handles,
             created: Instant::now(),
             session: tokio::sync::Mutex::new(None),
             docs: Arc::new(Docs::default()),
@@ -86,6 +94,16 @@ impl Runtime {
             .unwrap_or_else(|e| e.into_inner())
             .insert(uri, Arc::clone(&doc));
         doc
+    }
+
+    /// The shadow slot pool of a document.
+    pub fn shadow_pool(&self, path: &DocPath) -> Arc<Pool> {
+        let mut shadows = self.shadows.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(
+            shadows
+                .entry(path.file.clone())
+                .or_insert_with(|| Arc::new(Pool::new(path.clone(), self.shadow_slots))),
+        )
     }
 
     /// The document of `path` if it was ever synced.
@@ -203,6 +221,8 @@ impl Runtime {
             "requests": self.requests.load(Ordering::Relaxed),
             "starts": starts,
             "restarts": starts.saturating_sub(1),
+            "handles": self.handles.stats(),
+            "shadowSlots": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.len()).sum::<usize>(),
         })
     }
 

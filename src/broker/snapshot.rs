@@ -115,6 +115,7 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
         s.needs_reopen = false;
     });
     doc.reset_report(version);
+    doc.clear_rpc_session();
     session
         .client
         .notify(
@@ -125,22 +126,23 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
     Ok(doc.state())
 }
 
-impl Bound {
-    /// Check that `(line, character)` names a place in the pinned text.
-    pub fn check_position(&self, line: u64, character: u64) -> Result<usize, ToolError> {
-        self.state
-            .index
-            .offset(&self.state.text, line, character)
-            .map_err(|e| position_error(&e))
-    }
+/// A document pinned at a version, for requests whose answers must belong to
+/// that version (user documents and shadow documents alike).
+pub struct Target<'a> {
+    pub rt: &'a Runtime,
+    pub session: &'a Session,
+    pub doc: &'a Doc,
+    pub version: u64,
+}
 
+impl Target<'_> {
     /// Ask Lean about the pinned version; the answer is refused if the document
     /// moved on meanwhile (Lean answers from whatever it has).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
-        let answer = self.rt.request(&self.session, method, params).await?;
+        let answer = self.rt.request(self.session, method, params).await?;
         let now = self.doc.state().version;
-        if now != self.state.version {
-            return Err(version_mismatch(&self.doc, self.state.version, now));
+        if now != self.version {
+            return Err(version_mismatch(self.doc, self.version, now));
         }
         Ok(answer)
     }
@@ -151,5 +153,36 @@ impl Bound {
 
     pub fn position_params(&self, line: u64, character: u64) -> Value {
         json!({ "textDocument": self.text_document(), "position": { "line": line, "character": character } })
+    }
+}
+
+impl Bound {
+    pub fn target(&self) -> Target<'_> {
+        Target {
+            rt: &self.rt,
+            session: &self.session,
+            doc: &self.doc,
+            version: self.state.version,
+        }
+    }
+
+    /// Check that `(line, character)` names a place in the pinned text.
+    pub fn check_position(&self, line: u64, character: u64) -> Result<usize, ToolError> {
+        self.state
+            .index
+            .offset(&self.state.text, line, character)
+            .map_err(|e| position_error(&e))
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+        self.target().request(method, params).await
+    }
+
+    pub fn text_document(&self) -> Value {
+        self.target().text_document()
+    }
+
+    pub fn position_params(&self, line: u64, character: u64) -> Value {
+        self.target().position_params(line, character)
     }
 }

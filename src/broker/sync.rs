@@ -98,6 +98,7 @@ pub fn apply(session: &Session, doc: &Doc, text: Arc<str>, mode: Mode) -> Result
             }),
         )
     } else {
+        doc.clear_rpc_session();
         let close = if old.open_in == Some(session.generation) {
             client.notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }))
         } else {
@@ -124,11 +125,12 @@ pub fn apply(session: &Session, doc: &Doc, text: Arc<str>, mode: Mode) -> Result
 
 /// Forwards what Lean reports during a barrier: live `lean.diagnostic` logs and
 /// throttled file progress, each at most once.
-struct Forwarder<'a> {
+pub struct Forwarder<'a> {
     ctx: &'a CallContext,
     doc: &'a Doc,
     version: u64,
-    scope: DiagnosticScope,
+    /// Which diagnostics go out live as `lean.diagnostic`; `None` for none.
+    scope: Option<DiagnosticScope>,
     sent: HashSet<String>,
     last_progress: Option<Instant>,
     seen_updates: u64,
@@ -136,7 +138,7 @@ struct Forwarder<'a> {
 }
 
 impl<'a> Forwarder<'a> {
-    fn new(ctx: &'a CallContext, doc: &'a Doc, version: u64, scope: DiagnosticScope) -> Self {
+    pub fn new(ctx: &'a CallContext, doc: &'a Doc, version: u64, scope: Option<DiagnosticScope>) -> Self {
         Forwarder {
             ctx,
             doc,
@@ -154,7 +156,8 @@ impl<'a> Forwarder<'a> {
             return;
         }
         for diagnostic in snap.diagnostics.iter() {
-            if !diagnostics::in_scope(diagnostic, self.scope) {
+            let Some(scope) = self.scope else { break };
+            if !diagnostics::in_scope(diagnostic, scope) {
                 continue;
             }
             let level = diagnostics::log_level(diagnostic);
@@ -195,7 +198,7 @@ impl<'a> Forwarder<'a> {
 
 /// Wait until Lean has elaborated `version` completely, forwarding what it
 /// reports meanwhile. A timeout is an error, never "no errors".
-async fn barrier(
+pub async fn barrier(
     rt: &Runtime,
     session: &Session,
     doc: &Doc,
@@ -279,7 +282,7 @@ pub async fn sync_locked(rt: &Runtime, ctx: &CallContext, doc: &Doc, options: Sy
     let mut reopened_for_imports = false;
     loop {
         let applied = apply(&session, doc, Arc::clone(&text), mode)?;
-        let mut forwarder = Forwarder::new(ctx, doc, applied.version, options.scope);
+        let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
         barrier(rt, &session, doc, applied.version, &mut forwarder).await?;
         rt.settle(&session).await;
         let snapshot = doc.snapshot();

@@ -82,10 +82,10 @@ pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOu
 pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> ToolOutcome {
     let root = workspace::resolve_for_eviction(workspace)?;
     match broker.evict(&root).await {
-        Some(_) => Ok(json!({
+        Some(rt) => Ok(json!({
             "workspace": root.descriptor(),
             "dropped": true,
-            "invalidated_handles": 0,
+            "invalidated_handles": rt.handles.len(),
         })),
         None => Ok(json!({
             "workspace": root.descriptor(),

@@ -106,7 +106,7 @@ pub async fn goals(broker: &Broker, at: &At<'_>, mode: GoalsMode) -> ToolOutcome
     let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
     let line_text = text[line_start..line_end].trim_end_matches('\r');
     let query = goals::query_position(line_text, character as usize, mode) as u64;
-    let (goals, source) = goals::goals(&bound, line, query).await?;
+    let (goals, source) = goals::goals(&bound.target(), line, query).await?;
     Ok(json!({
         "workspace": bound.rt.root.descriptor(),
         "path": bound.doc.path.shown,

@@ -4,6 +4,7 @@
 mod documents;
 mod inspect;
 mod process;
+mod speculate;
 mod todo;
 
 use std::sync::Arc;
@@ -57,12 +58,12 @@ impl Operations for Beam {
         documents::drop_workspace(&self.broker, &args.workspace).await
     }
 
-    async fn lean_run_at(&self, _ctx: &CallContext, _args: LeanRunAtArgs) -> ToolOutcome {
-        unavailable("lean_run_at", "speculative execution")
+    async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> ToolOutcome {
+        speculate::run_at(&self.broker, ctx, &speculate::RunAt { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character, text: &args.text }, false).await
     }
 
-    async fn lean_run_at_handle(&self, _ctx: &CallContext, _args: LeanRunAtHandleArgs) -> ToolOutcome {
-        unavailable("lean_run_at_handle", "speculative execution")
+    async fn lean_run_at_handle(&self, ctx: &CallContext, args: LeanRunAtHandleArgs) -> ToolOutcome {
+        speculate::run_at(&self.broker, ctx, &speculate::RunAt { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character, text: &args.text }, true).await
     }
 
     async fn lean_hover(&self, _ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
@@ -101,16 +102,16 @@ impl Operations for Beam {
         inspect::code_action_resolve(&self.broker, &args.workspace, &args.path, args.version, &args.code_action).await
     }
 
-    async fn lean_run_with(&self, _ctx: &CallContext, _args: LeanRunWithArgs) -> ToolOutcome {
-        unavailable("lean_run_with", "proof handles")
+    async fn lean_run_with(&self, ctx: &CallContext, args: LeanRunWithArgs) -> ToolOutcome {
+        speculate::run_with(&self.broker, ctx, &args.workspace, &args.path, &args.handle, &args.text, false).await
     }
 
-    async fn lean_run_with_linear(&self, _ctx: &CallContext, _args: LeanRunWithLinearArgs) -> ToolOutcome {
-        unavailable("lean_run_with_linear", "proof handles")
+    async fn lean_run_with_linear(&self, ctx: &CallContext, args: LeanRunWithLinearArgs) -> ToolOutcome {
+        speculate::run_with(&self.broker, ctx, &args.workspace, &args.path, &args.handle, &args.text, true).await
     }
 
-    async fn lean_release(&self, _ctx: &CallContext, _args: LeanReleaseArgs) -> ToolOutcome {
-        unavailable("lean_release", "proof handles")
+    async fn lean_release(&self, _ctx: &CallContext, args: LeanReleaseArgs) -> ToolOutcome {
+        speculate::release(&self.broker, &args.workspace, &args.path, &args.handle).await
     }
 
     async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> ToolOutcome {

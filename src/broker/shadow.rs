@@ -1,0 +1,171 @@
+//! Shadow documents: virtual copies of a document in which speculative text is
+//! elaborated, so that the user's document, its diagnostics and the file on disk
+//! are never touched.
+//!
+//! A shadow is the snapshot cut at the probe position with the probe text
+//! appended. Each document has a small pool of shadow slots, each a virtual
+//! document opened once in the workspace's Lean server and then edited in place:
+//! Lean re-elaborates only from the first changed character, so a probe costs
+//! the declaration it is in, not the file.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::document::{Doc, Snapshot};
+use super::runtime::{Runtime, Session};
+use super::sync::{self, Forwarder, Mode};
+use super::workspace::DocPath;
+use crate::context::CallContext;
+use crate::surface::ToolError;
+
+/// The marker in every shadow URI; results from Lean that name one (references,
+/// symbols) are filtered out, since shadows are the broker's own artifacts.
+pub const SHADOW_MARKER: &str = ".beam-shadow-";
+
+pub fn is_shadow_uri(uri: &str) -> bool {
+    uri.contains(SHADOW_MARKER)
+}
+
+/// The virtual path of slot `k` of a document: beside it, never written.
+fn shadow_path(path: &DocPath, k: usize) -> DocPath {
+    let dir = path.file.parent().unwrap_or_else(|| Path::new("/"));
+    let stem = path
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    DocPath {
+        file: dir.join(format!(".{stem}{SHADOW_MARKER}{k}.lean")),
+        shown: format!("{}#shadow-{k}", path.shown),
+    }
+}
+
+/// The shadow slots of one document.
+pub struct Pool {
+    path: DocPath,
+    capacity: usize,
+    permits: Arc<Semaphore>,
+    slots: Mutex<Vec<Arc<Slot>>>,
+}
+
+struct Slot {
+    doc: Arc<Doc>,
+    busy: std::sync::atomic::AtomicBool,
+}
+
+/// Exclusive use of one slot; dropping it (also by cancellation) frees the slot.
+pub struct SlotGuard {
+    slot: Arc<Slot>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.slot.busy.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl SlotGuard {
+    pub fn doc(&self) -> &Arc<Doc> {
+        &self.slot.doc
+    }
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+impl Pool {
+    pub fn new(path: DocPath, capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        Pool {
+            path,
+            capacity,
+            permits: Arc::new(Semaphore::new(capacity)),
+            slots: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Take an idle slot, preferring the one whose text shares the longest
+    /// prefix with `wanted` (least re-elaboration); open a new slot only when
+    /// none is idle. Waits while all slots are busy.
+    pub async fn acquire(&self, rt: &Runtime, wanted: &str) -> SlotGuard {
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .expect("pool semaphore is never closed");
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = slots
+            .iter()
+            .filter(|s| !s.busy.load(std::sync::atomic::Ordering::SeqCst))
+            .max_by_key(|s| common_prefix(&s.doc.state().text, wanted))
+            .cloned();
+        let slot = match idle {
+            Some(slot) => slot,
+            None => {
+                let k = slots.len();
+                debug_assert!(k < self.capacity, "a permit guarantees an idle or a new slot");
+                let slot = Arc::new(Slot {
+                    doc: rt.doc(&shadow_path(&self.path, k)),
+                    busy: std::sync::atomic::AtomicBool::new(false),
+                });
+                slots.push(Arc::clone(&slot));
+                slot
+            }
+        };
+        slot.busy.store(true, std::sync::atomic::Ordering::SeqCst);
+        SlotGuard {
+            slot,
+            _permit: permit,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The slot documents (to close them with their document).
+    pub fn docs(&self) -> Vec<Arc<Doc>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|s| Arc::clone(&s.doc))
+            .collect()
+    }
+}
+
+/// Elaborate `text` in the slot and return what Lean reported for it.
+pub async fn elaborate(
+    rt: &Runtime,
+    session: &Session,
+    ctx: &CallContext,
+    slot: &SlotGuard,
+    text: String,
+) -> Result<(u64, Snapshot), ToolError> {
+    let doc = slot.doc();
+    let _edit = doc.edit.lock().await;
+    let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged)?;
+    let mut forwarder = Forwarder::new(ctx, doc, applied.version, None);
+    sync::barrier(rt, session, doc, applied.version, &mut forwarder).await?;
+    rt.settle(session).await;
+    Ok((applied.version, doc.snapshot()))
+}
+
+/// Whether a diagnostic starts at or after `(line, character)`.
+pub fn starts_at_or_after(diagnostic: &Value, line: u32, character: u32) -> bool {
+    let at = |k: &str| {
+        diagnostic
+            .pointer(&format!("/range/start/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32
+    };
+    (at("line"), at("character")) >= (line, character)
+}

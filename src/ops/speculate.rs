@@ -1,0 +1,274 @@
+//! Speculative execution: `lean_run_at`, `lean_run_at_handle`, `lean_run_with`,
+//! `lean_run_with_linear` and `lean_release`, on shadow documents.
+
+use serde_json::{Value, json};
+
+use crate::broker::Broker;
+use crate::broker::diagnostics::{self, ERROR, INFORMATION};
+use crate::broker::goals::{self, query_position};
+use crate::broker::handles::{HandleState, HandleStore};
+use crate::broker::runtime::{Runtime, Session};
+use crate::broker::shadow::{self, SlotGuard};
+use crate::broker::snapshot::{self, Target};
+use crate::broker::text::LineIndex;
+use crate::broker::workspace;
+use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, ToolOutcome, Workspace};
+
+/// Where a step starts in its shadow, and what the shadow is.
+struct Step {
+    shadow: String,
+    /// Byte offset in `shadow` where the step's text begins.
+    start: usize,
+    indent: usize,
+    proof: bool,
+}
+
+/// Indent continuation lines of a multi-line step to the step's column.
+fn indent_lines(text: &str, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let mut out = String::with_capacity(text.len() + indent * 4);
+    for (i, line) in text.trim_end().split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+            let current = line.len() - line.trim_start().len();
+            if !line.trim().is_empty() && current < indent {
+                out.push_str(&pad);
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// Commands in a command-mode step: code lines at column 0, not counting
+/// attribute and doc-comment lines, which belong to the command after them.
+fn command_count(text: &str) -> usize {
+    text.lines()
+        .filter(|line| line.chars().next().is_some_and(|c| !c.is_whitespace()))
+        .filter(|line| !["--", "@[", "/--", "/-!", "/-"].iter().any(|p| line.starts_with(p)))
+        .count()
+}
+
+/// Run one step in a shadow slot and build the run result.
+async fn run_step(
+    rt: &Runtime,
+    session: &Session,
+    ctx: &CallContext,
+    slot: &SlotGuard,
+    step: &Step,
+) -> Result<Value, ToolError> {
+    let (version, snap) = shadow::elaborate(rt, session, ctx, slot, step.shadow.clone()).await?;
+    let index = LineIndex::new(&step.shadow);
+    let (start_line, start_char) = index.position(&step.shadow, step.start);
+    let mut messages = Vec::new();
+    let mut traces = Vec::new();
+    let mut success = true;
+    for d in snap.diagnostics.iter() {
+        if !shadow::starts_at_or_after(d, start_line, start_char) {
+            continue;
+        }
+        let severity = diagnostics::severity(d);
+        let text = diagnostics::message(d);
+        let entry = json!({
+            "severity": diagnostics::severity_name(severity),
+            "text": text,
+            "range": d.get("range").cloned().unwrap_or(Value::Null),
+        });
+        if severity == ERROR {
+            success = false;
+        }
+        if severity == INFORMATION && text.starts_with('[') {
+            traces.push(entry);
+        } else {
+            messages.push(entry);
+        }
+    }
+    let proof_state = if step.proof {
+        let end = step.shadow.trim_end().len();
+        let (line, character) = index.position(&step.shadow, end);
+        let target = Target {
+            rt,
+            session,
+            doc: slot.doc(),
+            version,
+        };
+        let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
+        json!({ "goals": goals, "source": source.as_str() })
+    } else {
+        Value::Null
+    };
+    Ok(json!({
+        "workspace": rt.root.descriptor(),
+        "success": success,
+        "messages": messages,
+        "traces": traces,
+        "proof_state": proof_state,
+        "next_handle": Value::Null,
+    }))
+}
+
+/// The first step of a chain, at a position of a pinned version.
+pub struct RunAt<'a> {
+    pub workspace: &'a Workspace,
+    pub path: &'a str,
+    pub version: u64,
+    pub line: u64,
+    pub character: u64,
+    pub text: &'a str,
+}
+
+pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bool) -> ToolOutcome {
+    let bound = snapshot::bind(broker, at.workspace, at.path, at.version).await?;
+    let offset = bound.check_position(at.line, at.character)?;
+    let text = &bound.state.text;
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line_text = &text[line_start..text[offset..].find('\n').map_or(text.len(), |i| offset + i)];
+    let before = &text[line_start..offset];
+
+    // Inside a tactic block Lean shows goals at the position: proof mode.
+    let goal = bound
+        .request("$/lean/plainGoal", bound.position_params(at.line, at.character))
+        .await?;
+    let proof = !goal.is_null();
+    let (prefix, indent) = if proof {
+        let column = query_position(line_text.trim_end_matches('\r'), at.character as usize, GoalsMode::Before);
+        if before.trim().is_empty() {
+            (text[..offset].to_string(), column)
+        } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
+            (format!("{} ", text[..offset].trim_end()), before.chars().count())
+        } else {
+            // After a tactic on the same line: the step goes on a new line of
+            // the same block.
+            let column = column.min(before.chars().count());
+            (format!("{}\n{}", text[..offset].trim_end(), " ".repeat(column)), column)
+        }
+    } else {
+        if !before.trim().is_empty() {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "({}, {}) is neither inside a tactic block nor between commands: give a position in a proof (for tactics) or at the start of a line between commands (for one command)",
+                    at.line, at.character
+                ),
+            ));
+        }
+        let n = command_count(at.text);
+        if n != 1 {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!("between commands lean_run_at runs exactly one command; the text holds {n}"),
+            )
+            .with_data(json!({ "commands": n })));
+        }
+        (text[..offset].to_string(), 0)
+    };
+    let step_text = indent_lines(at.text, indent);
+    let start = prefix.len();
+    let shadow_text = format!("{prefix}{step_text}\n");
+    let step = Step {
+        shadow: shadow_text,
+        start,
+        indent,
+        proof,
+    };
+    let pool = bound.rt.shadow_pool(&bound.doc.path);
+    let slot = pool.acquire(&bound.rt, &step.shadow).await;
+    let mut result = run_step(&bound.rt, &bound.session, ctx, &slot, &step).await?;
+    drop(slot);
+    if mint && result["success"] == true {
+        let handle = bound.rt.handles.mint(HandleState {
+            file: bound.doc.path.file.clone(),
+            shown: bound.doc.path.shown.clone(),
+            version: at.version,
+            generation: bound.session.generation,
+            shadow: step.shadow,
+            indent: step.indent,
+            proof: step.proof,
+        });
+        result["next_handle"] = Value::String(handle);
+    }
+    Ok(result)
+}
+
+/// Continue from a handle; `linear` consumes it whatever the outcome.
+pub async fn run_with(
+    broker: &Broker,
+    ctx: &CallContext,
+    ws: &Workspace,
+    path: &str,
+    handle: &str,
+    text: &str,
+    linear: bool,
+) -> ToolOutcome {
+    let root = workspace::resolve(ws)?;
+    let doc_path = workspace::resolve_path(&root, path)?;
+    broker.check_handle_origin(handle)?;
+    let rt = broker.cached(&root).ok_or_else(|| unknown_runtime(handle))?;
+    rt.record_request();
+    let state = rt.handles.take(handle, linear)?;
+    let doc = rt.existing_doc(&doc_path).ok_or_else(|| unknown_runtime(handle))?;
+    let session = rt.session().await?;
+    HandleStore::check_current(handle, &state, &doc_path.file, doc.state().version, session.generation)?;
+    let start = state.shadow.len();
+    let step = Step {
+        shadow: format!("{}{}{}\n", state.shadow, " ".repeat(state.indent), indent_lines(text, state.indent)),
+        start: start + state.indent,
+        indent: state.indent,
+        proof: state.proof,
+    };
+    let pool = rt.shadow_pool(&doc_path);
+    let slot = pool.acquire(&rt, &step.shadow).await;
+    let mut result = run_step(&rt, &session, ctx, &slot, &step).await?;
+    drop(slot);
+    if result["success"] == true {
+        let next = rt.handles.mint(HandleState {
+            shadow: step.shadow,
+            ..state
+        });
+        result["next_handle"] = Value::String(next);
+    }
+    Ok(result)
+}
+
+fn unknown_runtime(handle: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidParams,
+        format!("handle {handle:?}: this workspace has no live runtime or document for it (dropped, or never used in this server)"),
+    )
+    .with_data(json!({ "handle": handle, "reason": "noRuntime" }))
+}
+
+pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) -> ToolOutcome {
+    let root = workspace::resolve(ws)?;
+    let doc_path = workspace::resolve_path(&root, path)?;
+    broker.check_handle_origin(handle)?;
+    let rt = broker.cached(&root).ok_or_else(|| unknown_runtime(handle))?;
+    let state = rt.handles.take(handle, false)?;
+    if state.file != doc_path.file {
+        return Err(ToolError::new(
+            ErrorCode::InvalidParams,
+            format!("handle {handle:?} belongs to {}, not to {path}", state.shown),
+        ));
+    }
+    rt.handles.take(handle, true)?;
+    Ok(json!({ "workspace": root.descriptor(), "path": doc_path.shown, "released": true }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_lines_are_indented() {
+        assert_eq!(indent_lines("intro x\nexact x", 4), "intro x\n    exact x");
+        assert_eq!(indent_lines("constructor\n      · exact a", 4), "constructor\n      · exact a");
+    }
+
+    #[test]
+    fn commands_are_counted() {
+        assert_eq!(command_count("theorem t : T := by\n  exact x"), 1);
+        assert_eq!(command_count("def a := 1\ndef b := 2"), 2);
+        assert_eq!(command_count("@[simp]\ntheorem t : T := x"), 1);
+        assert_eq!(command_count("/-- doc -/\ndef a := 1\n-- comment"), 1);
+    }
+}
