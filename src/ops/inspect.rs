@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::broker::Broker;
 use crate::broker::goals;
+use crate::broker::shadow;
 use crate::broker::snapshot::{self, Bound};
 use crate::broker::workspace::{self, Root};
 use crate::lsp::uri::uri_to_path;
@@ -36,9 +37,21 @@ pub fn add_paths(root: &Root, value: &mut Value) {
             }
             map.extend(added);
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| add_paths(root, v)),
+        Value::Array(items) => {
+            // Shadow documents are the broker's own: never show them.
+            items.retain(|v| !names_shadow(v));
+            items.iter_mut().for_each(|v| add_paths(root, v));
+        }
         _ => {}
     }
+}
+
+/// Whether a location-like value points into a shadow document.
+fn names_shadow(value: &Value) -> bool {
+    ["/uri", "/targetUri", "/location/uri"]
+        .iter()
+        .filter_map(|p| value.pointer(p).and_then(Value::as_str))
+        .any(shadow::is_shadow_uri)
 }
 
 /// A position in a pinned document version, as the snapshot-bound tools name it.
