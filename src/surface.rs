@@ -71,6 +71,8 @@ pub enum ErrorCode {
     WorkerExited,
     WorkerCrashed,
     SyncBarrierIncomplete,
+    /// The module has blocking diagnostics: nothing was written.
+    SaveNotReady,
     SaveTargetNotModule,
     SaveUnsupportedSetup,
     SaveTraceStale,
@@ -90,6 +92,7 @@ impl ErrorCode {
             Self::WorkerExited => "workerExited",
             Self::WorkerCrashed => "workerCrashed",
             Self::SyncBarrierIncomplete => "syncBarrierIncomplete",
+            Self::SaveNotReady => "saveNotReady",
             Self::SaveTargetNotModule => "saveTargetNotModule",
             Self::SaveUnsupportedSetup => "saveUnsupportedSetup",
             Self::SaveTraceStale => "saveTraceStale",

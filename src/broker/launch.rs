@@ -62,6 +62,15 @@ impl Launcher {
         }
     }
 
+    /// How to run the batch compiler of `root`'s toolchain: program, leading
+    /// arguments and environment (Lake provides its search path itself).
+    pub fn compiler(&self, root: &Root) -> (PathBuf, Vec<String>, Vec<(String, String)>) {
+        match self {
+            Launcher::Lake { program } => (program.clone(), vec!["env".into(), "lean".into()], Vec::new()),
+            Launcher::Lean { program } => (program.clone(), Vec::new(), self.command(root).env),
+        }
+    }
+
     /// A one-line rendering for stats, feedback and errors.
     pub fn describe(&self, root: &Root) -> String {
         let command = self.command(root);

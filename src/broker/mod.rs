@@ -2,6 +2,7 @@
 //! the first request that needs it and kept until it is dropped or the server
 //! shuts down.
 
+pub mod checkpoint;
 pub mod diagnostics;
 pub mod document;
 pub mod errors;

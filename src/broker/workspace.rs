@@ -19,6 +19,11 @@ pub const PROJECT_MARKERS: &[&str] = &["lean-toolchain", "lakefile.lean", "lakef
 pub struct Root(PathBuf);
 
 impl Root {
+    #[cfg(test)]
+    pub fn for_tests(path: &str) -> Self {
+        Root(PathBuf::from(path))
+    }
+
     pub fn path(&self) -> &Path {
         &self.0
     }

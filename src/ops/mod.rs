@@ -4,6 +4,7 @@
 mod documents;
 mod inspect;
 mod process;
+mod save;
 mod speculate;
 mod todo;
 
@@ -130,12 +131,12 @@ impl Operations for Beam {
             .await
     }
 
-    async fn lean_save(&self, _ctx: &CallContext, _args: LeanSaveArgs) -> ToolOutcome {
-        unavailable("lean_save", "checkpoints")
+    async fn lean_save(&self, ctx: &CallContext, args: LeanSaveArgs) -> ToolOutcome {
+        save::save(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope).await
     }
 
-    async fn lean_close_save(&self, _ctx: &CallContext, _args: LeanCloseSaveArgs) -> ToolOutcome {
-        unavailable("lean_close_save", "checkpoints")
+    async fn lean_close_save(&self, ctx: &CallContext, args: LeanCloseSaveArgs) -> ToolOutcome {
+        save::close_save(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope).await
     }
 
     async fn lean_close(&self, _ctx: &CallContext, args: LeanCloseArgs) -> ToolOutcome {
