@@ -1,4 +1,351 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: a spawned `lean-beam-mcp` speaking raw
+//! newline-delimited JSON-RPC, and sample payloads derived from schemas.
 #![allow(dead_code)]
 
 pub mod samples;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+/// How long any single expected message may take. A failure guard, never an
+/// assertion about speed.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub const MODERN: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+
+/// The modern per-request metadata.
+pub fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "protocol-test", "version": "1"},
+    })
+}
+
+/// A request; `params` may be `Value::Null` for none.
+pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    let mut message = json!({"jsonrpc": "2.0", "id": id.into(), "method": method});
+    if !params.is_null() {
+        message["params"] = params;
+    }
+    message
+}
+
+/// A modern request: `params` (an object or null) plus `_meta`.
+pub fn modern(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    let mut params = match params {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => panic!("params must be an object: {other}"),
+    };
+    params.insert("_meta".into(), meta());
+    request(id, method, Value::Object(params))
+}
+
+pub fn notification(method: &str, params: Value) -> Value {
+    let mut message = json!({"jsonrpc": "2.0", "method": method});
+    if !params.is_null() {
+        message["params"] = params;
+    }
+    message
+}
+
+pub fn call_params(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+pub fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": "2024-11-05",
+        "capabilities": {},
+        "clientInfo": {"name": "protocol-test", "version": "1"},
+    })
+}
+
+/// One running server and the lines it wrote.
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Every line read from stdout so far, in order.
+    pub transcript: Vec<Value>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    pub fn spawn() -> Server {
+        Self::spawn_with(&[])
+    }
+
+    pub fn spawn_with(env: &[(&str, &str)]) -> Server {
+        Self::launch(env, true)
+    }
+
+    /// A server whose stdout read end is closed at once.
+    pub fn spawn_with_closed_stdout() -> Server {
+        Self::launch(&[], false)
+    }
+
+    fn launch(env: &[(&str, &str)], keep_stdout: bool) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("LEAN_BEAM_LOG", "info");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("spawn lean-beam-mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        if keep_stdout {
+            thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { return };
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+        } else {
+            drop(stdout);
+            drop(tx);
+        }
+        let stderr_pipe = child.stderr.take().expect("stderr");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let stdin = child.stdin.take();
+        Server {
+            child,
+            stdin,
+            lines,
+            transcript: Vec::new(),
+            stderr,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Write one raw line (a newline is appended). Returns false when the
+    /// server no longer reads its input.
+    pub fn send_raw(&mut self, line: &str) -> bool {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line.as_bytes()).is_ok()
+            && stdin.write_all(b"\n").is_ok()
+            && stdin.flush().is_ok()
+    }
+
+    /// Write raw bytes as they are (no newline added).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        assert!(
+            self.send_raw(&message.to_string()),
+            "the server stopped reading stdin"
+        );
+    }
+
+    /// Write several messages in one write (they arrive as a burst).
+    pub fn send_all(&mut self, messages: &[Value]) {
+        let mut text = String::new();
+        for m in messages {
+            text.push_str(&m.to_string());
+            text.push('\n');
+        }
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(text.as_bytes()).expect("write burst");
+        stdin.flush().expect("flush burst");
+    }
+
+    /// The next stdout line, parsed and checked to be a JSON-RPC response or
+    /// notification. Panics (with the server's stderr) on timeout or EOF.
+    pub fn recv(&mut self) -> Value {
+        match self.recv_within(TIMEOUT) {
+            Some(v) => v,
+            None => panic!(
+                "no message from the server within {TIMEOUT:?} (or stdout closed)\ntranscript: {:#?}\nstderr:\n{}",
+                self.transcript,
+                self.stderr()
+            ),
+        }
+    }
+
+    /// The next message, or None at EOF / after `limit`.
+    pub fn recv_within(&mut self, limit: Duration) -> Option<Value> {
+        match self.lines.recv_timeout(limit) {
+            Ok(line) => {
+                let value = check_line(&line);
+                self.transcript.push(value.clone());
+                Some(value)
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// The next message that is a response (notifications are kept in the
+    /// transcript and skipped).
+    pub fn recv_response(&mut self) -> Value {
+        loop {
+            let message = self.recv();
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
+    /// Send a request and return its response, which must be the next response
+    /// on the stream and carry the same id.
+    pub fn request(&mut self, message: &Value) -> Value {
+        self.send(message);
+        let response = self.recv_response();
+        assert_eq!(
+            response["id"], message["id"],
+            "response to {message} carries another id: {response}"
+        );
+        response
+    }
+
+    /// Send a request whose answer is a JSON-RPC error; return the error object.
+    pub fn expect_error(&mut self, message: &Value, code: i64) -> Value {
+        self.send(message);
+        let response = self.recv_response();
+        assert_eq!(
+            response["error"]["code"], code,
+            "expected error {code} for {message}, got {response}"
+        );
+        assert!(response.get("result").is_none(), "{response}");
+        response
+    }
+
+    /// Send a request and return its `result` (panics on an error response).
+    pub fn result(&mut self, message: &Value) -> Value {
+        let response = self.request(message);
+        assert!(
+            response.get("error").is_none(),
+            "{message} failed: {response}"
+        );
+        response["result"].clone()
+    }
+
+    /// Prove that nothing was written in answer to what was sent before: send a
+    /// `ping`-like sentinel request and check that the very next message is its
+    /// answer. Works in any state: the sentinel's answer (result or error) is
+    /// immediate and stream-ordered.
+    pub fn assert_nothing_before_sentinel(&mut self, sentinel_id: &str) {
+        let sentinel = request(sentinel_id, "zz/sentinel", Value::Null);
+        self.send(&sentinel);
+        let next = self.recv();
+        assert_eq!(
+            next["id"], sentinel_id,
+            "expected no message before the sentinel's answer, got {next}"
+        );
+    }
+
+    /// Complete the legacy lifecycle.
+    pub fn legacy_init(&mut self) -> Value {
+        let result = self.result(&request("init", "initialize", initialize_params()));
+        self.send(&notification("notifications/initialized", Value::Null));
+        result
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Wait for the process to exit, within `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "the server did not exit within {limit:?}\nstderr:\n{}",
+                    self.stderr()
+                );
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Every remaining stdout message until EOF.
+    pub fn drain_to_eof(&mut self) -> Vec<Value> {
+        let mut rest = Vec::new();
+        while let Some(v) = self.recv_within(TIMEOUT) {
+            rest.push(v);
+        }
+        rest
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Parse a stdout line and check that it is a JSON-RPC response or notification.
+/// The server never sends requests to the client.
+pub fn check_line(line: &str) -> Value {
+    let value: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line:?}"));
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("stdout line is not an object: {line}"));
+    assert_eq!(
+        object.get("jsonrpc"),
+        Some(&json!("2.0")),
+        "no jsonrpc 2.0: {line}"
+    );
+    let has_id = object.contains_key("id");
+    let has_method = object.contains_key("method");
+    let is_response = object.contains_key("result") ^ object.contains_key("error");
+    assert!(!(has_id && has_method), "the server sent a request: {line}");
+    if has_method {
+        assert!(!is_response, "a notification with a result: {line}");
+        for key in object.keys() {
+            assert!(
+                ["jsonrpc", "method", "params"].contains(&key.as_str()),
+                "notification member {key}: {line}"
+            );
+        }
+    } else {
+        assert!(
+            has_id && is_response,
+            "neither a response nor a notification: {line}"
+        );
+        for key in object.keys() {
+            assert!(
+                ["jsonrpc", "id", "result", "error"].contains(&key.as_str()),
+                "response member {key}: {line}"
+            );
+        }
+    }
+    value
+}
