@@ -2,6 +2,8 @@
 //! newline-delimited JSON-RPC, and sample payloads derived from schemas.
 #![allow(dead_code)]
 
+pub mod lean;
+pub mod mcp;
 pub mod samples;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,0 +1,508 @@
+//! An MCP stdio client for integration tests against a real Lean server:
+//! spawns `lean-beam-mcp` with a chosen environment, speaks either protocol era
+//! (modern per-request `_meta`, or the legacy `initialize` lifecycle), keeps
+//! every message it reads in arrival order, and awaits responses by id, so that
+//! several calls can be in flight at once.
+//!
+//! Timeouts here are failure guards, never assertions about speed.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The longest any single awaited message may take (Lean elaboration under a
+/// loaded CI machine included).
+pub const GUARD: Duration = Duration::from_secs(120);
+
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    Modern,
+    Legacy,
+}
+
+/// Per-call metadata: progress token and (modern) log level.
+#[derive(Debug, Clone, Default)]
+pub struct CallOpts {
+    pub progress_token: Option<Value>,
+    /// Modern only: `_meta["io.modelcontextprotocol/logLevel"]`.
+    pub log_level: Option<String>,
+}
+
+impl CallOpts {
+    pub fn token(token: impl Into<Value>) -> CallOpts {
+        CallOpts {
+            progress_token: Some(token.into()),
+            log_level: None,
+        }
+    }
+
+    pub fn level(level: &str) -> CallOpts {
+        CallOpts {
+            progress_token: None,
+            log_level: Some(level.to_string()),
+        }
+    }
+}
+
+/// A running `lean-beam-mcp` and everything it wrote to stdout.
+pub struct Mcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    pub era: Era,
+    /// Every message read so far, in arrival order.
+    pub received: Vec<Value>,
+    /// Ids of responses already handed out.
+    taken: HashSet<String>,
+    next_id: u64,
+}
+
+/// How a spawned server is set up.
+#[derive(Debug, Clone, Default)]
+pub struct Spawn {
+    pub env: Vec<(String, String)>,
+    pub env_remove: Vec<String>,
+}
+
+impl Spawn {
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Spawn {
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub fn envs(mut self, pairs: Vec<(String, String)>) -> Spawn {
+        self.env.extend(pairs);
+        self
+    }
+
+    pub fn remove(mut self, key: &str) -> Spawn {
+        self.env_remove.push(key.to_string());
+        self
+    }
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+impl Mcp {
+    /// Spawn a server that will be spoken to in `era` (legacy: the lifecycle is
+    /// completed here). `LEAN_BEAM_*` variables of the test process are not
+    /// inherited unless set in `spawn`.
+    pub fn start(era: Era, spawn: Spawn) -> Mcp {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("LEAN_BEAM_LOG", "info");
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("LEAN_BEAM_") && key != "LEAN_BEAM_LOG" {
+                command.env_remove(&key);
+            }
+        }
+        for key in &spawn.env_remove {
+            command.env_remove(key);
+        }
+        for (key, value) in &spawn.env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn lean-beam-mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stderr_pipe = child.stderr.take().expect("stderr");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            lines,
+            stderr,
+            era,
+            received: Vec::new(),
+            taken: HashSet::new(),
+            next_id: 0,
+        };
+        if era == Era::Legacy {
+            let init = json!({
+                "jsonrpc": "2.0", "id": "init", "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "lean-test", "version": "1"},
+                },
+            });
+            mcp.send(&init);
+            let response = mcp.response(&json!("init"));
+            assert!(
+                response.get("result").is_some(),
+                "initialize failed: {response}"
+            );
+            mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        }
+        mcp
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        let mut line = message.to_string();
+        line.push('\n');
+        stdin
+            .write_all(line.as_bytes())
+            .expect("write to the server");
+        stdin.flush().expect("flush");
+    }
+
+    /// Write several messages in one write.
+    pub fn send_all(&mut self, messages: &[Value]) {
+        let mut text = String::new();
+        for m in messages {
+            text.push_str(&m.to_string());
+            text.push('\n');
+        }
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(text.as_bytes()).expect("write burst");
+        stdin.flush().expect("flush burst");
+    }
+
+    pub fn fresh_id(&mut self) -> Value {
+        self.next_id += 1;
+        json!(self.next_id)
+    }
+
+    /// The `tools/call` request for `tool` in this client's era.
+    pub fn call_request(&self, id: &Value, tool: &str, arguments: Value, opts: &CallOpts) -> Value {
+        let mut meta = serde_json::Map::new();
+        if self.era == Era::Modern {
+            meta.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                json!(MODERN_VERSION),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                json!({}),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientInfo".into(),
+                json!({"name": "lean-test", "version": "1"}),
+            );
+            if let Some(level) = &opts.log_level {
+                meta.insert("io.modelcontextprotocol/logLevel".into(), json!(level));
+            }
+        } else {
+            assert!(
+                opts.log_level.is_none(),
+                "legacy calls use logging/setLevel"
+            );
+        }
+        if let Some(token) = &opts.progress_token {
+            meta.insert("progressToken".into(), token.clone());
+        }
+        let mut params = json!({"name": tool, "arguments": arguments});
+        if !meta.is_empty() {
+            params["_meta"] = serde_json::Value::Object(meta);
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    }
+
+    /// Start a call and return its id (the answer is awaited with [`Mcp::response`]).
+    pub fn start_call(&mut self, tool: &str, arguments: Value, opts: &CallOpts) -> Value {
+        let id = self.fresh_id();
+        let request = self.call_request(&id, tool, arguments, opts);
+        self.send(&request);
+        id
+    }
+
+    /// Send `notifications/cancelled` for `id`.
+    pub fn cancel(&mut self, id: &Value) {
+        self.send(&json!({
+            "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "test"},
+        }));
+    }
+
+    /// Legacy `logging/setLevel`.
+    pub fn set_level(&mut self, level: &str) {
+        assert_eq!(self.era, Era::Legacy);
+        let id = self.fresh_id();
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}}));
+        let response = self.response(&id);
+        assert!(
+            response.get("result").is_some(),
+            "setLevel failed: {response}"
+        );
+    }
+
+    /// Read one more message, within `limit`. None at timeout or EOF.
+    pub fn read_within(&mut self, limit: Duration) -> Option<Value> {
+        match self.lines.recv_timeout(limit) {
+            Ok(line) => {
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line:?}"));
+                assert_eq!(value["jsonrpc"], "2.0", "{line}");
+                assert!(
+                    !(value.get("id").is_some() && value.get("method").is_some()),
+                    "the server sent a request: {line}"
+                );
+                self.received.push(value.clone());
+                Some(value)
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// The response to `id` (read as far as needed; other messages are kept).
+    pub fn response(&mut self, id: &Value) -> Value {
+        self.response_within(id, GUARD).unwrap_or_else(|| {
+            panic!(
+                "no response to {id} within {GUARD:?}\nstderr:\n{}",
+                self.stderr()
+            )
+        })
+    }
+
+    pub fn response_within(&mut self, id: &Value, limit: Duration) -> Option<Value> {
+        let key = id_key(id);
+        let deadline = Instant::now() + limit;
+        let found = |received: &[Value]| {
+            received
+                .iter()
+                .find(|m| {
+                    m.get("method").is_none()
+                        && m.get("id").map(id_key).as_deref() == Some(key.as_str())
+                })
+                .cloned()
+        };
+        loop {
+            if let Some(r) = found(&self.received) {
+                self.taken.insert(key);
+                return Some(r);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            self.read_within(left)?;
+        }
+    }
+
+    /// Index in [`Mcp::received`] of the response to `id` (which must have arrived).
+    pub fn position_of_response(&self, id: &Value) -> usize {
+        let key = id_key(id);
+        self.received
+            .iter()
+            .position(|m| {
+                m.get("method").is_none()
+                    && m.get("id").map(id_key).as_deref() == Some(key.as_str())
+            })
+            .unwrap_or_else(|| panic!("no response to {id} received"))
+    }
+
+    /// Await a tool result (`result` of the response), whatever `isError`.
+    pub fn tool_result(&mut self, id: &Value) -> Value {
+        let response = self.response(id);
+        assert!(
+            response.get("error").is_none(),
+            "JSON-RPC error for {id}: {response}"
+        );
+        response["result"].clone()
+    }
+
+    /// Call `tool` and return its `structuredContent`; panics on a tool error.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.call_with(tool, arguments, &CallOpts::default())
+    }
+
+    pub fn call_with(&mut self, tool: &str, arguments: Value, opts: &CallOpts) -> Value {
+        let id = self.start_call(tool, arguments.clone(), opts);
+        self.ok(&id, tool, &arguments)
+    }
+
+    /// The successful `structuredContent` of the call `id`.
+    pub fn ok(&mut self, id: &Value, tool: &str, arguments: &Value) -> Value {
+        let result = self.tool_result(id);
+        assert_eq!(
+            result["isError"],
+            false,
+            "{tool} {arguments} failed: {}\nstderr:\n{}",
+            result["structuredContent"],
+            self.stderr()
+        );
+        check_two_forms(&result);
+        result["structuredContent"].clone()
+    }
+
+    /// Call `tool`, expecting a tool error; returns the error object
+    /// (`code`, `message`, `data`).
+    pub fn call_err(&mut self, tool: &str, arguments: Value) -> Value {
+        let id = self.start_call(tool, arguments.clone(), &CallOpts::default());
+        self.err(&id, tool, &arguments)
+    }
+
+    pub fn err(&mut self, id: &Value, tool: &str, arguments: &Value) -> Value {
+        let result = self.tool_result(id);
+        assert_eq!(
+            result["isError"], true,
+            "{tool} {arguments} should have failed: {}",
+            result["structuredContent"]
+        );
+        result["structuredContent"].clone()
+    }
+
+    /// `beam_stats` (structured).
+    pub fn stats(&mut self) -> Value {
+        self.call("beam_stats", json!({}))
+    }
+
+    /// The `beam_stats` entry of one workspace root, if cached.
+    pub fn workspace_stats(&mut self, root: &str) -> Option<Value> {
+        let stats = self.stats();
+        stats["workspaces"].get(root).cloned()
+    }
+
+    /// Notifications received so far.
+    pub fn notifications(&self) -> Vec<&Value> {
+        self.received
+            .iter()
+            .filter(|m| m.get("method").is_some())
+            .collect()
+    }
+
+    /// `notifications/progress` for `token`, in arrival order.
+    pub fn progress_of(&self, token: &Value) -> Vec<Value> {
+        self.received
+            .iter()
+            .filter(|m| {
+                m["method"] == "notifications/progress" && &m["params"]["progressToken"] == token
+            })
+            .map(|m| m["params"].clone())
+            .collect()
+    }
+
+    /// `notifications/message` params with `logger`, in arrival order.
+    pub fn logs(&self, logger: &str) -> Vec<Value> {
+        self.received
+            .iter()
+            .filter(|m| m["method"] == "notifications/message" && m["params"]["logger"] == logger)
+            .map(|m| m["params"].clone())
+            .collect()
+    }
+
+    /// Forget what was received (responses already awaited and notifications).
+    pub fn clear(&mut self) {
+        self.received.clear();
+    }
+
+    /// Wait until a notification satisfying `pred` arrives (or has arrived).
+    pub fn wait_notification(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + GUARD;
+        let mut seen = 0;
+        loop {
+            if let Some(m) = self.received[seen..]
+                .iter()
+                .find(|m| m.get("method").is_some() && pred(m))
+            {
+                return m.clone();
+            }
+            seen = self.received.len();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.read_within(left).is_none() {
+                panic!(
+                    "no notification {what} within {GUARD:?}\nstderr:\n{}",
+                    self.stderr()
+                );
+            }
+        }
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Wait for the process to exit (a failure guard, `limit`).
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "the server did not exit within {limit:?}\nstderr:\n{}",
+                    self.stderr()
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // Closing stdin is the real shutdown (EOF tears Lean down too);
+            // kill only if it does not go.
+            self.stdin = None;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if self.child.try_wait().ok().flatten().is_some() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `content[0].text` is the serialized `structuredContent`.
+pub fn check_two_forms(result: &Value) {
+    let text = result["content"][0]["text"]
+        .as_str()
+        .expect("content[0].text");
+    let parsed: Value = serde_json::from_str(text).expect("content text is JSON");
+    assert_eq!(
+        parsed, result["structuredContent"],
+        "the two forms of one result differ"
+    );
+}
+
+/// A workspace descriptor.
+pub fn ws(root: &str) -> Value {
+    json!({"root": root})
+}
