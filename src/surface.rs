@@ -77,8 +77,6 @@ pub enum ErrorCode {
     SaveUnsupportedSetup,
     SaveTraceStale,
     RuntimeSetup,
-    /// A tool whose implementation has not landed yet in this build.
-    Unavailable,
     InternalError,
 }
 
@@ -97,7 +95,6 @@ impl ErrorCode {
             Self::SaveUnsupportedSetup => "saveUnsupportedSetup",
             Self::SaveTraceStale => "saveTraceStale",
             Self::RuntimeSetup => "runtimeSetup",
-            Self::Unavailable => "unavailable",
             Self::InternalError => "internalError",
         }
     }

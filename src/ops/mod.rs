@@ -1,9 +1,12 @@
 //! The hand-written implementation of the generated `Operations` trait: one
 //! method per tool, grouped by family in the submodules.
 
+mod bundle;
 mod documents;
+mod feedback;
 mod inspect;
 mod process;
+mod redact;
 mod save;
 mod speculate;
 mod todo;
@@ -33,15 +36,6 @@ impl Beam {
     }
 }
 
-/// The tool error of a Lean tool whose implementation has not landed yet.
-fn unavailable(tool: &str, capability: &str) -> ToolOutcome {
-    Err(ToolError::new(
-        ErrorCode::Unavailable,
-        format!("`{tool}` is not available in this build: {capability} has not been implemented yet"),
-    )
-    .with_data(serde_json::json!({ "tool": tool, "capability": capability })))
-}
-
 impl Operations for Beam {
     async fn beam_version(&self, _ctx: &CallContext, _args: BeamVersionArgs) -> ToolOutcome {
         Ok(process::version())
@@ -51,8 +45,8 @@ impl Operations for Beam {
         Ok(process::stats(&self.stats, self.broker.stats()))
     }
 
-    async fn beam_feedback_report(&self, _ctx: &CallContext, _args: BeamFeedbackReportArgs) -> ToolOutcome {
-        unavailable("beam_feedback_report", "feedback reports")
+    async fn beam_feedback_report(&self, _ctx: &CallContext, args: BeamFeedbackReportArgs) -> ToolOutcome {
+        feedback::report(&self.broker, &args)
     }
 
     async fn lean_drop_workspace(&self, _ctx: &CallContext, args: LeanDropWorkspaceArgs) -> ToolOutcome {
