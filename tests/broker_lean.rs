@@ -1331,19 +1331,19 @@ fn a_lake_that_cannot_start_is_a_runtime_setup_error_and_the_next_request_retrie
 #[test]
 fn official_python_client_calls_lean_sync_with_a_progress_token() {
     let l = lean();
-    let python = l.repo.join("target/test-clients/venv/bin/python");
-    let setup = l.repo.join("scripts/setup-test-clients.sh");
-    if !python.exists() && setup.exists() {
-        let status = Command::new(&setup)
-            .status()
-            .expect("run setup-test-clients.sh");
-        assert!(status.success(), "scripts/setup-test-clients.sh failed");
-    }
+    // The pinned SDK's venv (idempotent; prints the venv's python).
+    let setup = Command::new(l.repo.join("scripts/setup-test-clients.sh"))
+        .output()
+        .expect("run scripts/setup-test-clients.sh");
     assert!(
-        python.exists(),
-        "the Python client venv is missing: run scripts/setup-test-clients.sh (creates {})",
-        python.display()
+        setup.status.success(),
+        "scripts/setup-test-clients.sh failed:\n{}",
+        String::from_utf8_lossy(&setup.stderr)
     );
+    let python = String::from_utf8(setup.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_string();
     let out = Command::new(&python)
         .arg(l.repo.join("tests/clients/python/lean_sync_progress.py"))
         .arg(env!("CARGO_BIN_EXE_lean-beam-mcp"))
@@ -1357,5 +1357,12 @@ fn official_python_client_calls_lean_sync_with_a_progress_token() {
         "python client failed:\nstdout:\n{stdout}\nstderr:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("OK lean_sync"), "{stdout}");
+    assert!(
+        stdout.contains("OK lean_sync mode=auto protocol=2026-07-28"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("OK lean_sync mode=legacy protocol=2025-11-25"),
+        "{stdout}"
+    );
 }
