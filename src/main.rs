@@ -29,8 +29,15 @@ USAGE:
     lean-beam-mcp call TOOL JSON|@FILE [TOOL JSON|@FILE ...]
                                            run tools in-process, in order, in one
                                            session, and print each structured result
+    lean-beam-mcp --http [ADDR] [OPTIONS]  serve MCP over Streamable HTTP at http://ADDR/mcp
+                                           (both eras; ADDR defaults to 127.0.0.1:8765)
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
+
+--http OPTIONS:
+    --allowed-host HOST      also accept this Host name (repeatable; `*` for any)
+    --allowed-origin ORIGIN  also accept this Origin, e.g. https://app.example (repeatable)
+    --session-idle-secs N    end an idle 2025-11-25 session after N seconds (default 1800)
 
 `call` resolves a relative workspace root against the current directory (the MCP
 surface never does), shows progress on stderr and prints results on stdout.
@@ -39,6 +46,7 @@ Exit status: 0 success, 1 tool error or invalid arguments, 2 usage error.
 
 enum Command {
     Serve,
+    Http(Vec<String>),
     Tools,
     Validate(String, String),
     Call(Vec<(String, String)>),
@@ -51,6 +59,7 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         [] => Ok(Command::Serve),
         [flag] if flag == "--version" || flag == "-V" => Ok(Command::Version),
         [flag] if flag == "--help" || flag == "-h" => Ok(Command::Help),
+        [flag, rest @ ..] if flag == "--http" => Ok(Command::Http(rest.to_vec())),
         [cmd] if cmd == "tools" => Ok(Command::Tools),
         [cmd, tool, payload] if cmd == "validate" => Ok(Command::Validate(tool.clone(), payload.clone())),
         [cmd, rest @ ..] if cmd == "call" && !rest.is_empty() && rest.len() % 2 == 0 => Ok(Command::Call(
@@ -80,6 +89,7 @@ fn main() -> ExitCode {
         Command::Validate(tool, payload) => validate(&tool, &payload),
         Command::Call(calls) => runtime().block_on(call_all(&calls)),
         Command::Serve => runtime().block_on(serve()),
+        Command::Http(args) => runtime().block_on(serve_http(&args)),
     }
 }
 
@@ -210,5 +220,32 @@ async fn serve() -> ExitCode {
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
     stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), stdio::DEFAULT_MAX_LINE).await;
     beam.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+async fn serve_http(args: &[String]) -> ExitCode {
+    use lean_beam_mcp::http;
+    let (addr, config) = match http::parse_cli(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match http::bind(addr).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("lean-beam-mcp: cannot listen on {addr}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = listener.local_addr().unwrap_or(addr);
+    eprintln!("lean-beam-mcp: listening on http://{local}/mcp");
+    let stats = Arc::new(Stats::default());
+    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
+    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
+    http::serve(dispatcher, config, listener, http::shutdown_signal()).await;
+    beam.shutdown().await;
+    eprintln!("lean-beam-mcp: stopped");
     ExitCode::SUCCESS
 }

@@ -63,6 +63,19 @@ pub fn progress_token(params: Option<&Map<String, Value>>) -> Result<Option<Valu
     }
 }
 
+/// `-32022` for a protocol revision this server does not speak (also used by the
+/// HTTP transport for an unsupported `MCP-Protocol-Version` header).
+pub fn unsupported_version(requested: &str) -> RpcError {
+    RpcError::new(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
+            "unsupported protocol version {requested:?}; supported: {}",
+            SUPPORTED_MODERN.join(", ")
+        ),
+    )
+    .with_data(json!({ "supported": SUPPORTED_MODERN, "requested": requested }))
+}
+
 /// Validate the per-request metadata of a request classified as modern.
 pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<ModernMeta, RpcError> {
     let empty = Map::new();
@@ -85,14 +98,7 @@ pub fn validate_modern(params: Option<&Map<String, Value>>) -> Result<ModernMeta
         }
     };
     if !SUPPORTED_MODERN.contains(&version.as_str()) {
-        return Err(RpcError::new(
-            UNSUPPORTED_PROTOCOL_VERSION,
-            format!(
-                "unsupported protocol version {version:?}; supported: {}",
-                SUPPORTED_MODERN.join(", ")
-            ),
-        )
-        .with_data(json!({ "supported": SUPPORTED_MODERN, "requested": version })));
+        return Err(unsupported_version(version));
     }
     match meta.get(META_CLIENT_CAPABILITIES) {
         Some(Value::Object(_)) => {}

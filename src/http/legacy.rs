@@ -1,0 +1,191 @@
+//! The 2025-11-25 leg: sessions created by `initialize`, the session's `GET`
+//! stream, `DELETE`.
+
+use std::sync::Arc;
+
+use hyper::header::HeaderValue;
+use hyper::http::request::Parts;
+use hyper::{Method, Response, StatusCode};
+
+use super::body::Body;
+use super::headers::{self, SESSION_ID};
+use super::reply::{self, Delivery, Later};
+use super::sessions::LegacySession;
+use super::{Server, method_not_allowed, refuse};
+use crate::mcp::jsonrpc::{INVALID_REQUEST, Incoming, RpcError};
+use crate::mcp::session::Session;
+use crate::surface::Operations;
+
+/// JSON-RPC code of "no such session" (implementation-defined range).
+pub const SESSION_NOT_FOUND: i64 = -32001;
+
+/// Where a request's session id pointed.
+enum Lookup {
+    Missing,
+    Unknown(String),
+    Found(Arc<LegacySession>),
+    Malformed,
+}
+
+impl<O: Operations + 'static> Server<O> {
+    fn lookup(&self, parts: &Parts) -> Lookup {
+        match headers::get(&parts.headers, SESSION_ID) {
+            Ok(None) => Lookup::Missing,
+            Ok(Some(id)) => match self.sessions.get(id) {
+                Some(session) => Lookup::Found(session),
+                None => Lookup::Unknown(id.to_string()),
+            },
+            Err(()) => Lookup::Malformed,
+        }
+    }
+
+    /// The session a non-initialize request names, or the refusal to send.
+    fn require_session(&self, parts: &Parts) -> Result<Arc<LegacySession>, Box<Response<Body>>> {
+        let (status, error) = match self.lookup(parts) {
+            Lookup::Found(session) => return Ok(session),
+            Lookup::Missing => (
+                StatusCode::BAD_REQUEST,
+                RpcError::new(
+                    INVALID_REQUEST,
+                    "missing Mcp-Session-Id: send initialize first (MCP 2025-11-25), or use MCP 2026-07-28 per-request _meta",
+                ),
+            ),
+            Lookup::Malformed => (
+                StatusCode::BAD_REQUEST,
+                RpcError::new(
+                    INVALID_REQUEST,
+                    "the Mcp-Session-Id header is not visible ASCII",
+                ),
+            ),
+            Lookup::Unknown(id) => (
+                StatusCode::NOT_FOUND,
+                RpcError::new(
+                    SESSION_NOT_FOUND,
+                    format!(
+                        "session {id:?} not found (it ended or expired): initialize a new session"
+                    ),
+                ),
+            ),
+        };
+        Err(Box::new(refuse(
+            status,
+            &parts.method,
+            parts.uri.path(),
+            &error,
+        )))
+    }
+
+    pub(super) async fn post_legacy(&self, parts: &Parts, message: Incoming) -> Response<Body> {
+        let is_initialize =
+            matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+        if is_initialize && matches!(self.lookup(parts), Lookup::Missing) {
+            return self.initialize(message).await;
+        }
+        let session = match self.require_session(parts) {
+            Ok(session) => session,
+            Err(refusal) => return *refusal,
+        };
+        let busy = session.busy();
+        let id = match &message {
+            Incoming::Notification { .. } => {
+                let _ = reply::dispatch(&self.dispatcher, &session.core, message).await;
+                return reply::status(StatusCode::ACCEPTED);
+            }
+            Incoming::Request { id, .. } => id.clone(),
+        };
+        if session.core.is_active(&id) {
+            return refuse(
+                StatusCode::CONFLICT,
+                &parts.method,
+                parts.uri.path(),
+                &RpcError::invalid_request(format!(
+                    "request id {id} is already in use by a call in flight"
+                )),
+            );
+        }
+        match reply::dispatch(&self.dispatcher, &session.core, message).await {
+            Delivery::Now(line) => reply::json(StatusCode::OK, line),
+            Delivery::Later(rx) => {
+                let stream_to = Arc::clone(&session);
+                let later = Later {
+                    accepts_sse: reply::accepts_sse(&parts.headers),
+                    sink: Box::new(move |line| stream_to.to_stream(line)),
+                    on_close: Box::new(move || drop(busy)),
+                    streams: Arc::clone(&self.streams),
+                };
+                match reply::deliver_later(rx, later).await {
+                    Some(response) => response,
+                    None => self.no_response(&id),
+                }
+            }
+        }
+    }
+
+    /// `initialize` without a session id: a new session, registered only when
+    /// the dispatcher accepted the handshake.
+    async fn initialize(&self, message: Incoming) -> Response<Body> {
+        let session = self.sessions.create(Arc::new(Session::default()));
+        let line = match reply::dispatch(&self.dispatcher, &session.core, message).await {
+            Delivery::Now(line) => line,
+            Delivery::Later(_) => unreachable!("initialize is answered at once"),
+        };
+        let mut response = reply::json(StatusCode::OK, line.clone());
+        if reply::error_code(&line).is_none() {
+            let value = HeaderValue::from_str(&session.id).expect("session ids are visible ASCII");
+            response.headers_mut().insert(SESSION_ID, value);
+            self.sessions.register(session);
+        }
+        response
+    }
+
+    pub(super) fn get(&self, parts: &Parts) -> Response<Body> {
+        let modern = headers::claims_modern(&parts.headers);
+        self.count(modern);
+        if modern {
+            return method_not_allowed(&parts.method, parts.uri.path(), "POST, OPTIONS");
+        }
+        if !reply::accepts_sse(&parts.headers) {
+            return refuse(
+                StatusCode::NOT_ACCEPTABLE,
+                &parts.method,
+                parts.uri.path(),
+                &RpcError::invalid_request(
+                    "GET /mcp opens an SSE stream: Accept must include text/event-stream",
+                ),
+            );
+        }
+        let session = match self.require_session(parts) {
+            Ok(session) => session,
+            Err(refusal) => return *refusal,
+        };
+        let Some(rx) = session.open_stream() else {
+            return refuse(
+                StatusCode::CONFLICT,
+                &Method::GET,
+                parts.uri.path(),
+                &RpcError::invalid_request("this session already has an open GET stream"),
+            );
+        };
+        let closed = Arc::clone(&session);
+        reply::sse(
+            None,
+            rx,
+            reply::counted(&self.streams, Box::new(move || closed.stream_closed())),
+        )
+    }
+
+    pub(super) fn delete(&self, parts: &Parts) -> Response<Body> {
+        let modern = headers::claims_modern(&parts.headers);
+        self.count(modern);
+        if modern {
+            return method_not_allowed(&parts.method, parts.uri.path(), "POST, OPTIONS");
+        }
+        let session = match self.require_session(parts) {
+            Ok(session) => session,
+            Err(refusal) => return *refusal,
+        };
+        self.sessions.remove(&session.id);
+        crate::log_info!("http: session {} ended by DELETE", session.id);
+        reply::status(StatusCode::OK)
+    }
+}

@@ -1,0 +1,539 @@
+//! The Streamable HTTP transport: one `/mcp` endpoint for both protocol eras,
+//! over the same dispatcher and tool surface as stdio.
+//!
+//! - legacy 2025-11-25: `initialize` creates a session (`Mcp-Session-Id`), `GET`
+//!   opens its SSE stream, `DELETE` ends it, idle sessions expire;
+//! - modern 2026-07-28: sessionless; every POST gets a fresh protocol `Session`
+//!   and its mirrored headers are checked against the body.
+//!
+//! A call's progress and log notifications travel in its POST's SSE response
+//! (or, for a legacy client that accepts only JSON, on the session's GET stream).
+
+mod body;
+pub mod guard;
+mod headers;
+mod legacy;
+mod modern;
+mod reply;
+mod sessions;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::mcp::dispatcher::{Dispatcher, Reply};
+use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
+use crate::mcp::session::Session;
+use crate::surface::Operations;
+use crate::{log_error, log_info, log_warn};
+
+pub use body::Body;
+pub use guard::AllowList;
+use sessions::Sessions;
+
+/// The default port of `--http` when only a host is given.
+pub const DEFAULT_PORT: u16 = 8765;
+/// One limit for every request body, in both eras.
+pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
+/// A legacy session with no request in flight and no open stream expires after this.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// How long shutdown waits for connections to finish after the calls drained.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub allow: AllowList,
+    pub session_idle: Duration,
+    pub body_limit: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            allow: AllowList::default(),
+            session_idle: DEFAULT_SESSION_IDLE,
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+/// Parse `--http ADDR`: `HOST:PORT`, `[V6]:PORT`, a bare `PORT` (loopback), or
+/// a bare host (default port).
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Ok(ip) = text
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+    {
+        return Ok(SocketAddr::new(ip, DEFAULT_PORT));
+    }
+    if text == "localhost" {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)));
+    }
+    if let Some(port) = text
+        .strip_prefix("localhost:")
+        .and_then(|p| p.parse::<u16>().ok())
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "`{text}` is not an address: use PORT, HOST:PORT or [IPV6]:PORT"
+    ))
+}
+
+/// Parse the arguments after `--http`: an optional ADDR (default
+/// 127.0.0.1:8765), then `--allowed-host`, `--allowed-origin` and
+/// `--session-idle-secs` (see the command's help).
+pub fn parse_cli(args: &[String]) -> Result<(SocketAddr, HttpConfig), String> {
+    let mut config = HttpConfig::default();
+    let (addr, mut rest) = match args.split_first() {
+        Some((first, rest)) if !first.starts_with("--") => (parse_addr(first)?, rest),
+        _ => (SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)), args),
+    };
+    while let Some((flag, tail)) = rest.split_first() {
+        let Some((value, tail)) = tail.split_first() else {
+            return Err(format!("`{flag}` needs a value"));
+        };
+        match flag.as_str() {
+            "--allowed-host" => config.allow.hosts.push(value.clone()),
+            "--allowed-origin" => config.allow.origins.push(value.clone()),
+            "--session-idle-secs" => {
+                let secs: f64 = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                    .ok_or_else(|| {
+                        format!("`--session-idle-secs` takes a positive number, not `{value}`")
+                    })?;
+                config.session_idle = Duration::from_secs_f64(secs);
+            }
+            other => return Err(format!("unknown --http option `{other}`")),
+        }
+        rest = tail;
+    }
+    Ok((addr, config))
+}
+
+/// The transport's state, shared by every connection.
+pub(crate) struct Server<O> {
+    dispatcher: Arc<Dispatcher<O>>,
+    config: HttpConfig,
+    sessions: Sessions,
+    /// The sessions of modern calls that may still run, so that shutdown can
+    /// cancel them (an entry dies with its call).
+    modern_live: Mutex<Vec<Weak<Session>>>,
+    streams: Arc<AtomicUsize>,
+    legacy_requests: AtomicU64,
+    modern_requests: AtomicU64,
+    started: Instant,
+    draining: AtomicBool,
+}
+
+impl<O: Operations + 'static> Server<O> {
+    fn new(dispatcher: Arc<Dispatcher<O>>, config: HttpConfig) -> Self {
+        let idle = config.session_idle;
+        Self {
+            dispatcher,
+            config,
+            sessions: Sessions::new(idle),
+            modern_live: Mutex::new(Vec::new()),
+            streams: Arc::new(AtomicUsize::new(0)),
+            legacy_requests: AtomicU64::new(0),
+            modern_requests: AtomicU64::new(0),
+            started: Instant::now(),
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// Remember a modern call's session for shutdown.
+    fn track_modern(&self, session: &Arc<Session>) {
+        let mut live = self.modern_live.lock().unwrap_or_else(|e| e.into_inner());
+        if live.len() >= 64 && live.len().is_power_of_two() {
+            live.retain(|s| s.strong_count() > 0);
+        }
+        live.push(Arc::downgrade(session));
+    }
+
+    fn count(&self, modern: bool) {
+        let counter = if modern {
+            &self.modern_requests
+        } else {
+            &self.legacy_requests
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+    ) -> Result<Response<Body>, std::convert::Infallible> {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path();
+        let mut response = if let Err(refusal) = self.config.allow.check(&parts.headers) {
+            refuse(
+                StatusCode::FORBIDDEN,
+                &parts.method,
+                path,
+                &RpcError::invalid_request(refusal.message()),
+            )
+        } else {
+            match (path, &parts.method) {
+                ("/mcp", &Method::POST) => self.post(&parts, body).await,
+                ("/mcp", &Method::GET) => self.get(&parts),
+                ("/mcp", &Method::DELETE) => self.delete(&parts),
+                ("/mcp" | "/health", &Method::OPTIONS) => {
+                    let mut response = reply::status(StatusCode::NO_CONTENT);
+                    guard::preflight(&parts.headers, response.headers_mut());
+                    return Ok(response);
+                }
+                ("/health", &Method::GET) => self.health(),
+                ("/mcp", _) => {
+                    method_not_allowed(&parts.method, path, "GET, POST, DELETE, OPTIONS")
+                }
+                ("/health", _) => method_not_allowed(&parts.method, path, "GET, OPTIONS"),
+                _ => refuse(
+                    StatusCode::NOT_FOUND,
+                    &parts.method,
+                    path,
+                    &RpcError::invalid_request(format!(
+                        "no endpoint at {path}: the MCP endpoint is /mcp"
+                    )),
+                ),
+            }
+        };
+        guard::cors(&parts.headers, response.headers_mut());
+        Ok(response)
+    }
+
+    async fn post(&self, parts: &hyper::http::request::Parts, body: Incoming) -> Response<Body> {
+        let (method, path) = (&parts.method, parts.uri.path());
+        if self.draining.load(Ordering::Relaxed) {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                method,
+                path,
+                &RpcError::new(INTERNAL_ERROR, "the server is shutting down"),
+            );
+        }
+        if let Some(kind) = parts.headers.get(header::CONTENT_TYPE) {
+            let json = kind
+                .to_str()
+                .ok()
+                .and_then(|k| k.split(';').next())
+                .is_some_and(|k| k.trim().eq_ignore_ascii_case("application/json"));
+            if !json {
+                self.count(headers::claims_modern(&parts.headers));
+                return refuse(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    method,
+                    path,
+                    &RpcError::invalid_request("the body must be application/json"),
+                );
+            }
+        }
+        let bytes = match body::read_limited(body, self.config.body_limit).await {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                self.count(headers::claims_modern(&parts.headers));
+                return match err {
+                    body::ReadError::TooLarge => refuse(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        method,
+                        path,
+                        &RpcError::invalid_request(format!(
+                            "the body exceeds the {}-byte limit",
+                            self.config.body_limit
+                        )),
+                    ),
+                    body::ReadError::Io(err) => refuse(
+                        StatusCode::BAD_REQUEST,
+                        method,
+                        path,
+                        &RpcError::invalid_request(format!("the body could not be read: {err}")),
+                    ),
+                };
+            }
+        };
+        let decoded = jsonrpc::decode(&bytes);
+        let modern = headers::is_modern(&parts.headers, decoded.as_ref().ok());
+        self.count(modern);
+        match decoded {
+            Ok(message) if modern => self.post_modern(parts, message).await,
+            Ok(message) => self.post_legacy(parts, message).await,
+            Err(_) => {
+                // The dispatcher answers malformed input itself (and counts it).
+                let (tx, _rx) = tokio::sync::mpsc::channel(1);
+                let scratch = Arc::new(Session::default());
+                let line = match self.dispatcher.handle_line(&scratch, &bytes, &tx).await {
+                    Reply::Line(line) => line,
+                    Reply::None => unreachable!("a rejected message is answered at once"),
+                };
+                log_warn!("http: refused {method} {path} with 400: {line}");
+                reply::json(StatusCode::BAD_REQUEST, line)
+            }
+        }
+    }
+
+    /// A call ended without a response: cancelled by the client (legacy
+    /// `notifications/cancelled`) or by shutdown.
+    fn no_response(&self, id: &crate::mcp::jsonrpc::RequestId) -> Response<Body> {
+        if self.draining.load(Ordering::Relaxed) {
+            reply::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(id),
+                &RpcError::new(
+                    INTERNAL_ERROR,
+                    "the server shut down before the call finished",
+                ),
+            )
+        } else {
+            reply::status(StatusCode::NO_CONTENT)
+        }
+    }
+
+    fn health(&self) -> Response<Body> {
+        let status = if self.draining.load(Ordering::Relaxed) {
+            "draining"
+        } else {
+            "ok"
+        };
+        let body = json!({
+            "status": status,
+            "uptimeMs": self.started.elapsed().as_millis() as u64,
+            "sessions": self.sessions.len(),
+            "streams": self.streams.load(Ordering::Relaxed),
+            "requests": {
+                "legacy": self.legacy_requests.load(Ordering::Relaxed),
+                "modern": self.modern_requests.load(Ordering::Relaxed),
+            },
+        });
+        reply::json(StatusCode::OK, body.to_string())
+    }
+
+    /// Cancel every cancellable call, wait for admitted work, end the sessions.
+    async fn drain(&self) {
+        let live: Vec<Arc<Session>> = self
+            .modern_live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .filter_map(|s| s.upgrade())
+            .collect();
+        let cancelled =
+            self.sessions.cancel_all() + live.iter().map(|s| s.cancel_all()).sum::<usize>();
+        log_info!("http: shutting down; cancelled {cancelled} call(s), draining admitted work");
+        self.dispatcher.drain().await;
+        self.sessions.end_all();
+    }
+}
+
+/// A refused request: logged as a warning, answered with a JSON-RPC error body.
+fn refuse(status: StatusCode, method: &Method, path: &str, error: &RpcError) -> Response<Body> {
+    log_warn!(
+        "http: refused {method} {path} with {}: {}",
+        status.as_u16(),
+        error.message
+    );
+    reply::error(status, None, error)
+}
+
+fn method_not_allowed(method: &Method, path: &str, allow: &'static str) -> Response<Body> {
+    let mut response = refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        method,
+        path,
+        &RpcError::invalid_request(format!(
+            "{method} is not served at {path} (allowed: {allow})"
+        )),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// Bind the listener (separate from `serve` so that callers learn the port).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Serve until `shutdown` resolves, then stop accepting, cancel and drain the
+/// admitted calls through the dispatcher, close the streams and let the open
+/// connections finish.
+pub async fn serve<O, S>(
+    dispatcher: Arc<Dispatcher<O>>,
+    config: HttpConfig,
+    listener: TcpListener,
+    shutdown: S,
+) where
+    O: Operations + 'static,
+    S: Future<Output = ()>,
+{
+    let server = Arc::new(Server::new(dispatcher, config));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let reaper = tokio::spawn(reap(Arc::clone(&server), stop_rx.clone()));
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        while connections.try_join_next().is_some() {}
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                // Out of descriptors and the like: wait a moment rather than spin.
+                log_error!("http: accept failed: {err}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let server = Arc::clone(&server);
+        let mut stop = stop_rx.clone();
+        connections.spawn(async move {
+            let service = service_fn(move |request| Arc::clone(&server).handle(request));
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                () = stopped(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(err) = result {
+                if !err.is_incomplete_message() && !err.is_canceled() {
+                    log_info!("http: connection from {peer} ended: {err}");
+                }
+            }
+        });
+    }
+    drop(listener);
+    server.draining.store(true, Ordering::SeqCst);
+    let _ = stop_tx.send(true);
+    server.drain().await;
+    reaper.abort();
+    let finished = tokio::time::timeout(CLOSE_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if finished.is_err() {
+        log_warn!(
+            "http: {} connection(s) still open after the grace period; closing them",
+            connections.len()
+        );
+        connections.shutdown().await;
+    }
+}
+
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+/// Expire idle legacy sessions.
+async fn reap<O: Operations + 'static>(server: Arc<Server<O>>, mut stop: watch::Receiver<bool>) {
+    let period =
+        (server.sessions.idle / 2).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stopped(&mut stop) => return,
+        }
+        for id in server.sessions.expire(Instant::now()) {
+            log_info!(
+                "http: session {id} expired after {:?} idle",
+                server.sessions.idle
+            );
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(
+            parse_addr("9000").unwrap(),
+            "127.0.0.1:9000".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr("0.0.0.0:1").unwrap(),
+            "0.0.0.0:1".parse().unwrap()
+        );
+        assert_eq!(parse_addr("[::1]:2").unwrap(), "[::1]:2".parse().unwrap());
+        assert_eq!(parse_addr("localhost").unwrap().port(), DEFAULT_PORT);
+        assert_eq!(parse_addr("127.0.0.1").unwrap().port(), DEFAULT_PORT);
+        assert!(parse_addr("nowhere:x").is_err());
+    }
+
+    #[test]
+    fn command_line() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (addr, config) = parse_cli(&args(&[])).unwrap();
+        assert_eq!(addr, SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)));
+        assert_eq!(config.session_idle, DEFAULT_SESSION_IDLE);
+        let (addr, config) = parse_cli(&args(&[
+            "0",
+            "--allowed-host",
+            "box.lan",
+            "--allowed-origin",
+            "https://a.b",
+            "--session-idle-secs",
+            "0.5",
+        ]))
+        .unwrap();
+        assert_eq!(addr.port(), 0);
+        assert_eq!(config.allow.hosts, vec!["box.lan"]);
+        assert_eq!(config.allow.origins, vec!["https://a.b"]);
+        assert_eq!(config.session_idle, Duration::from_millis(500));
+        assert!(parse_cli(&args(&["--allowed-host"])).is_err());
+        assert!(parse_cli(&args(&["--nope", "x"])).is_err());
+        assert!(parse_cli(&args(&["--session-idle-secs", "-1"])).is_err());
+    }
+}

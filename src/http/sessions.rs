@@ -1,0 +1,228 @@
+//! Legacy (2025-11-25) sessions: one protocol `Session` per `Mcp-Session-Id`,
+//! created by a successful `initialize`, ended by `DELETE`, by idle expiry, or by
+//! shutdown.
+//!
+//! A session is idle while it has no request in flight and no open `GET` stream;
+//! an idle session older than the configured limit is removed by the reaper.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::mcp::session::Session;
+
+/// Serialized lines queued for one `GET` stream before the writer waits.
+const STREAM_CAPACITY: usize = 256;
+
+pub struct LegacySession {
+    pub id: String,
+    pub core: Arc<Session>,
+    state: Mutex<State>,
+}
+
+struct State {
+    last_active: Instant,
+    in_flight: usize,
+    /// The session's standalone `GET` stream, if one is open.
+    stream: Option<mpsc::Sender<String>>,
+}
+
+impl LegacySession {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Mark one request in flight until the returned guard drops.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        let mut state = self.state();
+        state.in_flight += 1;
+        state.last_active = Instant::now();
+        Busy(Arc::clone(self))
+    }
+
+    /// Open the `GET` stream. `None` when one is already open.
+    pub fn open_stream(&self) -> Option<mpsc::Receiver<String>> {
+        let mut state = self.state();
+        if state.stream.as_ref().is_some_and(|s| !s.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
+        state.stream = Some(tx);
+        state.last_active = Instant::now();
+        Some(rx)
+    }
+
+    /// Forget the `GET` stream (it ended).
+    pub fn stream_closed(&self) {
+        let mut state = self.state();
+        if state.stream.as_ref().is_some_and(mpsc::Sender::is_closed) {
+            state.stream = None;
+        }
+        state.last_active = Instant::now();
+    }
+
+    /// Deliver a server message on the `GET` stream; dropped when none is open
+    /// or it is full (notifications are best effort).
+    pub fn to_stream(&self, line: String) {
+        let stream = self.state().stream.clone();
+        if let Some(stream) = stream {
+            let _ = stream.try_send(line);
+        }
+    }
+
+    fn idle_for(&self, now: Instant) -> Option<Duration> {
+        let state = self.state();
+        let attended = state.in_flight > 0 || state.stream.as_ref().is_some_and(|s| !s.is_closed());
+        (!attended).then(|| now.saturating_duration_since(state.last_active))
+    }
+
+    /// End the session: cancel its calls and close its stream.
+    fn end(&self) {
+        self.core.cancel_all();
+        self.state().stream = None;
+    }
+}
+
+/// A request in flight on a session.
+pub struct Busy(Arc<LegacySession>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.in_flight -= 1;
+        state.last_active = Instant::now();
+    }
+}
+
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<LegacySession>>>,
+    pub idle: Duration,
+}
+
+impl Sessions {
+    pub fn new(idle: Duration) -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+            idle,
+        }
+    }
+
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new, unregistered session (registered once `initialize` succeeds).
+    pub fn create(&self, core: Arc<Session>) -> Arc<LegacySession> {
+        Arc::new(LegacySession {
+            id: new_session_id(),
+            core,
+            state: Mutex::new(State {
+                last_active: Instant::now(),
+                in_flight: 0,
+                stream: None,
+            }),
+        })
+    }
+
+    pub fn register(&self, session: Arc<LegacySession>) {
+        self.map().insert(session.id.clone(), session);
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<LegacySession>> {
+        self.map().get(id).cloned()
+    }
+
+    /// Remove and end a session; false if it did not exist.
+    pub fn remove(&self, id: &str) -> bool {
+        let removed = self.map().remove(id);
+        match removed {
+            Some(session) => {
+                session.end();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    /// Remove every session idle for longer than the limit; returns their ids.
+    pub fn expire(&self, now: Instant) -> Vec<String> {
+        let expired: Vec<Arc<LegacySession>> = {
+            let mut map = self.map();
+            let ids: Vec<String> = map
+                .values()
+                .filter(|s| s.idle_for(now).is_some_and(|idle| idle > self.idle))
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for session in &expired {
+            session.end();
+        }
+        expired.into_iter().map(|s| s.id.clone()).collect()
+    }
+
+    /// End every session (shutdown); returns the cancelled call count.
+    pub fn end_all(&self) -> usize {
+        let all: Vec<Arc<LegacySession>> = self.map().drain().map(|(_, s)| s).collect();
+        let mut cancelled = 0;
+        for session in all {
+            cancelled += session.core.cancel_all();
+            session.end();
+        }
+        cancelled
+    }
+
+    /// Cancel the cancellable calls of every session without ending it.
+    pub fn cancel_all(&self) -> usize {
+        self.map().values().map(|s| s.core.cancel_all()).sum()
+    }
+}
+
+/// 128 random bits as 32 lowercase hex digits (visible ASCII, as the spec requires).
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system provides randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_visible_ascii() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
+    }
+
+    #[test]
+    fn only_unattended_sessions_expire() {
+        let sessions = Sessions::new(Duration::from_millis(10));
+        let idle = sessions.create(Arc::new(Session::default()));
+        let busy = sessions.create(Arc::new(Session::default()));
+        let streaming = sessions.create(Arc::new(Session::default()));
+        for s in [&idle, &busy, &streaming] {
+            sessions.register(Arc::clone(s));
+        }
+        let _guard = busy.busy();
+        let _rx = streaming.open_stream().expect("first stream");
+        assert!(
+            streaming.open_stream().is_none(),
+            "one GET stream per session"
+        );
+        let later = Instant::now() + Duration::from_secs(1);
+        assert_eq!(sessions.expire(later), vec![idle.id.clone()]);
+        assert_eq!(sessions.len(), 2);
+        assert!(sessions.remove(&busy.id));
+        assert!(!sessions.remove(&busy.id));
+    }
+}
