@@ -1,0 +1,746 @@
+//! One language-server process and its JSON-RPC connection.
+//!
+//! Tasks per client (all ended by the process's exit):
+//! * writer — the only owner of the child's stdin; takes serialized bodies from a
+//!   bounded queue and writes whole frames, so writes never interleave;
+//! * reader — parses frames from stdout, routes answers to their waiting request,
+//!   answers server → client requests with `null`, forwards notifications;
+//! * stderr — keeps the last [`STDERR_TAIL_BYTES`] of stderr;
+//! * waiter — reaps the process, kills what is left of its group, fails every
+//!   pending request with [`LspError::Exited`] and sends [`ServerEvent::Exited`].
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::framing::{self, FrameError};
+use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, uri};
+use crate::{log_debug, log_warn};
+
+/// How much of the server's stderr is kept (the tail).
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+/// Capacity of the outgoing queue, in messages. [`LspClient::notify`] fails with
+/// [`LspError::Io`] when it is full (the server has stopped reading).
+pub const OUTGOING_QUEUE: usize = 4096;
+/// After the process is reaped, how long to wait for the rest of its stdout and
+/// stderr before declaring it exited anyway.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// A running language server. Use it behind the [`Arc`] that [`LspClient::start`]
+/// returns; every method takes `&self`. Dropping the last reference kills the
+/// server's whole process group.
+pub struct LspClient {
+    shared: Arc<Shared>,
+}
+
+type Answer = Result<Value, LspError>;
+
+struct Shared {
+    /// Program name, for messages.
+    program: String,
+    /// Pid of the server = its process group id.
+    pid: u32,
+    next_id: AtomicI64,
+    outgoing: mpsc::Sender<Vec<u8>>,
+    state: Mutex<State>,
+    stderr_tail: Mutex<Vec<u8>>,
+    events: mpsc::UnboundedSender<ServerEvent>,
+    /// `Some` once the process has been reaped and the client finalized.
+    exit: watch::Sender<Option<ExitInfo>>,
+    /// Set once we have sent SIGKILL to the group (via kill, shutdown, drop, or a
+    /// dead connection).
+    killed: AtomicBool,
+    /// Set after the final post-reap group kill: from then on the pgid may be
+    /// reused by an unrelated process and must never be signalled again.
+    group_gone: AtomicBool,
+    shutdown_started: AtomicBool,
+    init_result: OnceLock<Value>,
+}
+
+struct State {
+    pending: HashMap<i64, oneshot::Sender<Answer>>,
+    /// Why new requests fail at once; `None` while the connection is usable.
+    closed: Option<LspError>,
+}
+
+impl LspClient {
+    /// Spawn the server and run the LSP `initialize` handshake.
+    ///
+    /// The process runs in its own process group with stdin/stdout piped (never our
+    /// stdout: that is the MCP stream) and stderr piped into a bounded tail; on Linux
+    /// it gets `PR_SET_PDEATHSIG(SIGKILL)` so it dies with us. `initialize` carries
+    /// plain client capabilities (no Lean silent/incremental diagnostics),
+    /// `initializationOptions {"editDelay":0}` and the `rootUri` of `cmd.cwd`; once
+    /// answered, `initialized` is sent. Every server → client request
+    /// (`client/registerCapability`, `workspace/*/refresh`, …) is answered with
+    /// `null`; notifications go to `events` in arrival order.
+    ///
+    /// Errors: [`LspError::Io`] naming the program if it cannot be spawned;
+    /// [`LspError::Exited`] (with the stderr tail) if it exits during start-up;
+    /// [`LspError::Protocol`] if `initialize` is not answered within
+    /// `startup_timeout` (the process is then killed).
+    pub async fn start(
+        cmd: &ServerCommand,
+        events: mpsc::UnboundedSender<ServerEvent>,
+        startup_timeout: Duration,
+    ) -> Result<Arc<Self>, LspError> {
+        let program = cmd.program.display().to_string();
+        let mut child = spawn(cmd).await.map_err(|e| {
+            LspError::Io(format!(
+                "cannot start language server `{program}` (in {}): {e}",
+                cmd.cwd.display()
+            ))
+        })?;
+        let pid = child
+            .id()
+            .ok_or_else(|| LspError::Io(format!("`{program}` exited at once")))?;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+
+        let (out_tx, out_rx) = mpsc::channel(OUTGOING_QUEUE);
+        let shared = Arc::new(Shared {
+            program: program.clone(),
+            pid,
+            next_id: AtomicI64::new(1),
+            outgoing: out_tx,
+            state: Mutex::new(State {
+                pending: HashMap::new(),
+                closed: None,
+            }),
+            stderr_tail: Mutex::new(Vec::new()),
+            events,
+            exit: watch::Sender::new(None),
+            killed: AtomicBool::new(false),
+            group_gone: AtomicBool::new(false),
+            shutdown_started: AtomicBool::new(false),
+            init_result: OnceLock::new(),
+        });
+        // From here on, dropping `client` kills the group: every early return is safe.
+        let client = Arc::new(LspClient {
+            shared: shared.clone(),
+        });
+
+        let (stdout_done_tx, stdout_done) = oneshot::channel();
+        let (stderr_done_tx, stderr_done) = oneshot::channel();
+        tokio::spawn(writer_task(
+            stdin,
+            out_rx,
+            Arc::downgrade(&shared),
+            shared.exit.subscribe(),
+        ));
+        tokio::spawn(reader_task(stdout, shared.clone(), stdout_done_tx));
+        tokio::spawn(stderr_task(stderr, shared.clone(), stderr_done_tx));
+        tokio::spawn(waiter_task(child, shared.clone(), stdout_done, stderr_done));
+
+        let root = absolute(&cmd.cwd);
+        let params = json!({
+            "processId": std::process::id(),
+            "clientInfo": { "name": crate::identity::NAME, "version": crate::identity::VERSION },
+            "rootUri": uri::path_to_uri(&root),
+            "workspaceFolders": [{ "uri": uri::path_to_uri(&root), "name": root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() }],
+            "capabilities": client_capabilities(),
+            "initializationOptions": { "editDelay": 0 },
+        });
+        let init =
+            tokio::time::timeout(startup_timeout, shared.request("initialize", params)).await;
+        let result = match init {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => {
+                client.kill();
+                return Err(e);
+            }
+            Err(_) => {
+                client.kill();
+                let tail = client.stderr_tail();
+                let tail = tail.trim_end();
+                return Err(LspError::Protocol(format!(
+                    "`{program}` did not answer `initialize` within {startup_timeout:?}{}{tail}",
+                    if tail.is_empty() { "" } else { "; stderr: " }
+                )));
+            }
+        };
+        let _ = shared.init_result.set(result);
+        shared.notify("initialized", json!({}))?;
+        Ok(client)
+    }
+
+    /// Send a request and await its answer (`result` on success, [`LspError::Rpc`]
+    /// for an error answer).
+    ///
+    /// Dropping the returned future before the answer arrives sends
+    /// `$/cancelRequest` for its id and forgets the id (a late answer is discarded).
+    /// Note that Lean answers a cancelled request only when it would have finished
+    /// anyway and does not stop elaboration. If the process exits, every pending
+    /// request fails with [`LspError::Exited`]; requests made after that fail at once.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, LspError> {
+        self.shared.request(method, params).await
+    }
+
+    /// Queue a notification. Fails if the connection is dead, or with
+    /// [`LspError::Io`] if [`OUTGOING_QUEUE`] messages are already waiting.
+    pub fn notify(&self, method: &str, params: Value) -> Result<(), LspError> {
+        self.shared.notify(method, params)
+    }
+
+    /// Pid of the server process, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.shared.pid
+    }
+
+    /// The last bytes the server wrote to stderr (lossy UTF-8).
+    pub fn stderr_tail(&self) -> String {
+        String::from_utf8_lossy(&lock(&self.shared.stderr_tail)).into_owned()
+    }
+
+    /// `false` once the process was killed, has exited, or the connection broke.
+    pub fn is_alive(&self) -> bool {
+        !self.shared.killed.load(Ordering::Acquire) && lock(&self.shared.state).closed.is_none()
+    }
+
+    /// `serverInfo` from the `initialize` result (`{"name":"Lean 4 Server","version":…}`),
+    /// or `Value::Null` if the server sent none.
+    pub fn server_info(&self) -> Value {
+        self.initialize_result()
+            .get("serverInfo")
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    /// The whole `initialize` result (`capabilities`, `serverInfo`).
+    pub fn initialize_result(&self) -> &Value {
+        self.shared.init_result.get().unwrap_or(&Value::Null)
+    }
+
+    /// How the process ended, once it has (and has been reaped).
+    pub fn exit_info(&self) -> Option<ExitInfo> {
+        self.shared.exit.borrow().clone()
+    }
+
+    /// Wait until the process has exited and been reaped; returns how it ended.
+    pub async fn wait_exit(&self) -> ExitInfo {
+        self.shared.wait_exit().await
+    }
+
+    /// Graceful stop: `shutdown` request and `exit` notification, wait up to `grace`
+    /// for the process to exit, then SIGKILL the whole process group (workers
+    /// included) and reap. Idempotent; concurrent callers all return once the
+    /// process is gone (bounded: a few seconds after `grace` at most).
+    pub async fn shutdown(&self, grace: Duration) {
+        let sh = &self.shared;
+        if !sh.shutdown_started.swap(true, Ordering::AcqRel) && self.is_alive() {
+            let graceful = async {
+                // The answer does not matter: `exit` follows either way.
+                let _ = sh.request("shutdown", Value::Null).await;
+                let _ = sh.notify("exit", Value::Null);
+                sh.wait_exit().await
+            };
+            let _ = tokio::time::timeout(grace, graceful).await;
+        } else {
+            let _ = tokio::time::timeout(grace, sh.wait_exit()).await;
+        }
+        // Kill what is left (the server if it ignored `exit`; workers in any case).
+        sh.kill_group();
+        if tokio::time::timeout(Duration::from_secs(5), sh.wait_exit())
+            .await
+            .is_err()
+        {
+            log_warn!(
+                "language server {} (pid {}) not reaped 5 s after SIGKILL",
+                sh.program,
+                sh.pid
+            );
+        }
+    }
+
+    /// SIGKILL the whole process group now. Pending requests then fail with
+    /// [`LspError::Exited`] and [`ServerEvent::Exited`] follows, once reaped.
+    pub fn kill(&self) {
+        self.shared.kill_group();
+    }
+}
+
+impl Drop for LspClient {
+    fn drop(&mut self) {
+        self.shared.kill_group();
+    }
+}
+
+impl std::fmt::Debug for LspClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LspClient")
+            .field("program", &self.shared.program)
+            .field("pid", &self.shared.pid)
+            .field("alive", &self.is_alive())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// An outgoing request or notification, serialized without moving `params`.
+#[derive(Serialize)]
+struct Outgoing<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<i64>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "is_null")]
+    params: &'a Value,
+}
+
+fn is_null(v: &&Value) -> bool {
+    v.is_null()
+}
+
+/// Any incoming message; which fields are present tells what it is.
+#[derive(Deserialize)]
+struct Incoming {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    /// `Some(Value::Null)` for `"result": null`, `None` when absent.
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<RpcErrorObject>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct RpcErrorObject {
+    code: i64,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+/// Removes a request from the pending table if its future is dropped before the
+/// answer, and cancels it on the server if it was already sent.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: i64,
+    sent: bool,
+    answered: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let was_pending = lock(&self.shared.state).pending.remove(&self.id).is_some();
+        if was_pending && self.sent {
+            log_debug!("cancelling request {} to {}", self.id, self.shared.program);
+            let _ = self
+                .shared
+                .notify("$/cancelRequest", json!({ "id": self.id }));
+        }
+    }
+}
+
+impl Shared {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, LspError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = serialize(&Outgoing {
+            jsonrpc: "2.0",
+            id: Some(id),
+            method,
+            params: &params,
+        })?;
+        drop(params);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = lock(&self.state);
+            if let Some(e) = &st.closed {
+                return Err(e.clone());
+            }
+            st.pending.insert(id, tx);
+        }
+        let mut guard = PendingGuard {
+            shared: self,
+            id,
+            sent: false,
+            answered: false,
+        };
+        // If the writer is gone the connection is dying: the waiter task will fail
+        // the pending entry with `Exited`, so keep waiting for that.
+        guard.sent = self.outgoing.send(body).await.is_ok();
+        let answer = rx.await;
+        guard.answered = true;
+        match answer {
+            Ok(answer) => answer,
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) -> Result<(), LspError> {
+        if let Some(e) = &lock(&self.state).closed {
+            return Err(e.clone());
+        }
+        let body = serialize(&Outgoing {
+            jsonrpc: "2.0",
+            id: None,
+            method,
+            params: &params,
+        })?;
+        self.enqueue(body)
+    }
+
+    fn enqueue(&self, body: Vec<u8>) -> Result<(), LspError> {
+        self.outgoing.try_send(body).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => LspError::Io(format!(
+                "outgoing queue to `{}` is full ({OUTGOING_QUEUE} messages): the server is not reading",
+                self.program
+            )),
+            mpsc::error::TrySendError::Closed(_) => self.closed_error(),
+        })
+    }
+
+    fn closed_error(&self) -> LspError {
+        if let Some(e) = &lock(&self.state).closed {
+            return e.clone();
+        }
+        match self.exit.borrow().clone() {
+            Some(info) => LspError::Exited(info),
+            None => LspError::Io(format!("connection to `{}` closed", self.program)),
+        }
+    }
+
+    async fn wait_exit(&self) -> ExitInfo {
+        let mut rx = self.exit.subscribe();
+        let info = rx
+            .wait_for(|e| e.is_some())
+            .await
+            .ok()
+            .and_then(|e| e.clone());
+        info.unwrap_or_default()
+    }
+
+    fn kill_group(&self) {
+        if self.group_gone.load(Ordering::Acquire) {
+            return;
+        }
+        self.killed.store(true, Ordering::Release);
+        if let Err(e) = sys::kill_process_group(self.pid, sys::SIGKILL) {
+            log_warn!(
+                "cannot kill process group {} ({}): {e}",
+                self.pid,
+                self.program
+            );
+        }
+    }
+
+    /// The connection is unusable (garbled input, stdout closed): fail what is
+    /// pending with `err` and kill the process; the waiter then finalizes.
+    fn connection_broken(&self, err: LspError) {
+        let pending: Vec<_> = {
+            let mut st = lock(&self.state);
+            if st.closed.is_none() {
+                st.closed = Some(err.clone());
+            }
+            st.pending.drain().map(|(_, tx)| tx).collect()
+        };
+        for tx in pending {
+            let _ = tx.send(Err(err.clone()));
+        }
+        self.kill_group();
+    }
+
+    fn dispatch(&self, body: &[u8]) -> Result<(), String> {
+        let msg: Incoming = serde_json::from_slice(body).map_err(|e| {
+            let start = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+            format!("invalid JSON-RPC message ({e}): {start}")
+        })?;
+        match (msg.method, msg.id) {
+            (Some(method), Some(id)) => {
+                // A server → client request: we support none beyond acknowledging.
+                log_debug!("answering server request {method} with null");
+                let reply = json!({ "jsonrpc": "2.0", "id": id, "result": null });
+                let body = serde_json::to_vec(&reply).map_err(|e| e.to_string())?;
+                if let Err(e) = self.enqueue(body) {
+                    log_warn!("cannot answer server request {method}: {e}");
+                }
+            }
+            (Some(method), None) => {
+                let params = msg.params.unwrap_or(Value::Null);
+                let _ = self
+                    .events
+                    .send(ServerEvent::Notification { method, params });
+            }
+            (None, Some(id)) => {
+                let Some(id) = id.as_i64() else {
+                    log_warn!("answer with foreign id {id} from {}", self.program);
+                    return Ok(());
+                };
+                let answer = match (msg.result, msg.error) {
+                    (_, Some(e)) => Err(LspError::Rpc {
+                        code: e.code,
+                        message: e.message,
+                        data: e.data,
+                    }),
+                    (Some(result), None) => Ok(result),
+                    (None, None) => Err(LspError::Protocol(format!(
+                        "answer to request {id} has neither result nor error"
+                    ))),
+                };
+                let tx = lock(&self.state).pending.remove(&id);
+                match tx {
+                    Some(tx) => {
+                        let _ = tx.send(answer);
+                    }
+                    None => log_debug!("discarding answer to forgotten request {id}"),
+                }
+            }
+            (None, None) => match msg.error {
+                Some(e) => log_warn!("{} reported error {}: {}", self.program, e.code, e.message),
+                None => return Err("message with neither method nor id".into()),
+            },
+        }
+        Ok(())
+    }
+}
+
+fn serialize(msg: &Outgoing<'_>) -> Result<Vec<u8>, LspError> {
+    serde_json::to_vec(msg)
+        .map_err(|e| LspError::Protocol(format!("cannot serialize {}: {e}", msg.method)))
+}
+
+/// Plain LSP client capabilities: no `lean` section, so the server sends neither
+/// silent ("Goals accomplished!") nor incremental diagnostics.
+fn client_capabilities() -> Value {
+    json!({
+        "general": { "positionEncodings": ["utf-16"] },
+        "textDocument": {
+            "synchronization": { "didSave": false, "willSave": false, "willSaveWaitUntil": false },
+            "publishDiagnostics": { "relatedInformation": true, "versionSupport": true, "tagSupport": { "valueSet": [1, 2] } },
+            "hover": { "contentFormat": ["markdown", "plaintext"] },
+            "definition": { "linkSupport": true },
+            "documentSymbol": { "hierarchicalDocumentSymbolSupport": true },
+        },
+        "window": { "workDoneProgress": false },
+    })
+}
+
+fn absolute(p: &Path) -> std::path::PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Spawn the server process on a long-lived thread.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
+/// process. Tokio may run a future on a blocking-pool thread that exits when idle,
+/// which would kill a healthy server; a dedicated thread that lives as long as the
+/// process makes the signal mean "our process died".
+async fn spawn(cmd: &ServerCommand) -> std::io::Result<Child> {
+    let mut command = Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cmd.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    {
+        command.process_group(0);
+        let parent = std::process::id();
+        // SAFETY: the closure runs between fork and exec and only makes syscalls
+        // (prctl, getppid); it allocates nothing and takes no locks.
+        unsafe {
+            command.pre_exec(move || sys::set_parent_death_signal(parent));
+        }
+    }
+    let handle = tokio::runtime::Handle::current();
+    let (tx, rx) = oneshot::channel();
+    spawner()
+        .send(Box::new(move || {
+            let _rt = handle.enter();
+            let _ = tx.send(command.spawn());
+        }))
+        .map_err(|_| std::io::Error::other("spawner thread is gone"))?;
+    rx.await
+        .map_err(|_| std::io::Error::other("spawner thread dropped the request"))?
+}
+
+type SpawnJob = Box<dyn FnOnce() + Send>;
+
+fn spawner() -> std::sync::mpsc::Sender<SpawnJob> {
+    static SPAWNER: OnceLock<std::sync::mpsc::Sender<SpawnJob>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
+            std::thread::Builder::new()
+                .name("lsp-spawner".into())
+                .spawn(move || {
+                    for job in rx {
+                        job();
+                    }
+                })
+                .expect("cannot start the lsp-spawner thread");
+            tx
+        })
+        .clone()
+}
+
+async fn writer_task(
+    stdin: ChildStdin,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    shared: std::sync::Weak<Shared>,
+    mut exit: watch::Receiver<Option<ExitInfo>>,
+) {
+    let mut out = BufWriter::with_capacity(64 * 1024, stdin);
+    let result: std::io::Result<()> = async {
+        loop {
+            let body = tokio::select! {
+                biased;
+                body = rx.recv() => match body { Some(b) => b, None => return Ok(()) },
+                _ = exit.wait_for(|e| e.is_some()) => return Ok(()),
+            };
+            framing::write_frame(&mut out, &body).await?;
+            // Batch whatever else is already queued into the same flush.
+            while let Ok(body) = rx.try_recv() {
+                framing::write_frame(&mut out, &body).await?;
+            }
+            out.flush().await?;
+        }
+    }
+    .await;
+    let Err(e) = result else { return };
+    if let Some(shared) = shared.upgrade() {
+        // EPIPE after the server died is expected; the waiter reports the exit.
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            log_debug!("stdin of {} closed: {e}", shared.program);
+        } else {
+            log_warn!("writing to {} failed: {e}", shared.program);
+        }
+        shared.kill_group();
+    }
+}
+
+async fn reader_task(stdout: ChildStdout, shared: Arc<Shared>, done: oneshot::Sender<()>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    loop {
+        let problem = match framing::read_frame(&mut reader, &mut line).await {
+            Ok(body) => match shared.dispatch(&body) {
+                Ok(()) => continue,
+                Err(m) => m,
+            },
+            Err(FrameError::Eof) => break,
+            Err(FrameError::Io(e)) => {
+                // Usually the process died mid-frame; the waiter reports that.
+                log_debug!("reading from {} failed: {e}", shared.program);
+                break;
+            }
+            Err(FrameError::Garbled(m)) => m,
+        };
+        log_warn!(
+            "language server {} (pid {}) broke the protocol, killing it: {problem}",
+            shared.program,
+            shared.pid
+        );
+        shared.connection_broken(LspError::Protocol(problem));
+        break;
+    }
+    // stdout closed: the process is exiting (or closed it on purpose: either way
+    // the connection is over).
+    shared.kill_group();
+    let _ = done.send(());
+}
+
+async fn stderr_task(mut stderr: ChildStderr, shared: Arc<Shared>, done: oneshot::Sender<()>) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let mut tail = lock(&shared.stderr_tail);
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL_BYTES {
+                    let excess = tail.len() - STDERR_TAIL_BYTES;
+                    tail.drain(..excess);
+                }
+            }
+        }
+    }
+    let _ = done.send(());
+}
+
+async fn waiter_task(
+    mut child: Child,
+    shared: Arc<Shared>,
+    stdout_done: oneshot::Receiver<()>,
+    stderr_done: oneshot::Receiver<()>,
+) {
+    let status = child.wait().await;
+    // Workers are the server's children, not ours: kill whatever is left of the
+    // group (no-op after a clean exit) so none is orphaned. The pgid cannot have
+    // been reused while any member is alive.
+    shared.kill_group();
+    shared.group_gone.store(true, Ordering::Release);
+    // Let the reader deliver what the server wrote before dying, and collect the
+    // last of stderr, but do not wait forever for pipes a stray process may hold.
+    let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, async {
+        let _ = stdout_done.await;
+        let _ = stderr_done.await;
+    })
+    .await;
+    let (code, signal) = match &status {
+        Ok(s) => (s.code(), exit_signal(s)),
+        Err(e) => {
+            log_warn!("waiting for {} failed: {e}", shared.program);
+            (None, None)
+        }
+    };
+    let info = ExitInfo {
+        status: code,
+        signal,
+        stderr_tail: String::from_utf8_lossy(&lock(&shared.stderr_tail)).into_owned(),
+    };
+    log_debug!(
+        "language server {} (pid {}) ended: {}",
+        shared.program,
+        shared.pid,
+        info
+    );
+    let pending: Vec<_> = {
+        let mut st = lock(&shared.state);
+        st.closed = Some(LspError::Exited(info.clone()));
+        st.pending.drain().map(|(_, tx)| tx).collect()
+    };
+    for tx in pending {
+        let _ = tx.send(Err(LspError::Exited(info.clone())));
+    }
+    shared.exit.send_replace(Some(info.clone()));
+    let _ = shared.events.send(ServerEvent::Exited(info));
+}
+
+#[cfg(unix)]
+fn exit_signal(s: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(s)
+}
+
+#[cfg(not(unix))]
+fn exit_signal(_s: &std::process::ExitStatus) -> Option<i32> {
+    None
+}

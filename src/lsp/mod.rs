@@ -1,0 +1,166 @@
+//! Client for the Lean 4 language server (`lake serve` / `lean --server`).
+//!
+//! This module owns one server process per [`LspClient`]: it spawns it in its own
+//! process group, speaks JSON-RPC over `Content-Length` framed stdio, answers the
+//! server's own requests, streams server notifications to an event channel and
+//! tears the whole process tree down on shutdown, kill or drop. It knows nothing
+//! about documents or versions: that is the broker's job.
+//!
+//! * [`client`]: the process and the JSON-RPC connection ([`LspClient`]).
+//! * [`lean`]: serde structs for Lean's protocol extensions (diagnostics with
+//!   `fullRange`/`isSilent`/`leanTags`, `$/lean/fileProgress`, goals, RPC) and a
+//!   `TaggedText` flattener.
+//! * [`uri`]: file path ↔ `file://` URI, encoded exactly as Lean encodes them.
+//!
+//! Payloads stay `serde_json::Value` in and out; typed views are opt-in.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+pub mod client;
+mod framing;
+pub mod lean;
+mod sys;
+pub mod uri;
+
+pub use client::LspClient;
+
+/// How to start a language server process.
+///
+/// The child inherits this process's environment, with `env` applied on top.
+/// For `lean --server` set `LEAN_PATH` (and `LEAN_SRC_PATH`, or go-to-definition
+/// into imported modules finds nothing) and make sure `LAKE` is not set to a stand-in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerCommand {
+    /// Executable; a bare name is looked up on `PATH`.
+    pub program: PathBuf,
+    /// Arguments, e.g. `["--server", "-Dserver.reportDelayMs=0"]` or `["serve", "--", …]`.
+    pub args: Vec<String>,
+    /// Environment variables set (overriding inherited ones) in the child.
+    pub env: Vec<(String, String)>,
+    /// Working directory: the workspace root. Also sent as `rootUri`.
+    pub cwd: PathBuf,
+}
+
+/// Something the server did on its own initiative, delivered in arrival order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// A server → client notification (`textDocument/publishDiagnostics`,
+    /// `$/lean/fileProgress`, `window/logMessage`, …), params moved out unparsed
+    /// (`Value::Null` when absent).
+    Notification { method: String, params: Value },
+    /// The server process has exited and been reaped; always the last event of a
+    /// client. Sent whether the exit was requested (shutdown, kill) or not.
+    Exited(ExitInfo),
+}
+
+/// How the server process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExitInfo {
+    /// Exit code, when it exited normally.
+    pub status: Option<i32>,
+    /// Terminating signal (9 after a kill), when it was killed by one.
+    pub signal: Option<i32>,
+    /// The last bytes (at most [`client::STDERR_TAIL_BYTES`]) the server wrote to
+    /// stderr, lossily decoded as UTF-8.
+    pub stderr_tail: String,
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.status, self.signal) {
+            (Some(code), _) => write!(f, "exit status {code}")?,
+            (None, Some(sig)) => write!(f, "killed by signal {sig}")?,
+            (None, None) => f.write_str("unknown exit status")?,
+        }
+        let tail = self.stderr_tail.trim_end();
+        if !tail.is_empty() {
+            // Keep error messages readable: the last ~2 KB, whole lines when possible.
+            const SHOWN: usize = 2048;
+            let mut start = tail.len().saturating_sub(SHOWN);
+            while !tail.is_char_boundary(start) {
+                start += 1;
+            }
+            let mut shown = &tail[start..];
+            if start > 0 {
+                if let Some(nl) = shown.find('\n') {
+                    shown = &shown[nl + 1..];
+                }
+                write!(f, "; stderr (last lines): {shown}")?;
+            } else {
+                write!(f, "; stderr: {shown}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a request (or the start) failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LspError {
+    /// The server answered with a JSON-RPC error (see [`lean::error_codes`]).
+    Rpc {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// The server process is gone (exited, crashed, killed or shut down).
+    Exited(ExitInfo),
+    /// An I/O failure talking to the process, including failure to spawn it (the
+    /// message names the program).
+    Io(String),
+    /// The server broke the protocol (garbled frame, malformed message) or did not
+    /// answer `initialize` in time. The connection is then treated as dead.
+    Protocol(String),
+}
+
+impl LspError {
+    /// The JSON-RPC error code, for [`LspError::Rpc`].
+    pub fn rpc_code(&self) -> Option<i64> {
+        match self {
+            LspError::Rpc { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for LspError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LspError::Rpc { code, message, .. } => {
+                write!(f, "language server error {code}: {message}")
+            }
+            LspError::Exited(info) => write!(f, "language server exited ({info})"),
+            LspError::Io(m) => write!(f, "language server I/O error: {m}"),
+            LspError::Protocol(m) => write!(f, "language server protocol error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for LspError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_info_display_keeps_the_tail_short() {
+        let info = ExitInfo {
+            status: None,
+            signal: Some(9),
+            stderr_tail: format!("{}\nlast line\n", "x".repeat(5000)),
+        };
+        let s = LspError::Exited(info).to_string();
+        assert!(s.starts_with("language server exited (killed by signal 9; stderr"));
+        assert!(s.ends_with("last line)"), "{s}");
+        assert!(s.len() < 2200);
+        let short = ExitInfo {
+            status: Some(3),
+            signal: None,
+            stderr_tail: "boom\n".into(),
+        };
+        assert_eq!(short.to_string(), "exit status 3; stderr: boom");
+    }
+}
