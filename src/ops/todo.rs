@@ -15,6 +15,9 @@ use super::inspect::add_paths;
 /// The tactic suggested where a goal is left open: Lean's own library search.
 const SEARCH_TACTIC: &str = "exact?";
 
+/// One `textDocument/codeAction` query: a range and the diagnostics sent with it.
+type Query = ((u32, u32), (u32, u32), Vec<Value>);
+
 struct Item {
     kind: TodoKind,
     start: (u32, u32),
@@ -152,31 +155,52 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
     }
 
     if wanted(TodoKind::CodeAction) {
-        let params = json!({
-            "textDocument": bound.text_document(),
-            "range": range_json(range_start, range_end),
-            "context": { "diagnostics": range_diagnostics, "triggerKind": 1 },
-        });
-        let actions = bound.request("textDocument/codeAction", params).await?;
-        for action in actions.as_array().into_iter().flatten() {
-            let diag_range = action.pointer("/diagnostics/0/range").cloned();
-            let (start, end) = match &diag_range {
-                Some(r) => (lsp_pos(r, "start"), lsp_pos(r, "end")),
-                None => (range_start, range_end),
-            };
-            let mut code_action = action.clone();
-            add_paths(&bound.rt.root, &mut code_action);
-            items.push(Item {
-                kind: TodoKind::CodeAction,
-                start,
-                value: json!({
-                    "kind": "code_action",
-                    "range": range_json(start, end),
-                    "run_at_position": position_json(start.0, start.1),
-                    "message": action.get("title").cloned().unwrap_or(Value::Null),
-                    "code_action": code_action,
-                }),
+        // Lean answers `textDocument/codeAction` from the one command snapshot
+        // that holds the end of the requested range, so the actions of earlier
+        // commands are asked where an editor would: at each diagnostic. The
+        // whole range comes last; an action found twice is kept once.
+        let mut queries: Vec<Query> = range_diagnostics
+            .iter()
+            .map(|d| (lsp_pos(d, "range/start"), lsp_pos(d, "range/end"), vec![d.clone()]))
+            .collect();
+        queries.push((range_start, range_end, range_diagnostics.clone()));
+        let mut seen = std::collections::HashSet::new();
+        for (query_start, query_end, context) in queries {
+            let params = json!({
+                "textDocument": bound.text_document(),
+                "range": range_json(query_start, query_end),
+                "context": { "diagnostics": context, "triggerKind": 1 },
             });
+            let actions = bound.request("textDocument/codeAction", params).await?;
+            for action in actions.as_array().into_iter().flatten() {
+                let diag_range = action.pointer("/diagnostics/0/range").cloned();
+                let (start, end) = match &diag_range {
+                    Some(r) => (lsp_pos(r, "start"), lsp_pos(r, "end")),
+                    None => (query_start, query_end),
+                };
+                // The same action answered to two queries differs only in the
+                // query it carries for resolution.
+                let key = match action.get("edit") {
+                    Some(edit) => json!([action.get("title"), action.get("kind"), edit]),
+                    None => json!([action.get("title"), action.get("kind"), range_json(start, end)]),
+                };
+                if !seen.insert(key.to_string()) {
+                    continue;
+                }
+                let mut code_action = action.clone();
+                add_paths(&bound.rt.root, &mut code_action);
+                items.push(Item {
+                    kind: TodoKind::CodeAction,
+                    start,
+                    value: json!({
+                        "kind": "code_action",
+                        "range": range_json(start, end),
+                        "run_at_position": position_json(start.0, start.1),
+                        "message": action.get("title").cloned().unwrap_or(Value::Null),
+                        "code_action": code_action,
+                    }),
+                });
+            }
         }
     }
 
