@@ -24,7 +24,8 @@ pub fn stderr_renderer(tool: &str) -> (Outbound, JoinHandle<()>) {
             let params = &message["params"];
             let text = match message["method"].as_str() {
                 Some("notifications/progress") => {
-                    let done = params.pointer("/_meta/beam/done").and_then(Value::as_bool) == Some(true);
+                    let done =
+                        params.pointer("/_meta/beam/done").and_then(Value::as_bool) == Some(true);
                     let bar = if done { "[##########]" } else { "[#####.....]" };
                     format!("{bar} {}", params["message"].as_str().unwrap_or(""))
                 }
@@ -51,9 +52,21 @@ pub fn stderr_renderer(tool: &str) -> (Outbound, JoinHandle<()>) {
 fn render_log(params: &Value) -> String {
     let data = &params["data"];
     if let Some(d) = data.get("diagnostic") {
-        let line = d.pointer("/range/start/line").and_then(Value::as_u64).unwrap_or(0) + 1;
-        let col = d.pointer("/range/start/character").and_then(Value::as_u64).unwrap_or(0);
-        let first = d["message"].as_str().unwrap_or("").lines().next().unwrap_or("");
+        let line = d
+            .pointer("/range/start/line")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            + 1;
+        let col = d
+            .pointer("/range/start/character")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let first = d["message"]
+            .as_str()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("");
         return format!(
             "{}:{line}:{col}: {}: {first}",
             data["path"].as_str().unwrap_or("?"),

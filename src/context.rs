@@ -74,7 +74,10 @@ impl LogLevel {
 impl FromStr for LogLevel {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        LogLevel::ALL.into_iter().find(|l| l.as_str() == s).ok_or(())
+        LogLevel::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or(())
     }
 }
 

@@ -10,12 +10,12 @@ use serde_json::Value;
 
 use lean_beam_mcp::broker::Broker;
 use lean_beam_mcp::context::CallContext;
+use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::ops::Beam;
 use lean_beam_mcp::stats::Stats;
 use lean_beam_mcp::surface::{self, ParseError, Tool};
-use lean_beam_mcp::identity;
 
 mod cli_progress;
 
@@ -61,12 +61,22 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         [flag] if flag == "--help" || flag == "-h" => Ok(Command::Help),
         [flag, rest @ ..] if flag == "--http" => Ok(Command::Http(rest.to_vec())),
         [cmd] if cmd == "tools" => Ok(Command::Tools),
-        [cmd, tool, payload] if cmd == "validate" => Ok(Command::Validate(tool.clone(), payload.clone())),
-        [cmd, rest @ ..] if cmd == "call" && !rest.is_empty() && rest.len() % 2 == 0 => Ok(Command::Call(
-            rest.chunks(2).map(|pair| (pair[0].clone(), pair[1].clone())).collect(),
-        )),
-        [cmd, ..] if cmd == "validate" => Err("`validate` takes exactly two arguments: TOOL and JSON or @FILE".into()),
-        [cmd, ..] if cmd == "call" => Err("`call` takes pairs of arguments: TOOL JSON|@FILE [TOOL JSON|@FILE ...]".into()),
+        [cmd, tool, payload] if cmd == "validate" => {
+            Ok(Command::Validate(tool.clone(), payload.clone()))
+        }
+        [cmd, rest @ ..] if cmd == "call" && !rest.is_empty() && rest.len() % 2 == 0 => {
+            Ok(Command::Call(
+                rest.chunks(2)
+                    .map(|pair| (pair[0].clone(), pair[1].clone()))
+                    .collect(),
+            ))
+        }
+        [cmd, ..] if cmd == "validate" => {
+            Err("`validate` takes exactly two arguments: TOOL and JSON or @FILE".into())
+        }
+        [cmd, ..] if cmd == "call" => {
+            Err("`call` takes pairs of arguments: TOOL JSON|@FILE [TOOL JSON|@FILE ...]".into())
+        }
         [cmd, ..] if cmd == "tools" => Err("`tools` takes no arguments".into()),
         [other, ..] if other.starts_with('-') => Err(format!("unknown flag `{other}`")),
         [other, ..] => Err(format!("unknown command `{other}`")),
@@ -102,7 +112,10 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn print_stdout(text: &str) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,
     }
@@ -115,7 +128,9 @@ fn catalog_pretty() -> String {
 
 fn read_payload(payload: &str) -> Result<Value, String> {
     let text = match payload.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?,
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?
+        }
         None => payload.to_string(),
     };
     serde_json::from_str(&text).map_err(|e| format!("the payload is not JSON: {e}"))
@@ -136,9 +151,16 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
             ExitCode::from(2)
         }
         Err(ParseError::Invalid(violations)) => {
-            let mut report = format!("invalid: {} violation(s) of the `{tool}` schema\n", violations.len());
+            let mut report = format!(
+                "invalid: {} violation(s) of the `{tool}` schema\n",
+                violations.len()
+            );
             for v in &violations {
-                let pointer = if v.pointer.is_empty() { "(root)" } else { &v.pointer };
+                let pointer = if v.pointer.is_empty() {
+                    "(root)"
+                } else {
+                    &v.pointer
+                };
                 report.push_str(&format!("  {pointer}: {}\n", v.reason));
             }
             print_stdout(&report);
@@ -206,7 +228,9 @@ async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
     drop(ctx);
     let _ = progress.await;
     match outcome {
-        Ok(value) => print_stdout(&(serde_json::to_string_pretty(&value).expect("serializes") + "\n")),
+        Ok(value) => {
+            print_stdout(&(serde_json::to_string_pretty(&value).expect("serializes") + "\n"))
+        }
         Err(error) => {
             print_stdout(&(serde_json::to_string_pretty(&error).expect("serializes") + "\n"));
             ExitCode::FAILURE
@@ -218,7 +242,13 @@ async fn serve() -> ExitCode {
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
-    stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), stdio::DEFAULT_MAX_LINE).await;
+    stdio::serve(
+        dispatcher,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        stdio::DEFAULT_MAX_LINE,
+    )
+    .await;
     beam.shutdown().await;
     ExitCode::SUCCESS
 }

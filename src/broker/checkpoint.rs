@@ -22,7 +22,11 @@ pub struct Artifacts {
 
 impl Artifacts {
     fn all(&self) -> [(&'static str, &Path); 3] {
-        [("olean", &self.olean), ("ilean", &self.ilean), ("c", &self.c)]
+        [
+            ("olean", &self.olean),
+            ("ilean", &self.ilean),
+            ("c", &self.c),
+        ]
     }
 }
 
@@ -45,15 +49,19 @@ pub fn module_name(root: &Root, doc: &DocPath) -> Result<String, ToolError> {
         )
         .with_data(json!({ "path": doc.shown, "root": root.display() }))
     };
-    let rel = doc
-        .file
-        .strip_prefix(root.path())
-        .map_err(|_| not_module("it lies outside the workspace root, in no source directory of the package"))?;
+    let rel = doc.file.strip_prefix(root.path()).map_err(|_| {
+        not_module("it lies outside the workspace root, in no source directory of the package")
+    })?;
     let mut parts = Vec::new();
     for component in rel.with_extension("").components() {
         let part = component.as_os_str().to_string_lossy().into_owned();
-        let valid = part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-            && part.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '\'' || c == '!' || c == '?');
+        let valid = part
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && part
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '\'' || c == '!' || c == '?');
         if !valid {
             return Err(not_module(&format!(
                 "`{part}` is not a Lean identifier, so the path names no module"
@@ -62,7 +70,9 @@ pub fn module_name(root: &Root, doc: &DocPath) -> Result<String, ToolError> {
         parts.push(part);
     }
     if parts.first().is_some_and(|p| p == ".lake") {
-        return Err(not_module("it is inside .lake (a build or dependency directory)"));
+        return Err(not_module(
+            "it is inside .lake (a build or dependency directory)",
+        ));
     }
     Ok(parts.join("."))
 }
@@ -123,7 +133,11 @@ async fn compile(
     };
     let (program, mut args, env) = launcher.compiler(root);
     let rel = doc.file.strip_prefix(root.path()).unwrap_or(&doc.file);
-    for (flag, path) in [("-o", &staged.olean), ("-i", &staged.ilean), ("-c", &staged.c)] {
+    for (flag, path) in [
+        ("-o", &staged.olean),
+        ("-i", &staged.ilean),
+        ("-c", &staged.c),
+    ] {
         args.push(flag.to_string());
         args.push(path.to_string_lossy().into_owned());
     }
@@ -140,18 +154,30 @@ async fn compile(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let child = command.spawn().map_err(|e| {
-        ToolError::new(ErrorCode::RuntimeSetup, format!("cannot run `{describe}`: {e}"))
-            .with_data(json!({ "command": describe }))
+        ToolError::new(
+            ErrorCode::RuntimeSetup,
+            format!("cannot run `{describe}`: {e}"),
+        )
+        .with_data(json!({ "command": describe }))
     })?;
     let output = tokio::time::timeout(limit, child.wait_with_output())
         .await
         .map_err(|_| {
             ToolError::new(
                 ErrorCode::InternalError,
-                format!("compiling {} took longer than {} s; nothing was published", doc.shown, limit.as_secs()),
+                format!(
+                    "compiling {} took longer than {} s; nothing was published",
+                    doc.shown,
+                    limit.as_secs()
+                ),
             )
         })?
-        .map_err(|e| ToolError::new(ErrorCode::InternalError, format!("`{describe}` failed: {e}")))?;
+        .map_err(|e| {
+            ToolError::new(
+                ErrorCode::InternalError,
+                format!("`{describe}` failed: {e}"),
+            )
+        })?;
     if !output.status.success() {
         let tail = |b: &[u8]| {
             let s = String::from_utf8_lossy(b);
@@ -186,17 +212,20 @@ fn publish(staged: &Artifacts, target: &Artifacts) -> Result<(), ToolError> {
                 continue; // the toolchain did not produce this artifact
             }
             if let Some(dir) = to.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
             }
             if to.is_file() {
                 let backup = to.with_extension(format!(
                     "{}.beam-old",
                     to.extension().and_then(|e| e.to_str()).unwrap_or("")
                 ));
-                std::fs::rename(to, &backup).map_err(|e| fail(format!("cannot set aside {}: {e}", to.display())))?;
+                std::fs::rename(to, &backup)
+                    .map_err(|e| fail(format!("cannot set aside {}: {e}", to.display())))?;
                 backups.push((backup, to.to_path_buf()));
             }
-            std::fs::rename(from, to).map_err(|e| fail(format!("cannot publish {}: {e}", to.display())))?;
+            std::fs::rename(from, to)
+                .map_err(|e| fail(format!("cannot publish {}: {e}", to.display())))?;
             placed.push(to.to_path_buf());
         }
         Ok(())
@@ -232,14 +261,22 @@ pub async fn save(
 ) -> Result<(Artifacts, Value), ToolError> {
     let target = artifacts(root, module);
     let build = root.path().join(".lake/build");
-    std::fs::create_dir_all(&build)
-        .map_err(|e| ToolError::new(ErrorCode::InternalError, format!("cannot create {}: {e}", build.display())))?;
+    std::fs::create_dir_all(&build).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("cannot create {}: {e}", build.display()),
+        )
+    })?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let scratch_dir = build.join(format!(".beam-save-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&scratch_dir)
-        .map_err(|e| ToolError::new(ErrorCode::InternalError, format!("cannot create {}: {e}", scratch_dir.display())))?;
+    std::fs::create_dir_all(&scratch_dir).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("cannot create {}: {e}", scratch_dir.display()),
+        )
+    })?;
     let scratch = Scratch(scratch_dir);
     let changed = |when: &str| {
         ToolError::new(
@@ -304,7 +341,10 @@ mod tests {
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(!leftovers.iter().any(|n| n.contains("beam-old")), "{leftovers:?}");
+        assert!(
+            !leftovers.iter().any(|n| n.contains("beam-old")),
+            "{leftovers:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -315,7 +355,10 @@ mod tests {
             file: PathBuf::from(p),
             shown: p.into(),
         };
-        assert_eq!(module_name(&root, &doc("/w/Fix/Basic.lean")).unwrap(), "Fix.Basic");
+        assert_eq!(
+            module_name(&root, &doc("/w/Fix/Basic.lean")).unwrap(),
+            "Fix.Basic"
+        );
         assert!(module_name(&root, &doc("/elsewhere/A.lean")).is_err());
         assert!(module_name(&root, &doc("/w/my file.lean")).is_err());
     }

@@ -17,11 +17,17 @@ pub const IMPORTS_OUT_OF_DATE: &str = "Imports are out of date";
 
 /// Severity of one published diagnostic (missing means error, as in LSP).
 pub fn severity(diagnostic: &Value) -> u64 {
-    diagnostic.get("severity").and_then(Value::as_u64).unwrap_or(ERROR)
+    diagnostic
+        .get("severity")
+        .and_then(Value::as_u64)
+        .unwrap_or(ERROR)
 }
 
 pub fn message(diagnostic: &Value) -> &str {
-    diagnostic.get("message").and_then(Value::as_str).unwrap_or("")
+    diagnostic
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Silent messages ("Goals accomplished!") are editor-only and dropped at
@@ -94,7 +100,10 @@ pub fn item(diagnostic: &Value) -> Value {
 
 /// Save readiness of one elaborated version.
 pub fn readiness(diagnostics: &[Value], fatal: bool) -> Value {
-    let blocking: Vec<&Value> = diagnostics.iter().filter(|d| severity(d) == ERROR).collect();
+    let blocking: Vec<&Value> = diagnostics
+        .iter()
+        .filter(|d| severity(d) == ERROR)
+        .collect();
     let mut messages: Vec<String> = Vec::new();
     if fatal {
         messages.push(
@@ -131,7 +140,10 @@ mod tests {
             json!({"severity": 3, "message": "fyi", "range": {}}),
         ];
         let c = counts(&diags);
-        assert_eq!((c["error"].as_u64(), c["total"].as_u64()), (Some(1), Some(3)));
+        assert_eq!(
+            (c["error"].as_u64(), c["total"].as_u64()),
+            (Some(1), Some(3))
+        );
         let r = readiness(&diags, false);
         assert_eq!(r["save_ready"], false);
         assert_eq!(r["reason"], "errors");

@@ -17,7 +17,11 @@ const WORKER_CRASHED: i64 = -32902;
 
 pub fn from_lsp(error: LspError, method: &str) -> ToolError {
     match error {
-        LspError::Rpc { code, message, data } => {
+        LspError::Rpc {
+            code,
+            message,
+            data,
+        } => {
             let data = json!({ "lspMethod": method, "lspCode": code, "lspMessage": message, "lspData": data });
             match code {
                 WORKER_CRASHED => ToolError::new(
@@ -58,7 +62,9 @@ pub fn from_lsp(error: LspError, method: &str) -> ToolError {
         })),
         other => ToolError::new(
             ErrorCode::WorkerExited,
-            format!("the connection to the Lean server failed during {method}: {other}; the next request restarts it"),
+            format!(
+                "the connection to the Lean server failed during {method}: {other}; the next request restarts it"
+            ),
         ),
     }
 }

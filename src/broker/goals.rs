@@ -172,7 +172,11 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String, ToolErro
 
 /// Goals at the query position: RPC first (reconnecting once if Lean asks),
 /// `plainGoal` where RPC is unavailable.
-pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec<Value>, Source), ToolError> {
+pub async fn goals(
+    bound: &Target<'_>,
+    line: u64,
+    character: u64,
+) -> Result<(Vec<Value>, Source), ToolError> {
     let position = json!({ "line": line, "character": character });
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {
@@ -186,11 +190,19 @@ pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec
             "method": "Lean.Widget.getInteractiveGoals",
             "params": { "textDocument": bound.text_document(), "position": position },
         });
-        match bound.rt.request(bound.session, "$/lean/rpc/call", params).await {
+        match bound
+            .rt
+            .request(bound.session, "$/lean/rpc/call", params)
+            .await
+        {
             Ok(answer) => {
                 let now = bound.doc.state().version;
                 if now != bound.version {
-                    return Err(super::snapshot::version_mismatch(bound.doc, bound.version, now));
+                    return Err(super::snapshot::version_mismatch(
+                        bound.doc,
+                        bound.version,
+                        now,
+                    ));
                 }
                 let goals = answer
                     .get("goals")
@@ -265,7 +277,8 @@ fn plain_goal_json(text: &str) -> Value {
                 Some((t, v)) => (t, Some(v)),
                 None => (ty, None),
             };
-            let mut hyp = json!({ "names": names.split_whitespace().collect::<Vec<_>>(), "type": ty });
+            let mut hyp =
+                json!({ "names": names.split_whitespace().collect::<Vec<_>>(), "type": ty });
             if let Some(v) = value {
                 hyp["value"] = Value::String(v.to_string());
             }
@@ -293,7 +306,10 @@ mod tests {
         assert_eq!(query_position(line, 4, GoalsMode::After), line.len());
         let arm = "  | succ m ih => exact congrArg N.succ ih -- done";
         assert_eq!(query_position(arm, 30, GoalsMode::Before), 17);
-        assert_eq!(query_position(arm, 17, GoalsMode::After), "  | succ m ih => exact congrArg N.succ ih".len());
+        assert_eq!(
+            query_position(arm, 17, GoalsMode::After),
+            "  | succ m ih => exact congrArg N.succ ih".len()
+        );
     }
 
     #[test]

@@ -70,13 +70,19 @@ fn parse(token: &str) -> Option<Token> {
     let nonce = u64::from_str_radix(parts.next()?, 16).ok()?;
     let runtime = parts.next()?.parse().ok()?;
     let id = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some(Token { nonce, runtime, id })
+    parts
+        .next()
+        .is_none()
+        .then_some(Token { nonce, runtime, id })
 }
 
 /// Check that a token is well formed and was issued by this process.
 fn check_origin(handle: &str, process_nonce: u64) -> Result<Token, ToolError> {
     let token = parse(handle).ok_or_else(|| {
-        invalid(handle, "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it")
+        invalid(
+            handle,
+            "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it",
+        )
     })?;
     if token.nonce != process_nonce {
         return Err(stale(
@@ -94,8 +100,11 @@ pub fn check_process(handle: &str, process_nonce: u64) -> Result<(), ToolError> 
 }
 
 fn invalid(handle: &str, why: &str) -> ToolError {
-    ToolError::new(ErrorCode::InvalidParams, format!("handle {handle:?}: {why}"))
-        .with_data(json!({ "handle": handle, "reason": why }))
+    ToolError::new(
+        ErrorCode::InvalidParams,
+        format!("handle {handle:?}: {why}"),
+    )
+    .with_data(json!({ "handle": handle, "reason": why }))
 }
 
 fn stale(handle: &str, why: &str, reason: &str) -> ToolError {
@@ -138,7 +147,10 @@ impl HandleStore {
             inner.entries.remove(&oldest);
             inner.evicted += 1;
         }
-        format!("{PREFIX}.{:016x}.{}.{id}", self.process_nonce, self.runtime_id)
+        format!(
+            "{PREFIX}.{:016x}.{}.{id}",
+            self.process_nonce, self.runtime_id
+        )
     }
 
     /// Check a token against this store, without consuming it.
@@ -245,12 +257,24 @@ mod tests {
         let token = store.mint(state());
         assert!(store.take(&token, false).is_ok());
         let other_process = HandleStore::new(0xdef, 7, 8);
-        assert_eq!(other_process.take(&token, false).unwrap_err().code, ErrorCode::ContentModified);
+        assert_eq!(
+            other_process.take(&token, false).unwrap_err().code,
+            ErrorCode::ContentModified
+        );
         let other_runtime = HandleStore::new(0xabc, 8, 8);
-        assert_eq!(other_runtime.take(&token, false).unwrap_err().code, ErrorCode::InvalidParams);
-        assert_eq!(store.take("garbage", false).unwrap_err().code, ErrorCode::InvalidParams);
+        assert_eq!(
+            other_runtime.take(&token, false).unwrap_err().code,
+            ErrorCode::InvalidParams
+        );
+        assert_eq!(
+            store.take("garbage", false).unwrap_err().code,
+            ErrorCode::InvalidParams
+        );
         assert!(store.take(&token, true).is_ok());
-        assert_eq!(store.take(&token, false).unwrap_err().code, ErrorCode::InvalidParams);
+        assert_eq!(
+            store.take(&token, false).unwrap_err().code,
+            ErrorCode::InvalidParams
+        );
     }
 
     #[test]

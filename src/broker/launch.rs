@@ -46,13 +46,19 @@ impl Launcher {
         match self {
             Launcher::Lake { program } => ServerCommand {
                 program: program.clone(),
-                args: ["serve", "--"].iter().map(|s| s.to_string()).chain(options).collect(),
+                args: ["serve", "--"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain(options)
+                    .collect(),
                 env: Vec::new(),
                 cwd: root.path().to_path_buf(),
             },
             Launcher::Lean { program } => ServerCommand {
                 program: program.clone(),
-                args: std::iter::once("--server".to_string()).chain(options).collect(),
+                args: std::iter::once("--server".to_string())
+                    .chain(options)
+                    .collect(),
                 env: vec![
                     ("LEAN_PATH".into(), search_path(root.path(), true)),
                     ("LEAN_SRC_PATH".into(), search_path(root.path(), false)),
@@ -66,7 +72,11 @@ impl Launcher {
     /// arguments and environment (Lake provides its search path itself).
     pub fn compiler(&self, root: &Root) -> (PathBuf, Vec<String>, Vec<(String, String)>) {
         match self {
-            Launcher::Lake { program } => (program.clone(), vec!["env".into(), "lean".into()], Vec::new()),
+            Launcher::Lake { program } => (
+                program.clone(),
+                vec!["env".into(), "lean".into()],
+                Vec::new(),
+            ),
             Launcher::Lean { program } => (program.clone(), Vec::new(), self.command(root).env),
         }
     }

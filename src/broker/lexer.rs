@@ -82,10 +82,9 @@ pub fn scan(text: &str) -> Vec<Token> {
                 // A character literal such as 'a' or '\n' (a prime after an
                 // identifier is part of the identifier instead).
                 let rest = &text[i + 1..];
-                let lit_len = if rest.starts_with('\\') {
-                    rest[1..].chars().next().map(|c| 1 + c.len_utf8())
-                } else {
-                    rest.chars().next().map(char::len_utf8)
+                let lit_len = match rest.strip_prefix('\\') {
+                    Some(escaped) => escaped.chars().next().map(|c| 1 + c.len_utf8()),
+                    None => rest.chars().next().map(char::len_utf8),
                 };
                 if let Some(len) = lit_len {
                     if rest[len..].starts_with('\'') {

@@ -58,7 +58,11 @@ impl Broker {
     }
 
     pub fn from_env() -> Self {
-        Self::new(Launcher::from_env(), Timeouts::from_env(), Limits::from_env())
+        Self::new(
+            Launcher::from_env(),
+            Timeouts::from_env(),
+            Limits::from_env(),
+        )
     }
 
     /// Refuse a handle that is malformed or from another server process.
@@ -79,7 +83,9 @@ impl Broker {
     pub fn runtime(&self, root: &Root) -> Arc<Runtime> {
         let mut map = self.map();
         Arc::clone(map.entry(root.clone()).or_insert_with(|| {
-            let id = self.next_runtime_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = self
+                .next_runtime_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let handles = handles::HandleStore::new(self.process_nonce, id, self.limits.handles);
             Arc::new(Runtime::new(
                 root.clone(),

@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::document::Doc;
-use super::handles::HandleStore;
-use super::shadow::Pool;
 use super::errors::{from_lsp, runtime_setup};
+use super::handles::HandleStore;
 use super::launch::{Launcher, Timeouts};
+use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
-use crate::lsp::{LspClient, ServerEvent};
 use crate::lsp::uri::path_to_uri;
+use crate::lsp::{LspClient, ServerEvent};
 use crate::surface::ToolError;
 use crate::{log_info, log_warn};
 
@@ -58,7 +58,13 @@ struct Docs {
 }
 
 impl Runtime {
-    pub fn new(root: Root, launcher: Launcher, timeouts: Timeouts, shadow_slots: usize, handles: HandleStore) -> Self {
+    pub fn new(
+        root: Root,
+        launcher: Launcher,
+        timeouts: Timeouts,
+        shadow_slots: usize,
+        handles: HandleStore,
+    ) -> Self {
         Runtime {
             root,
             launcher,
@@ -181,8 +187,18 @@ impl Runtime {
     }
 
     /// Send a request to the current Lean server with the request time limit.
-    pub async fn request(&self, session: &Session, method: &str, params: Value) -> Result<Value, ToolError> {
-        match tokio::time::timeout(self.timeouts.request, session.client.request(method, params)).await {
+    pub async fn request(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ToolError> {
+        match tokio::time::timeout(
+            self.timeouts.request,
+            session.client.request(method, params),
+        )
+        .await
+        {
             Ok(result) => result.map_err(|e| from_lsp(e, method)),
             Err(_) => Err(super::errors::timeout(method, self.timeouts.request)),
         }
@@ -192,7 +208,10 @@ impl Runtime {
     pub async fn shutdown(&self) {
         let session = self.session.lock().await.take();
         if let Some(session) = session {
-            session.client.shutdown(std::time::Duration::from_secs(2)).await;
+            session
+                .client
+                .shutdown(std::time::Duration::from_secs(2))
+                .await;
         }
     }
 
@@ -240,7 +259,11 @@ impl Runtime {
 }
 
 /// Apply Lean's notifications to the documents, in arrival order.
-async fn route_events(docs: Arc<Docs>, mut events: mpsc::UnboundedReceiver<ServerEvent>, generation: u64) {
+async fn route_events(
+    docs: Arc<Docs>,
+    mut events: mpsc::UnboundedReceiver<ServerEvent>,
+    generation: u64,
+) {
     while let Some(event) = events.recv().await {
         match event {
             ServerEvent::Notification { method, params } => match method.as_str() {
@@ -253,7 +276,9 @@ async fn route_events(docs: Arc<Docs>, mut events: mpsc::UnboundedReceiver<Serve
                 }
                 "$/lean/fileProgress" => {
                     if let Some(doc) = doc_for(&docs, params.pointer("/textDocument/uri")) {
-                        let version = params.pointer("/textDocument/version").and_then(Value::as_u64);
+                        let version = params
+                            .pointer("/textDocument/version")
+                            .and_then(Value::as_u64);
                         let list = params.get("processing").and_then(Value::as_array);
                         doc.on_progress(version, list.map_or(&[][..], Vec::as_slice));
                     }

@@ -64,7 +64,9 @@ pub struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        self.slot.busy.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.slot
+            .busy
+            .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -107,7 +109,10 @@ impl Pool {
             Some(slot) => slot,
             None => {
                 let k = slots.len();
-                debug_assert!(k < self.capacity, "a permit guarantees an idle or a new slot");
+                debug_assert!(
+                    k < self.capacity,
+                    "a permit guarantees an idle or a new slot"
+                );
                 let slot = Arc::new(Slot {
                     doc: rt.doc(&shadow_path(&self.path, k)),
                     busy: std::sync::atomic::AtomicBool::new(false),

@@ -60,19 +60,31 @@ pub fn position_error(error: &PositionError) -> ToolError {
             json!({ "reason": "insideSurrogatePair", "line": line, "character": character })
         }
     };
-    ToolError::new(ErrorCode::InvalidParams, format!("position outside the document: {error}"))
-        .with_data(data)
+    ToolError::new(
+        ErrorCode::InvalidParams,
+        format!("position outside the document: {error}"),
+    )
+    .with_data(data)
 }
 
 /// Resolve the workspace and path of a snapshot-bound call and pin `version`.
 /// The runtime must exist and the document must have been synced; neither is
 /// created here.
-pub async fn bind(broker: &Broker, workspace: &Workspace, path: &str, version: u64) -> Result<Bound, ToolError> {
+pub async fn bind(
+    broker: &Broker,
+    workspace: &Workspace,
+    path: &str,
+    version: u64,
+) -> Result<Bound, ToolError> {
     let root: Root = workspace::resolve(workspace)?;
     let doc_path = workspace::resolve_path(&root, path)?;
-    let rt = broker.cached(&root).ok_or_else(|| never_synced(&doc_path.shown))?;
+    let rt = broker
+        .cached(&root)
+        .ok_or_else(|| never_synced(&doc_path.shown))?;
     rt.record_request();
-    let doc = rt.existing_doc(&doc_path).ok_or_else(|| never_synced(&doc_path.shown))?;
+    let doc = rt
+        .existing_doc(&doc_path)
+        .ok_or_else(|| never_synced(&doc_path.shown))?;
     let current = doc.state();
     if current.version == 0 {
         return Err(never_synced(&doc_path.shown));
@@ -106,9 +118,10 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
         return Ok(state);
     }
     if state.open_in == Some(session.generation) {
-        let _ = session
-            .client
-            .notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }));
+        let _ = session.client.notify(
+            "textDocument/didClose",
+            json!({ "textDocument": { "uri": doc.uri } }),
+        );
     }
     doc.update_state(|s| {
         s.open_in = Some(session.generation);

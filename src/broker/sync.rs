@@ -48,7 +48,10 @@ pub async fn read_source(doc: &Doc) -> Result<Arc<str>, ToolError> {
     String::from_utf8(bytes).map(Arc::from).map_err(|e| {
         ToolError::new(
             ErrorCode::InvalidInput,
-            format!("{} is not valid UTF-8 ({e}); Lean sources are UTF-8", doc.path.shown),
+            format!(
+                "{} is not valid UTF-8 ({e}); Lean sources are UTF-8",
+                doc.path.shown
+            ),
         )
         .with_data(json!({ "field": "path", "value": doc.path.shown }))
     })
@@ -56,7 +59,12 @@ pub async fn read_source(doc: &Doc) -> Result<Arc<str>, ToolError> {
 
 /// Bring Lean's copy of `doc` up to date with `text`. The caller holds
 /// `doc.edit`.
-pub fn apply(session: &Session, doc: &Doc, text: Arc<str>, mode: Mode) -> Result<Applied, ToolError> {
+pub fn apply(
+    session: &Session,
+    doc: &Doc,
+    text: Arc<str>,
+    mode: Mode,
+) -> Result<Applied, ToolError> {
     let old = doc.state();
     let open = old.open_in == Some(session.generation) && !old.needs_reopen;
     let differs = old.version == 0 || *old.text != *text;
@@ -100,7 +108,10 @@ pub fn apply(session: &Session, doc: &Doc, text: Arc<str>, mode: Mode) -> Result
     } else {
         doc.clear_rpc_session();
         let close = if old.open_in == Some(session.generation) {
-            client.notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }))
+            client.notify(
+                "textDocument/didClose",
+                json!({ "textDocument": { "uri": doc.uri } }),
+            )
         } else {
             Ok(())
         };
@@ -138,7 +149,12 @@ pub struct Forwarder<'a> {
 }
 
 impl<'a> Forwarder<'a> {
-    pub fn new(ctx: &'a CallContext, doc: &'a Doc, version: u64, scope: Option<DiagnosticScope>) -> Self {
+    pub fn new(
+        ctx: &'a CallContext,
+        doc: &'a Doc,
+        version: u64,
+        scope: Option<DiagnosticScope>,
+    ) -> Self {
         Forwarder {
             ctx,
             doc,
@@ -174,7 +190,10 @@ impl<'a> Forwarder<'a> {
                 self.ctx.log(level, "lean.diagnostic", data).await;
             }
         }
-        if !self.ctx.has_progress_token() || snap.progress.updates == self.seen_updates || self.done_sent {
+        if !self.ctx.has_progress_token()
+            || snap.progress.updates == self.seen_updates
+            || self.done_sent
+        {
             return;
         }
         self.seen_updates = snap.progress.updates;
@@ -183,15 +202,28 @@ impl<'a> Forwarder<'a> {
         if p.done {
             self.done_sent = true;
             let message = format!("{}: elaborated ({lines} lines)", self.doc.path.shown);
-            self.ctx.progress(&message, Some(json!({ "done": true, "line": p.frontier_line }))).await;
-        } else if self.last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL) {
+            self.ctx
+                .progress(
+                    &message,
+                    Some(json!({ "done": true, "line": p.frontier_line })),
+                )
+                .await;
+        } else if self
+            .last_progress
+            .is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL)
+        {
             self.last_progress = Some(Instant::now());
             let message = format!(
                 "{}: elaborating, line {} of {lines}",
                 self.doc.path.shown,
                 p.frontier_line + 1
             );
-            self.ctx.progress(&message, Some(json!({ "done": false, "line": p.frontier_line }))).await;
+            self.ctx
+                .progress(
+                    &message,
+                    Some(json!({ "done": false, "line": p.frontier_line })),
+                )
+                .await;
         }
     }
 }
@@ -275,7 +307,12 @@ pub struct Synced {
 
 /// Read, apply and wait: the diagnostics of exactly the version on disk. The
 /// caller holds `doc.edit`.
-pub async fn sync_locked(rt: &Runtime, ctx: &CallContext, doc: &Doc, options: SyncOptions) -> Result<Synced, ToolError> {
+pub async fn sync_locked(
+    rt: &Runtime,
+    ctx: &CallContext,
+    doc: &Doc,
+    options: SyncOptions,
+) -> Result<Synced, ToolError> {
     let text = read_source(doc).await?;
     let session = rt.session().await?;
     let mut mode = options.mode;

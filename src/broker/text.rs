@@ -12,9 +12,19 @@ pub struct LineIndex {
 /// Why a position does not name a place in the document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PositionError {
-    LineOutOfRange { line: u64, line_count: usize },
-    CharacterOutOfRange { line: u64, character: u64, line_length: usize },
-    InsideSurrogatePair { line: u64, character: u64 },
+    LineOutOfRange {
+        line: u64,
+        line_count: usize,
+    },
+    CharacterOutOfRange {
+        line: u64,
+        character: u64,
+        line_length: usize,
+    },
+    InsideSurrogatePair {
+        line: u64,
+        character: u64,
+    },
 }
 
 impl std::fmt::Display for PositionError {
@@ -64,12 +74,13 @@ impl LineIndex {
 
     /// Byte offset of an LSP position, checking that it names a real place.
     pub fn offset(&self, text: &str, line: u64, character: u64) -> Result<usize, PositionError> {
-        let line_no = usize::try_from(line).ok().filter(|l| *l < self.starts.len()).ok_or(
-            PositionError::LineOutOfRange {
+        let line_no = usize::try_from(line)
+            .ok()
+            .filter(|l| *l < self.starts.len())
+            .ok_or(PositionError::LineOutOfRange {
                 line,
                 line_count: self.starts.len(),
-            },
-        )?;
+            })?;
         let content = self.line_bytes(text, line_no);
         let mut units = 0u64;
         for (i, ch) in content.char_indices() {
@@ -132,7 +143,11 @@ pub fn minimal_change(old: &str, new: &str) -> Option<(usize, usize, String)> {
     while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
         suffix -= 1;
     }
-    Some((prefix, old.len() - suffix, new[prefix..new.len() - suffix].to_string()))
+    Some((
+        prefix,
+        old.len() - suffix,
+        new[prefix..new.len() - suffix].to_string(),
+    ))
 }
 
 #[cfg(test)]
@@ -158,7 +173,10 @@ mod tests {
                 line_length: 27
             })
         );
-        assert!(matches!(index.offset(text, 2, 0), Err(PositionError::LineOutOfRange { .. })));
+        assert!(matches!(
+            index.offset(text, 2, 0),
+            Err(PositionError::LineOutOfRange { .. })
+        ));
         assert_eq!(index.offset(text, 1, 4).unwrap(), text.len());
     }
 

@@ -90,7 +90,9 @@ pub fn resolve_for_eviction(workspace: &Workspace) -> Result<Root, ToolError> {
     if !path.is_absolute() {
         return Err(invalid("workspace.root", raw, "must be an absolute path"));
     }
-    Ok(Root(path.canonicalize().unwrap_or_else(|_| path.to_path_buf())))
+    Ok(Root(
+        path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+    ))
 }
 
 /// A resolved document path: the canonical file and how results name it.

@@ -23,10 +23,20 @@ fn temp_beside(target: &Path) -> PathBuf {
 pub fn safe_name(name: &str) -> String {
     let cleaned: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let cleaned = cleaned.trim_start_matches('.').to_string();
-    if cleaned.is_empty() { "evidence".into() } else { cleaned }
+    if cleaned.is_empty() {
+        "evidence".into()
+    } else {
+        cleaned
+    }
 }
 
 /// Write `entries` as the directory `target` (which must not exist yet).
@@ -138,13 +148,20 @@ mod tests {
         let base = std::env::temp_dir().join(format!("beam-bundle-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
-        let entries = vec![Entry { name: "report.md".into(), bytes: b"# hi".to_vec() }];
+        let entries = vec![Entry {
+            name: "report.md".into(),
+            bytes: b"# hi".to_vec(),
+        }];
         write_dir(&base.join("b"), &entries).unwrap();
         assert_eq!(std::fs::read(base.join("b/report.md")).unwrap(), b"# hi");
         write_zip(&base.join("b.zip"), &entries).unwrap();
         let zip = std::fs::read(base.join("b.zip")).unwrap();
         assert_eq!(&zip[..4], b"PK\x03\x04");
-        let names: Vec<String> = std::fs::read_dir(&base).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = std::fs::read_dir(&base)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         assert!(!names.iter().any(|n| n.contains(".tmp-")), "{names:?}");
         let _ = std::fs::remove_dir_all(&base);
     }

@@ -3,14 +3,18 @@
 use serde_json::{Value, json};
 
 use crate::broker::Broker;
-use crate::broker::sync::{self, Mode, SyncOptions};
-use crate::broker::workspace::{self, DocPath, Root};
 use crate::broker::document::Doc;
 use crate::broker::runtime::{Runtime, Session};
+use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::broker::workspace::{self, DocPath, Root};
 use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
 use std::sync::Arc;
 
-fn locate(broker: &Broker, workspace: &Workspace, path: &str) -> Result<(Arc<Runtime>, DocPath), crate::surface::ToolError> {
+fn locate(
+    broker: &Broker,
+    workspace: &Workspace,
+    path: &str,
+) -> Result<(Arc<Runtime>, DocPath), crate::surface::ToolError> {
     let root: Root = workspace::resolve(workspace)?;
     let doc_path = workspace::resolve_path(&root, path)?;
     let rt = broker.runtime(&root);
@@ -83,9 +87,10 @@ async fn close_in_lean(session: Option<&Session>, doc: &Doc) -> bool {
         return false;
     };
     if let Some(session) = session.filter(|s| s.generation == generation) {
-        let _ = session
-            .client
-            .notify("textDocument/didClose", json!({ "textDocument": { "uri": doc.uri } }));
+        let _ = session.client.notify(
+            "textDocument/didClose",
+            json!({ "textDocument": { "uri": doc.uri } }),
+        );
     }
     doc.update_state(|s| s.open_in = None);
     true

@@ -50,7 +50,11 @@ fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> Value {
 
 fn read_evidence(root: &Root, path: &str, warnings: &mut Vec<String>) -> Option<(String, bool)> {
     let p = Path::new(path);
-    let full: PathBuf = if p.is_absolute() { p.to_path_buf() } else { root.path().join(p) };
+    let full: PathBuf = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.path().join(p)
+    };
     let file = match std::fs::File::open(&full) {
         Ok(f) => f,
         Err(e) => {
@@ -67,7 +71,9 @@ fn read_evidence(root: &Root, path: &str, warnings: &mut Vec<String>) -> Option<
     }
     let truncated = len > EVIDENCE_CAP;
     if truncated {
-        warnings.push(format!("evidence {path}: truncated to {EVIDENCE_CAP} of {len} bytes"));
+        warnings.push(format!(
+            "evidence {path}: truncated to {EVIDENCE_CAP} of {len} bytes"
+        ));
     }
     Some((String::from_utf8_lossy(&bytes).into_owned(), truncated))
 }
@@ -76,12 +82,20 @@ fn section(md: &mut String, title: &str, body: &str) {
     md.push_str(&format!("\n## {title}\n\n{}\n", body.trim_end()));
 }
 
-fn render(args: &BeamFeedbackReportArgs, metadata: &Value, evidence: &[Value], collected: Option<&Value>) -> String {
+fn render(
+    args: &BeamFeedbackReportArgs,
+    metadata: &Value,
+    evidence: &[Value],
+    collected: Option<&Value>,
+) -> String {
     let mut md = format!("# {}\n\n", args.title.trim());
     md.push_str("| field | value |\n|---|---|\n");
     for key in ["kind", "severity", "client_request_id", "server", "created"] {
         if let Some(v) = metadata.get(key).filter(|v| !v.is_null()) {
-            let shown = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            let shown = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
             md.push_str(&format!("| {key} | {} |\n", shown.replace('|', "\\|")));
         }
     }
@@ -107,7 +121,11 @@ fn render(args: &BeamFeedbackReportArgs, metadata: &Value, evidence: &[Value], c
     for item in evidence {
         let name = item["name"].as_str().unwrap_or("evidence");
         let content = item["content"].as_str().unwrap_or("");
-        section(&mut md, &format!("Evidence: {name}"), &format!("```\n{content}\n```"));
+        section(
+            &mut md,
+            &format!("Evidence: {name}"),
+            &format!("```\n{content}\n```"),
+        );
     }
     if let Some(c) = collected {
         let pretty = serde_json::to_string_pretty(c).unwrap_or_default();
@@ -119,10 +137,24 @@ fn render(args: &BeamFeedbackReportArgs, metadata: &Value, evidence: &[Value], c
 fn slug(title: &str) -> String {
     let s: String = title
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
-    let s: String = s.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-");
-    s.chars().take(40).collect::<String>().trim_end_matches('-').to_string()
+    let s: String = s
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    s.chars()
+        .take(40)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_string()
 }
 
 pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
@@ -195,16 +227,27 @@ pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
             None => root.path().join(".lake/beam-feedback"),
         };
         std::fs::create_dir_all(&base).map_err(|e| {
-            ToolError::new(ErrorCode::InvalidInput, format!("cannot create bundle folder {}: {e}", base.display()))
+            ToolError::new(
+                ErrorCode::InvalidInput,
+                format!("cannot create bundle folder {}: {e}", base.display()),
+            )
         })?;
         let mut entries = vec![
-            Entry { name: "report.md".into(), bytes: markdown.into_bytes() },
+            Entry {
+                name: "report.md".into(),
+                bytes: markdown.into_bytes(),
+            },
             Entry {
                 name: "report.json".into(),
                 bytes: serde_json::to_vec_pretty(&result).unwrap_or_default(),
             },
         ];
-        for (i, item) in result["evidence"].as_array().into_iter().flatten().enumerate() {
+        for (i, item) in result["evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             let name = bundle::safe_name(item["name"].as_str().unwrap_or("evidence"));
             entries.push(Entry {
                 name: format!("evidence-{}-{name}.txt", i + 1),
@@ -214,15 +257,30 @@ pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
         let title = result["metadata"]["title"].as_str().unwrap_or("report");
         let stem = format!("beam-feedback-{}-{}", unix_now(), slug(title));
         let zip = args.bundle == Bundle::Zip;
-        let mut target = base.join(if zip { format!("{stem}.zip") } else { stem.clone() });
+        let mut target = base.join(if zip {
+            format!("{stem}.zip")
+        } else {
+            stem.clone()
+        });
         let mut n = 2;
         while target.exists() {
-            target = base.join(if zip { format!("{stem}-{n}.zip") } else { format!("{stem}-{n}") });
+            target = base.join(if zip {
+                format!("{stem}-{n}.zip")
+            } else {
+                format!("{stem}-{n}")
+            });
             n += 1;
         }
-        let written = if zip { bundle::write_zip(&target, &entries) } else { bundle::write_dir(&target, &entries) };
+        let written = if zip {
+            bundle::write_zip(&target, &entries)
+        } else {
+            bundle::write_dir(&target, &entries)
+        };
         written.map_err(|e| {
-            ToolError::new(ErrorCode::InternalError, format!("cannot write the bundle {}: {e}", target.display()))
+            ToolError::new(
+                ErrorCode::InternalError,
+                format!("cannot write the bundle {}: {e}", target.display()),
+            )
         })?;
         let key = if zip { "zip_path" } else { "bundle_dir" };
         result[key] = Value::String(target.to_string_lossy().into_owned());

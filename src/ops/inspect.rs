@@ -29,7 +29,10 @@ pub fn add_paths(root: &Root, value: &mut Value) {
             let mut added = Map::new();
             for (key, target) in [("uri", "path"), ("targetUri", "targetPath")] {
                 if let Some(path) = map.get(key).and_then(Value::as_str).and_then(uri_to_path) {
-                    added.insert(target.to_string(), Value::String(workspace::shown_path(root, &path)));
+                    added.insert(
+                        target.to_string(),
+                        Value::String(workspace::shown_path(root, &path)),
+                    );
                 }
             }
             for v in map.values_mut() {
@@ -64,7 +67,12 @@ pub struct At<'a> {
 }
 
 /// A request at a checked position of the pinned version.
-async fn at_position(broker: &Broker, at: &At<'_>, method: &str, extra: Option<(&str, Value)>) -> ToolOutcome {
+async fn at_position(
+    broker: &Broker,
+    at: &At<'_>,
+    method: &str,
+    extra: Option<(&str, Value)>,
+) -> ToolOutcome {
     let bound = snapshot::bind(broker, at.workspace, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let mut params = bound.position_params(at.line, at.character);
@@ -81,7 +89,13 @@ pub async fn hover(broker: &Broker, at: &At<'_>) -> ToolOutcome {
 
 pub async fn signature_help(broker: &Broker, at: &At<'_>) -> ToolOutcome {
     let context = json!({ "triggerKind": 1, "isRetrigger": false });
-    at_position(broker, at, "textDocument/signatureHelp", Some(("context", context))).await
+    at_position(
+        broker,
+        at,
+        "textDocument/signatureHelp",
+        Some(("context", context)),
+    )
+    .await
 }
 
 pub async fn definition(broker: &Broker, at: &At<'_>) -> ToolOutcome {
@@ -90,13 +104,27 @@ pub async fn definition(broker: &Broker, at: &At<'_>) -> ToolOutcome {
 
 pub async fn references(broker: &Broker, at: &At<'_>, include_declaration: bool) -> ToolOutcome {
     let context = json!({ "includeDeclaration": include_declaration });
-    at_position(broker, at, "textDocument/references", Some(("context", context))).await
+    at_position(
+        broker,
+        at,
+        "textDocument/references",
+        Some(("context", context)),
+    )
+    .await
 }
 
-pub async fn document_symbols(broker: &Broker, ws: &Workspace, path: &str, version: u64) -> ToolOutcome {
+pub async fn document_symbols(
+    broker: &Broker,
+    ws: &Workspace,
+    path: &str,
+    version: u64,
+) -> ToolOutcome {
     let bound = snapshot::bind(broker, ws, path, version).await?;
     let answer = bound
-        .request("textDocument/documentSymbol", json!({ "textDocument": bound.text_document() }))
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": bound.text_document() }),
+        )
         .await?;
     Ok(lsp_result(&bound.rt.root, answer))
 }
@@ -106,7 +134,9 @@ pub async fn workspace_symbols(broker: &Broker, ws: &Workspace, query: &str) -> 
     let rt = broker.runtime(&root);
     rt.record_request();
     let session = rt.session().await?;
-    let answer = rt.request(&session, "workspace/symbol", json!({ "query": query })).await?;
+    let answer = rt
+        .request(&session, "workspace/symbol", json!({ "query": query }))
+        .await?;
     Ok(lsp_result(&root, answer))
 }
 

@@ -11,13 +11,42 @@ pub struct Redactor {
 
 /// Prefixes of well-known credential formats.
 const TOKEN_PREFIXES: &[&str] = &[
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "sk_live_", "sk_test_", "rk_live_",
-    "xoxb-", "xoxp-", "xoxa-", "xoxs-", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "pypi-", "hf_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "ya29.",
+    "npm_",
+    "pypi-",
+    "hf_",
 ];
 
 /// Key names whose values are secrets (`password=…`, `"api_key": "…"`).
 const SECRET_KEYS: &[&str] = &[
-    "password", "passwd", "secret", "token", "api_key", "apikey", "api-key", "auth", "credential", "private_key",
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "auth",
+    "credential",
+    "private_key",
     "access_key",
 ];
 
@@ -25,7 +54,9 @@ const REDACTED: &str = "[REDACTED]";
 
 /// Account names that identify nobody and are ordinary words: redacting them
 /// would mangle reports (a `root` user's home is still replaced by `~`).
-const GENERIC_ACCOUNTS: &[&str] = &["root", "admin", "user", "users", "ubuntu", "runner", "nobody", "build", "ci"];
+const GENERIC_ACCOUNTS: &[&str] = &[
+    "root", "admin", "user", "users", "ubuntu", "runner", "nobody", "build", "ci",
+];
 
 impl Redactor {
     pub fn from_env() -> Self {
@@ -114,7 +145,10 @@ fn token_char(c: char) -> bool {
 /// mixed letters and digits (keys, hashes of secrets, JWTs).
 fn looks_secret(token: &str) -> bool {
     let trimmed = token.trim_end_matches(['.', ',']);
-    if TOKEN_PREFIXES.iter().any(|p| trimmed.starts_with(p) && trimmed.len() >= p.len() + 8) {
+    if TOKEN_PREFIXES
+        .iter()
+        .any(|p| trimmed.starts_with(p) && trimmed.len() >= p.len() + 8)
+    {
         return true;
     }
     if trimmed.len() < 32 || trimmed.contains('/') {
@@ -183,7 +217,13 @@ mod tests {
         let r = Redactor::new(Some("/home/alice"), Some("alice"));
         let text = "alice ran /home/alice/proj with token=abc123 and ghp_abcdefghijklmnopqrstuvwxyz012345; Authorization: Bearer abc.def.ghi password: hunter2 aliceberg";
         let out = r.text(text);
-        for secret in ["/home/alice", "abc123", "ghp_abcdef", "abc.def.ghi", "hunter2"] {
+        for secret in [
+            "/home/alice",
+            "abc123",
+            "ghp_abcdef",
+            "abc.def.ghi",
+            "hunter2",
+        ] {
             assert!(!out.contains(secret), "{secret} in {out}");
         }
         assert!(out.contains("<user> ran ~/proj"));
@@ -193,7 +233,8 @@ mod tests {
     #[test]
     fn json_keys_named_like_secrets_are_redacted() {
         let r = Redactor::new(None, None);
-        let mut v = serde_json::json!({"api_key": "plain", "nested": [{"note": "AKIAABCDEFGHIJKLMNOP"}]});
+        let mut v =
+            serde_json::json!({"api_key": "plain", "nested": [{"note": "AKIAABCDEFGHIJKLMNOP"}]});
         r.value(&mut v);
         assert_eq!(v["api_key"], REDACTED);
         assert_eq!(v["nested"][0]["note"], REDACTED);

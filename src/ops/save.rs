@@ -11,7 +11,13 @@ use crate::surface::{CallContext, DiagnosticScope, ErrorCode, ToolError, ToolOut
 /// What agents must tell their users about a successful save.
 const CHECKPOINT_NOTE: &str = "Development checkpoint from the accepted source: modules importing it see it. It is not a CI or clean `lake build` result; run `lake build` from clean artifacts for that.";
 
-pub async fn save(broker: &Broker, ctx: &CallContext, ws: &Workspace, path: &str, scope: DiagnosticScope) -> ToolOutcome {
+pub async fn save(
+    broker: &Broker,
+    ctx: &CallContext,
+    ws: &Workspace,
+    path: &str,
+    scope: DiagnosticScope,
+) -> ToolOutcome {
     let root = workspace::resolve(ws)?;
     let doc_path = workspace::resolve_path(&root, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
@@ -47,7 +53,15 @@ pub async fn save(broker: &Broker, ctx: &CallContext, ws: &Workspace, path: &str
         .with_data(json!({ "sync": embedded })));
     }
     let hash = checkpoint::source_hash(&synced.text);
-    let (_, paths) = checkpoint::save(broker.launcher(), &root, &doc.path, &module, &hash, rt.timeouts.sync).await?;
+    let (_, paths) = checkpoint::save(
+        broker.launcher(),
+        &root,
+        &doc.path,
+        &module,
+        &hash,
+        rt.timeouts.sync,
+    )
+    .await?;
     let mut result = json!({
         "workspace": root.descriptor(),
         "path": doc.path.shown,
@@ -64,7 +78,13 @@ pub async fn save(broker: &Broker, ctx: &CallContext, ws: &Workspace, path: &str
     Ok(result)
 }
 
-pub async fn close_save(broker: &Broker, ctx: &CallContext, ws: &Workspace, path: &str, scope: DiagnosticScope) -> ToolOutcome {
+pub async fn close_save(
+    broker: &Broker,
+    ctx: &CallContext,
+    ws: &Workspace,
+    path: &str,
+    scope: DiagnosticScope,
+) -> ToolOutcome {
     let saved = save(broker, ctx, ws, path, scope).await?;
     super::documents::close(broker, ws, path).await?;
     Ok(json!({ "closed": true, "saved": saved }))

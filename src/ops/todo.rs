@@ -29,7 +29,12 @@ fn range_json(start: (u32, u32), end: (u32, u32)) -> Value {
 }
 
 fn lsp_pos(value: &Value, which: &str) -> (u32, u32) {
-    let at = |k: &str| value.pointer(&format!("/{which}/{k}")).and_then(Value::as_u64).unwrap_or(0) as u32;
+    let at = |k: &str| {
+        value
+            .pointer(&format!("/{which}/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32
+    };
     (at("line"), at("character"))
 }
 
@@ -40,7 +45,10 @@ fn in_range(pos: (u32, u32), start: (u32, u32), end: (u32, u32)) -> bool {
 /// The goals Lean shows at a position (rendered), for items that leave one open.
 async fn proof_state(bound: &Bound, at: (u32, u32)) -> Option<Value> {
     let answer = bound
-        .request("$/lean/plainGoal", bound.position_params(at.0 as u64, at.1 as u64))
+        .request(
+            "$/lean/plainGoal",
+            bound.position_params(at.0 as u64, at.1 as u64),
+        )
         .await
         .ok()?;
     answer.get("goals").cloned()
@@ -58,11 +66,17 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
     }
     // Diagnostics must be complete for this version before they are read.
     let wait = json!({ "uri": bound.doc.uri, "version": args.version });
-    bound.request("textDocument/waitForDiagnostics", wait).await?;
+    bound
+        .request("textDocument/waitForDiagnostics", wait)
+        .await?;
     bound.rt.settle(&bound.session).await;
     let snapshot = bound.doc.snapshot();
     if snapshot.version != args.version {
-        return Err(snapshot::version_mismatch(&bound.doc, args.version, snapshot.version));
+        return Err(snapshot::version_mismatch(
+            &bound.doc,
+            args.version,
+            snapshot.version,
+        ));
     }
 
     let wanted = |kind: TodoKind| args.kinds.is_empty() || args.kinds.contains(&kind);
@@ -134,7 +148,11 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
         if !wanted(kind) {
             continue;
         }
-        let run_at = if kind == TodoKind::IncompleteProof { end } else { start };
+        let run_at = if kind == TodoKind::IncompleteProof {
+            end
+        } else {
+            start
+        };
         let mut value = json!({
             "kind": kind.as_str(),
             "range": range_json(start, end),
@@ -161,7 +179,13 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
         // whole range comes last; an action found twice is kept once.
         let mut queries: Vec<Query> = range_diagnostics
             .iter()
-            .map(|d| (lsp_pos(d, "range/start"), lsp_pos(d, "range/end"), vec![d.clone()]))
+            .map(|d| {
+                (
+                    lsp_pos(d, "range/start"),
+                    lsp_pos(d, "range/end"),
+                    vec![d.clone()],
+                )
+            })
             .collect();
         queries.push((range_start, range_end, range_diagnostics.clone()));
         let mut seen = std::collections::HashSet::new();
@@ -182,7 +206,11 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
                 // query it carries for resolution.
                 let key = match action.get("edit") {
                     Some(edit) => json!([action.get("title"), action.get("kind"), edit]),
-                    None => json!([action.get("title"), action.get("kind"), range_json(start, end)]),
+                    None => json!([
+                        action.get("title"),
+                        action.get("kind"),
+                        range_json(start, end)
+                    ]),
                 };
                 if !seen.insert(key.to_string()) {
                     continue;
