@@ -6,13 +6,13 @@
 //! * reader — parses frames from stdout, routes answers to their waiting request,
 //!   answers server → client requests with `null`, forwards notifications;
 //! * stderr — keeps the last [`STDERR_TAIL_BYTES`] of stderr;
-//! * waiter — reaps the process, kills what is left of its group, fails every
+//! * waiter — reaps the process, kills what is left of its tree, fails every
 //!   pending request with [`LspError::Exited`] and sends [`ServerEvent::Exited`].
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::framing::{self, FrameError};
-use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, uri};
+use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, tree, uri};
 use crate::{log_debug, log_warn};
 
 /// How much of the server's stderr is kept (the tail).
@@ -37,10 +37,16 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
 /// A running language server. Use it behind the [`Arc`] that [`LspClient::start`]
 /// returns; every method takes `&self`. Dropping the last reference kills the
-/// server's whole process group.
+/// server's whole process tree (its group and its workers).
 pub struct LspClient {
     shared: Arc<Shared>,
 }
+
+// The broker shares one client across tasks.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<LspClient>();
+};
 
 type Answer = Result<Value, LspError>;
 
@@ -49,6 +55,10 @@ struct Shared {
     program: String,
     /// Pid of the server = its process group id.
     pid: u32,
+    /// Marks every process of this server's tree (see [`tree`]).
+    tree_token: String,
+    /// Set once the tree was swept after the server was reaped.
+    tree_swept: AtomicBool,
     next_id: AtomicI64,
     outgoing: mpsc::Sender<Vec<u8>>,
     state: Mutex<State>,
@@ -64,6 +74,24 @@ struct Shared {
     group_gone: AtomicBool,
     shutdown_started: AtomicBool,
     init_result: OnceLock<Value>,
+    cancels_sent: AtomicU64,
+    server_requests: AtomicU64,
+    notifications: AtomicU64,
+}
+
+/// Counters of one client, for stats and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientStats {
+    /// Requests sent (including `initialize` and `shutdown`).
+    pub requests: u64,
+    /// Requests still waiting for their answer.
+    pub pending: usize,
+    /// `$/cancelRequest`s sent for dropped requests.
+    pub cancels_sent: u64,
+    /// Server → client requests answered (with `null`).
+    pub server_requests_answered: u64,
+    /// Notifications received from the server.
+    pub notifications: u64,
 }
 
 struct State {
@@ -94,7 +122,8 @@ impl LspClient {
         startup_timeout: Duration,
     ) -> Result<Arc<Self>, LspError> {
         let program = cmd.program.display().to_string();
-        let mut child = spawn(cmd).await.map_err(|e| {
+        let tree_token = tree::new_token();
+        let mut child = spawn(cmd, &tree_token).await.map_err(|e| {
             LspError::Io(format!(
                 "cannot start language server `{program}` (in {}): {e}",
                 cmd.cwd.display()
@@ -111,6 +140,8 @@ impl LspClient {
         let shared = Arc::new(Shared {
             program: program.clone(),
             pid,
+            tree_token,
+            tree_swept: AtomicBool::new(false),
             next_id: AtomicI64::new(1),
             outgoing: out_tx,
             state: Mutex::new(State {
@@ -124,6 +155,9 @@ impl LspClient {
             group_gone: AtomicBool::new(false),
             shutdown_started: AtomicBool::new(false),
             init_result: OnceLock::new(),
+            cancels_sent: AtomicU64::new(0),
+            server_requests: AtomicU64::new(0),
+            notifications: AtomicU64::new(0),
         });
         // From here on, dropping `client` kills the group: every early return is safe.
         let client = Arc::new(LspClient {
@@ -221,6 +255,18 @@ impl LspClient {
         self.shared.init_result.get().unwrap_or(&Value::Null)
     }
 
+    /// Counters: requests, pending, cancellations, server requests, notifications.
+    pub fn stats(&self) -> ClientStats {
+        let sh = &self.shared;
+        ClientStats {
+            requests: (sh.next_id.load(Ordering::Relaxed) - 1).max(0) as u64,
+            pending: lock(&sh.state).pending.len(),
+            cancels_sent: sh.cancels_sent.load(Ordering::Relaxed),
+            server_requests_answered: sh.server_requests.load(Ordering::Relaxed),
+            notifications: sh.notifications.load(Ordering::Relaxed),
+        }
+    }
+
     /// How the process ended, once it has (and has been reaped).
     pub fn exit_info(&self) -> Option<ExitInfo> {
         self.shared.exit.borrow().clone()
@@ -232,8 +278,8 @@ impl LspClient {
     }
 
     /// Graceful stop: `shutdown` request and `exit` notification, wait up to `grace`
-    /// for the process to exit, then SIGKILL the whole process group (workers
-    /// included) and reap. Idempotent; concurrent callers all return once the
+    /// for the process to exit, then SIGKILL the whole process tree (group and
+    /// workers) and reap. Idempotent; concurrent callers all return once the
     /// process is gone (bounded: a few seconds after `grace` at most).
     pub async fn shutdown(&self, grace: Duration) {
         let sh = &self.shared;
@@ -248,8 +294,8 @@ impl LspClient {
         } else {
             let _ = tokio::time::timeout(grace, sh.wait_exit()).await;
         }
-        // Kill what is left (the server if it ignored `exit`; workers in any case).
-        sh.kill_group();
+        // Kill what is left (the server if it ignored `exit`, stray workers).
+        sh.kill_tree();
         if tokio::time::timeout(Duration::from_secs(5), sh.wait_exit())
             .await
             .is_err()
@@ -262,16 +308,24 @@ impl LspClient {
         }
     }
 
-    /// SIGKILL the whole process group now. Pending requests then fail with
-    /// [`LspError::Exited`] and [`ServerEvent::Exited`] follows, once reaped.
+    /// SIGKILL the server's process group and every other process of its tree
+    /// (Lean's workers live in their own sessions, see [`tree`]) now. Pending
+    /// requests then fail with [`LspError::Exited`] and [`ServerEvent::Exited`]
+    /// follows, once reaped.
     pub fn kill(&self) {
-        self.shared.kill_group();
+        self.shared.kill_tree();
+    }
+
+    /// Pids of the live processes of this server's tree: the server, its file
+    /// workers and anything they started (Linux; elsewhere empty).
+    pub fn process_tree(&self) -> Vec<u32> {
+        tree::processes_with_token(&self.shared.tree_token)
     }
 }
 
 impl Drop for LspClient {
     fn drop(&mut self) {
-        self.shared.kill_group();
+        self.shared.kill_tree();
     }
 }
 
@@ -350,9 +404,10 @@ impl Drop for PendingGuard<'_> {
         let was_pending = lock(&self.shared.state).pending.remove(&self.id).is_some();
         if was_pending && self.sent {
             log_debug!("cancelling request {} to {}", self.id, self.shared.program);
-            let _ = self
-                .shared
-                .notify("$/cancelRequest", json!({ "id": self.id }));
+            let cancel = json!({ "id": self.id });
+            if self.shared.notify("$/cancelRequest", cancel).is_ok() {
+                self.shared.cancels_sent.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -435,6 +490,25 @@ impl Shared {
         info.unwrap_or_default()
     }
 
+    /// [`Self::kill_group`], then SIGKILL every process carrying our tree token
+    /// (workers in their own sessions, or re-parented after the server died).
+    fn kill_tree(&self) {
+        self.kill_group();
+        if self.tree_swept.load(Ordering::Acquire) {
+            return;
+        }
+        self.sweep_tree();
+    }
+
+    fn sweep_tree(&self) {
+        for pid in tree::processes_with_token(&self.tree_token) {
+            log_debug!("killing pid {pid} of the tree of {}", self.program);
+            if let Err(e) = sys::kill_process(pid, sys::SIGKILL) {
+                log_warn!("cannot kill pid {pid} of the tree of {}: {e}", self.program);
+            }
+        }
+    }
+
     fn kill_group(&self) {
         if self.group_gone.load(Ordering::Acquire) {
             return;
@@ -476,11 +550,15 @@ impl Shared {
                 log_debug!("answering server request {method} with null");
                 let reply = json!({ "jsonrpc": "2.0", "id": id, "result": null });
                 let body = serde_json::to_vec(&reply).map_err(|e| e.to_string())?;
-                if let Err(e) = self.enqueue(body) {
-                    log_warn!("cannot answer server request {method}: {e}");
+                match self.enqueue(body) {
+                    Ok(()) => {
+                        self.server_requests.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => log_warn!("cannot answer server request {method}: {e}"),
                 }
             }
             (Some(method), None) => {
+                self.notifications.fetch_add(1, Ordering::Relaxed);
                 let params = msg.params.unwrap_or(Value::Null);
                 let _ = self
                     .events
@@ -524,8 +602,10 @@ fn serialize(msg: &Outgoing<'_>) -> Result<Vec<u8>, LspError> {
         .map_err(|e| LspError::Protocol(format!("cannot serialize {}: {e}", msg.method)))
 }
 
-/// Plain LSP client capabilities: no `lean` section, so the server sends neither
-/// silent ("Goals accomplished!") nor incremental diagnostics.
+/// Plain LSP client capabilities. The `lean` section only selects the current
+/// RPC wire format (references as `{"__rpcref": …}`; without it Lean 4.35 uses
+/// the legacy `{"p": …}`); it does not ask for silent ("Goals accomplished!") or
+/// incremental diagnostics, so every publish is the complete visible set.
 fn client_capabilities() -> Value {
     json!({
         "general": { "positionEncodings": ["utf-16"] },
@@ -537,6 +617,7 @@ fn client_capabilities() -> Value {
             "documentSymbol": { "hierarchicalDocumentSymbolSupport": true },
         },
         "window": { "workDoneProgress": false },
+        "lean": { "rpcWireFormat": "v1" },
     })
 }
 
@@ -550,11 +631,12 @@ fn absolute(p: &Path) -> std::path::PathBuf {
 /// process. Tokio may run a future on a blocking-pool thread that exits when idle,
 /// which would kill a healthy server; a dedicated thread that lives as long as the
 /// process makes the signal mean "our process died".
-async fn spawn(cmd: &ServerCommand) -> std::io::Result<Child> {
+async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> {
     let mut command = Command::new(&cmd.program);
     command
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env(tree::TREE_ENV, tree_token)
         .current_dir(&cmd.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -693,11 +775,12 @@ async fn waiter_task(
     stderr_done: oneshot::Receiver<()>,
 ) {
     let status = child.wait().await;
-    // Workers are the server's children, not ours: kill whatever is left of the
-    // group (no-op after a clean exit) so none is orphaned. The pgid cannot have
-    // been reused while any member is alive.
+    // Kill whatever is left of the group and of the tree (no-op after a clean
+    // exit) so nothing is orphaned; the server is gone, so nothing new can start.
     shared.kill_group();
     shared.group_gone.store(true, Ordering::Release);
+    shared.sweep_tree();
+    shared.tree_swept.store(true, Ordering::Release);
     // Let the reader deliver what the server wrote before dying, and collect the
     // last of stderr, but do not wait forever for pipes a stray process may hold.
     let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, async {

@@ -428,13 +428,18 @@ pub fn interactive_goals_to_strings(result: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Every `{"__rpcref": …}` object inside `v` (to release them afterwards).
+/// Every RPC reference inside `v`, as received (to release them afterwards):
+/// `{"__rpcref": …}` objects (wire format v1, which [`super::LspClient`] asks
+/// for), or legacy `{"p": "<n>"}` ones (a single string field `p`).
 pub fn collect_rpc_refs(v: &Value) -> Vec<Value> {
+    let is_ref = |o: &serde_json::Map<String, Value>| {
+        o.len() == 1 && (o.contains_key("__rpcref") || o.get("p").is_some_and(|p| p.is_string()))
+    };
     let mut refs = Vec::new();
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {
-            Value::Object(o) if o.len() == 1 && o.contains_key("__rpcref") => refs.push(v.clone()),
+            Value::Object(o) if is_ref(o) => refs.push(v.clone()),
             Value::Object(o) => stack.extend(o.values()),
             Value::Array(a) => stack.extend(a.iter()),
             _ => {}
@@ -513,6 +518,9 @@ mod tests {
             &json!({"goals": [{"ctx": {"__rpcref": "15"}, "type": {"tag": [{"info": {"__rpcref": "16"}}, {"text": "x"}]}}]}),
         );
         assert_eq!(refs.len(), 2);
+        let legacy =
+            collect_rpc_refs(&json!({"ctx": {"p": "8"}, "info": {"p": "0"}, "x": {"p": 3}}));
+        assert_eq!(legacy.len(), 2);
     }
 
     #[test]

@@ -48,6 +48,28 @@ pub fn kill_process_group(pgid: u32, sig: i32) -> io::Result<()> {
     }
 }
 
+/// Send `sig` to the single process `pid` (never to a group, never to ourselves).
+/// `ESRCH` (already gone) counts as success.
+#[cfg(unix)]
+pub fn kill_process(pid: u32, sig: i32) -> io::Result<()> {
+    let pid = i32::try_from(pid).map_err(|_| io::Error::other("pid out of range"))?;
+    if pid <= 1 || pid as u32 == std::process::id() {
+        return Err(io::Error::other("refusing to signal pid <= 1 or ourselves"));
+    }
+    // SAFETY: as above.
+    let rc = unsafe { ffi::kill(pid, sig) };
+    if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(3) {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(unix))]
+pub fn kill_process(_pid: u32, _sig: i32) -> io::Result<()> {
+    Err(io::Error::other("signals are only supported on Unix"))
+}
+
 #[cfg(not(unix))]
 pub fn kill_process_group(_pgid: u32, _sig: i32) -> io::Result<()> {
     Err(io::Error::other(
