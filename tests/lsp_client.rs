@@ -459,7 +459,7 @@ async fn diagnostics_hover_and_goals_match_expected() {
     .await;
 }
 
-/// A file whose tactic block sleeps: requests past the `sleep` wait ~2 s.
+/// A file whose tactic block sleeps: requests past the `sleep` wait ~3 s.
 const SLEEPY: &str = "prelude
 import Fix.Basic
 
@@ -468,7 +468,7 @@ namespace Fix
 theorem quick : Eq one one := Eq.refl one
 
 theorem sleepy : Eq two two := by
-  sleep 2000
+  sleep 3000
   exact Eq.refl two
 
 end Fix
@@ -483,7 +483,7 @@ async fn dropped_request_is_cancelled_and_client_keeps_working() {
         let uri = s.open_text("Fix/SleepProbe.lean", SLEEPY);
         let before = s.client.stats();
 
-        // The goal after `sleep 2000` is only known once the sleep is over.
+        // The goal after `sleep 3000` is only known once the sleep is over.
         let slow = s.client.request(
             methods::PLAIN_GOAL,
             serde_json::to_value(DocumentPositionParams::new(&uri, 9, 2)).unwrap(),
@@ -512,7 +512,7 @@ async fn dropped_request_is_cancelled_and_client_keeps_working() {
             "```lean\nFix.quick : Eq one one\n```"
         );
         assert!(
-            t0.elapsed() < Duration::from_millis(1500),
+            t0.elapsed() < Duration::from_millis(2500),
             "hover waited for the sleep"
         );
 

@@ -115,7 +115,9 @@ impl LspClient {
     /// Errors: [`LspError::Io`] naming the program if it cannot be spawned;
     /// [`LspError::Exited`] (with the stderr tail) if it exits during start-up;
     /// [`LspError::Protocol`] if `initialize` is not answered within
-    /// `startup_timeout` (the process is then killed).
+    /// `startup_timeout` or the server garbles a frame. In those cases the process
+    /// is killed and `events` still receives its [`ServerEvent::Exited`].
+    /// Dropping the future mid-way kills the process too.
     pub async fn start(
         cmd: &ServerCommand,
         events: mpsc::UnboundedSender<ServerEvent>,
@@ -196,7 +198,7 @@ impl LspClient {
             Err(_) => {
                 client.kill();
                 let tail = client.stderr_tail();
-                let tail = tail.trim_end();
+                let (tail, _) = super::short_tail(&tail);
                 return Err(LspError::Protocol(format!(
                     "`{program}` did not answer `initialize` within {startup_timeout:?}{}{tail}",
                     if tail.is_empty() { "" } else { "; stderr: " }
@@ -209,7 +211,8 @@ impl LspClient {
     }
 
     /// Send a request and await its answer (`result` on success, [`LspError::Rpc`]
-    /// for an error answer).
+    /// for an error answer). Every notification the server sent before the
+    /// answer is already in `events` when this returns.
     ///
     /// Dropping the returned future before the answer arrives sends
     /// `$/cancelRequest` for its id and forgets the id (a late answer is discarded).

@@ -79,26 +79,30 @@ impl fmt::Display for ExitInfo {
             (None, Some(sig)) => write!(f, "killed by signal {sig}")?,
             (None, None) => f.write_str("unknown exit status")?,
         }
-        let tail = self.stderr_tail.trim_end();
-        if !tail.is_empty() {
-            // Keep error messages readable: the last ~2 KB, whole lines when possible.
-            const SHOWN: usize = 2048;
-            let mut start = tail.len().saturating_sub(SHOWN);
-            while !tail.is_char_boundary(start) {
-                start += 1;
-            }
-            let mut shown = &tail[start..];
-            if start > 0 {
-                if let Some(nl) = shown.find('\n') {
-                    shown = &shown[nl + 1..];
-                }
-                write!(f, "; stderr (last lines): {shown}")?;
-            } else {
-                write!(f, "; stderr: {shown}")?;
-            }
+        let (shown, cut) = short_tail(&self.stderr_tail);
+        if !shown.is_empty() {
+            let label = if cut { "stderr (last lines)" } else { "stderr" };
+            write!(f, "; {label}: {shown}")?;
         }
         Ok(())
     }
+}
+
+/// The end of a stderr tail short enough for an error message: at most ~2 KB,
+/// starting at a line boundary when cut; `true` when something was cut.
+pub(crate) fn short_tail(tail: &str) -> (&str, bool) {
+    const SHOWN: usize = 2048;
+    let tail = tail.trim_end();
+    let mut start = tail.len().saturating_sub(SHOWN);
+    if start == 0 {
+        return (tail, false);
+    }
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    let shown = &tail[start..];
+    let shown = shown.find('\n').map_or(shown, |nl| &shown[nl + 1..]);
+    (shown, true)
 }
 
 /// Why a request (or the start) failed.
