@@ -76,6 +76,7 @@ fn basic_command() -> ServerCommand {
             ),
             ("LEAN_SRC_PATH".into(), t.basic.display().to_string()),
         ],
+        env_remove: Vec::new(),
         cwd: t.basic.clone(),
     }
 }
@@ -689,6 +690,7 @@ async fn early_exit_carries_the_stderr_tail() {
                 "echo 'error: toolchain leanprover/lean4:v9 is not installed' >&2; exit 3".into(),
             ],
             env: vec![],
+            env_remove: Vec::new(),
             cwd: toolchain().basic.clone(),
         };
         let (tx, mut rx) = unbounded_channel();
@@ -716,6 +718,7 @@ async fn silent_server_hits_the_startup_timeout_and_is_killed() {
             program: PathBuf::from("sh"),
             args: vec!["-c".into(), "echo starting >&2; sleep 30".into()],
             env: vec![],
+            env_remove: Vec::new(),
             cwd: toolchain().basic.clone(),
         };
         let (tx, mut rx) = unbounded_channel();
@@ -743,6 +746,7 @@ async fn garbled_frame_fails_pending_requests_and_kills_the_peer() {
                 r"printf 'Content-Length: 5\r\n\r\nnot j'; sleep 30".into(),
             ],
             env: vec![],
+            env_remove: Vec::new(),
             cwd: Path::new("/").to_path_buf(),
         };
         let (tx, mut rx) = unbounded_channel();

@@ -52,6 +52,7 @@ impl Launcher {
                     .chain(options)
                     .collect(),
                 env: Vec::new(),
+                env_remove: Vec::new(),
                 cwd: root.path().to_path_buf(),
             },
             Launcher::Lean { program } => ServerCommand {
@@ -63,6 +64,9 @@ impl Launcher {
                     ("LEAN_PATH".into(), search_path(root.path(), true)),
                     ("LEAN_SRC_PATH".into(), search_path(root.path(), false)),
                 ],
+                // With `LAKE` set, every worker would run `$LAKE setup-file`
+                // instead of using LEAN_PATH.
+                env_remove: vec!["LAKE".into()],
                 cwd: root.path().to_path_buf(),
             },
         }

@@ -636,6 +636,9 @@ fn absolute(p: &Path) -> std::path::PathBuf {
 /// process makes the signal mean "our process died".
 async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> {
     let mut command = Command::new(&cmd.program);
+    for name in &cmd.env_remove {
+        command.env_remove(name);
+    }
     command
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))

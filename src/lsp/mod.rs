@@ -44,6 +44,8 @@ pub struct ServerCommand {
     pub args: Vec<String>,
     /// Environment variables set (overriding inherited ones) in the child.
     pub env: Vec<(String, String)>,
+    /// Inherited environment variables removed in the child (e.g. `LAKE`).
+    pub env_remove: Vec<String>,
     /// Working directory: the workspace root. Also sent as `rootUri`.
     pub cwd: PathBuf,
 }
