@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::snapshot::Target;
-use crate::lsp::lean::flatten_tagged_text;
+use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
 use crate::surface::{GoalsMode, ToolError};
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
@@ -82,20 +82,6 @@ fn byte_of_utf16(s: &str, units: usize) -> usize {
         n += c.len_utf16();
     }
     s.len()
-}
-
-/// Collect every `{"__rpcref": …}` so the references can be released.
-fn collect_refs(value: &Value, out: &mut Vec<Value>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(r) = map.get("__rpcref") {
-                out.push(json!({ "__rpcref": r }));
-            }
-            map.values().for_each(|v| collect_refs(v, out));
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
-        _ => {}
-    }
 }
 
 /// One interactive goal as agents see it.
@@ -209,8 +195,7 @@ pub async fn goals(
                     .and_then(Value::as_array)
                     .map(|g| g.iter().map(goal_json).collect())
                     .unwrap_or_default();
-                let mut refs = Vec::new();
-                collect_refs(&answer, &mut refs);
+                let refs = collect_rpc_refs(&answer);
                 if !refs.is_empty() {
                     let _ = bound.session.client.notify(
                         "$/lean/rpc/release",
