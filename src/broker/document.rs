@@ -170,6 +170,19 @@ impl Doc {
         if version.is_some_and(|v| v != state.version) {
             return;
         }
+        // Kind 2 (fatal error): the file's worker stopped. Lean queues every
+        // later request for the file until the next didOpen/didChange, so an
+        // unchanged file must be reopened, or the next sync waits forever.
+        let fatal = processing
+            .iter()
+            .any(|r| r.get("kind").and_then(Value::as_u64) == Some(2));
+        if fatal {
+            self.update_state(|s| {
+                if s.version == state.version {
+                    s.needs_reopen = true;
+                }
+            });
+        }
         let line_count = state.index.line_count().saturating_sub(1) as u32;
         self.live.send_modify(|snap| {
             if snap.version != state.version {
@@ -182,9 +195,7 @@ impl Doc {
                 p.frontier_line = line_count;
             } else {
                 p.done = false;
-                p.fatal |= processing
-                    .iter()
-                    .any(|r| r.get("kind").and_then(Value::as_u64) == Some(2));
+                p.fatal |= fatal;
                 p.frontier_line = processing
                     .iter()
                     .filter_map(|r| r.pointer("/range/start/line").and_then(Value::as_u64))
