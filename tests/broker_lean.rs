@@ -684,11 +684,10 @@ fn cancelling_a_slow_sync_sends_no_response_and_the_server_keeps_serving() {
     assert_eq!(count(&again, "total"), 0);
     assert_eq!(again["document_progress"]["done"], true);
     // The cancelled call never answered.
-    let key = id.to_string();
     assert!(
         !mcp.received
             .iter()
-            .any(|m| m.get("method").is_none() && m["id"].to_string() == key),
+            .any(|m| m.get("method").is_none() && m["id"] == id),
         "a response to the cancelled request was sent"
     );
 }
@@ -746,6 +745,121 @@ fn killing_the_lean_server_mid_sync_fails_the_call_and_the_next_sync_restarts_it
     assert_ne!(after["pid"].as_u64(), Some(pid));
     let servers = lean_servers_of(mcp.pid());
     assert_eq!(servers.len(), 1, "{servers:?}");
+}
+
+/// The Lean worker process of `file` under the server `server_pid`.
+fn worker_of(server_pid: u64, file: &str) -> Option<u32> {
+    let lean = lean().lean.to_string_lossy().into_owned();
+    processes_mentioning(&lean)
+        .into_iter()
+        .find(|p| {
+            p.ppid as u64 == server_pid
+                && p.cmdline.contains("--worker")
+                && p.cmdline.contains(file)
+        })
+        .map(|p| p.pid)
+}
+
+#[test]
+fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
+    let tw = TempWorkspace::copy("basic");
+    let root = tw.root_str();
+    tw.write("Fix/Sleepy.lean", &sleepy(60_000));
+    // A hang must show as a timeout error here, not as a stuck test.
+    let mut mcp = spawn_with(Era::Modern, &[("LEAN_BEAM_SYNC_TIMEOUT_SECS", "60")]);
+    mcp.call("lean_sync", doc(&root, "Fix/Goals.lean"));
+    let server = mcp.workspace_stats(&root).unwrap()["pid"].as_u64().unwrap();
+
+    // Mid-request: the call fails with workerCrashed.
+    let id = mcp.start_call(
+        "lean_sync",
+        doc(&root, "Fix/Sleepy.lean"),
+        &CallOpts::token("w"),
+    );
+    mcp.wait_notification("Sleepy.lean elaborating", |m| {
+        m["method"] == "notifications/progress" && m["params"]["_meta"]["beam"]["done"] == false
+    });
+    // The first progress can come from the server before the worker exists.
+    let sleepy_file = format!("{root}/Fix/Sleepy.lean");
+    assert!(
+        eventually(GUARD, || worker_of(server, &sleepy_file).is_some()),
+        "no worker for Sleepy.lean"
+    );
+    let worker = worker_of(server, &sleepy_file).unwrap();
+    kill9(worker as u64);
+    let error = mcp.err(&id, "lean_sync", &Value::Null);
+    assert_eq!(error["code"], "workerCrashed", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("lean_sync"),
+        "says what to do next: {error}"
+    );
+    tw.write("Fix/Sleepy.lean", &sleepy(1));
+    let recovered = mcp.call("lean_sync", doc(&root, "Fix/Sleepy.lean"));
+    assert_eq!(count(&recovered, "error"), 1);
+    assert_eq!(recovered["readiness"]["reason"], "errors", "{recovered}");
+
+    // While idle: the worker of an unchanged, elaborated file dies. Lean queues
+    // requests for that file until it is reopened.
+    let goals_worker =
+        worker_of(server, &format!("{root}/Fix/Goals.lean")).expect("the worker of Goals.lean");
+    kill9(goals_worker as u64);
+    assert!(eventually(GUARD, || worker_of(
+        server,
+        &format!("{root}/Fix/Goals.lean")
+    )
+    .is_none()));
+    let id = mcp.start_call(
+        "lean_sync",
+        doc(&root, "Fix/Goals.lean"),
+        &CallOpts::default(),
+    );
+    let first = mcp.tool_result(&id);
+    if first["isError"] == true {
+        // The crash may still be on its way to the broker: then it is this call's.
+        assert_eq!(
+            first["structuredContent"]["code"], "workerCrashed",
+            "{first}"
+        );
+    }
+    let synced = mcp.call("lean_sync", doc(&root, "Fix/Goals.lean"));
+    assert_eq!(
+        synced["version"], 1,
+        "reopening an unchanged file is not a new version"
+    );
+    assert_eq!(synced["readiness"]["save_ready"], true, "{synced}");
+    let hover = mcp.call("lean_hover", json!({"workspace": ws(&root), "path": "Fix/Goals.lean", "version": 1, "line": 11, "character": 34}));
+    assert!(
+        hover["contents"]["value"]
+            .as_str()
+            .unwrap()
+            .contains("Fix.N.add"),
+        "{hover}"
+    );
+    // The snapshot-bound path reopens too: kill again, then hover first.
+    let goals_worker =
+        worker_of(server, &format!("{root}/Fix/Goals.lean")).expect("a new worker of Goals.lean");
+    kill9(goals_worker as u64);
+    assert!(eventually(GUARD, || worker_of(
+        server,
+        &format!("{root}/Fix/Goals.lean")
+    )
+    .is_none()));
+    let args = json!({"workspace": ws(&root), "path": "Fix/Goals.lean", "version": 1, "line": 11, "character": 34});
+    let id = mcp.start_call("lean_hover", args.clone(), &CallOpts::default());
+    let first = mcp.tool_result(&id);
+    if first["isError"] == true {
+        assert_eq!(
+            first["structuredContent"]["code"], "workerCrashed",
+            "{first}"
+        );
+        mcp.call("lean_hover", args);
+    }
+    let stats = mcp.workspace_stats(&root).unwrap();
+    assert_eq!(
+        (stats["starts"].as_u64(), stats["pid"].as_u64()),
+        (Some(1), Some(server)),
+        "the server itself lived on"
+    );
 }
 
 // ---------------------------------------------------------------------------
