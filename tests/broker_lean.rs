@@ -862,6 +862,48 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
     );
 }
 
+#[test]
+fn no_wait_is_unbounded_a_timeout_is_an_explicit_error() {
+    let tw = TempWorkspace::copy("basic");
+    let root = tw.root_str();
+    tw.write("Fix/Sleepy.lean", &sleepy(6000));
+    let mut mcp = spawn_with(
+        Era::Modern,
+        &[
+            ("LEAN_BEAM_SYNC_TIMEOUT_SECS", "1"),
+            ("LEAN_BEAM_REQUEST_TIMEOUT_SECS", "1"),
+        ],
+    );
+    let error = mcp.call_err("lean_sync", doc(&root, "Fix/Sleepy.lean"));
+    assert_eq!(error["code"], "syncBarrierIncomplete", "{error}");
+    assert_eq!(error["data"]["partial"], true);
+    assert_eq!(error["data"]["version"], 1);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("LEAN_BEAM_SYNC_TIMEOUT_SECS"),
+        "{error}"
+    );
+    // A request about a place Lean has not reached yet waits for it, within limits.
+    let args = json!({"workspace": ws(&root), "path": "Fix/Sleepy.lean", "version": 1, "line": 9, "character": 4});
+    let error = mcp.call_err("lean_hover", args);
+    assert_eq!(error["data"]["partial"], true, "{error}");
+    assert_eq!(error["data"]["timeoutSecs"], 1);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("LEAN_BEAM_REQUEST_TIMEOUT_SECS"),
+        "{error}"
+    );
+    // Nothing is wedged.
+    tw.write("Fix/Sleepy.lean", &sleepy(1));
+    let synced = mcp.call("lean_sync", doc(&root, "Fix/Sleepy.lean"));
+    assert_eq!(synced["version"], 2);
+    assert_eq!(count(&synced, "error"), 1);
+}
+
 // ---------------------------------------------------------------------------
 // Drop fencing and teardown.
 
