@@ -113,52 +113,20 @@ impl Gated {
     }
 }
 
-macro_rules! plain {
-    ($($method:ident: $args:ty),* $(,)?) => {
-        $(async fn $method(&self, ctx: &CallContext, _args: $args) -> ToolOutcome {
-            self.run(ctx, None).await
-        })*
+/// Every tool runs through `Gated::run`; the ones with a workspace block on the
+/// gate named by its root.
+macro_rules! gated_operations {
+    ($($method:ident: $args:ty,)*) => {
+        impl Operations for Gated {
+            $(async fn $method(&self, ctx: &CallContext, args: $args) -> ToolOutcome {
+                let args = serde_json::to_value(&args).expect("arguments serialize");
+                self.run(ctx, args.pointer("/workspace/root").and_then(Value::as_str)).await
+            })*
+        }
     };
 }
 
-macro_rules! gated {
-    ($($method:ident: $args:ty),* $(,)?) => {
-        $(async fn $method(&self, ctx: &CallContext, args: $args) -> ToolOutcome {
-            self.run(ctx, Some(&args.workspace.root)).await
-        })*
-    };
-}
-
-impl Operations for Gated {
-    plain! {
-        beam_version: BeamVersionArgs,
-        beam_stats: BeamStatsArgs,
-        beam_feedback_report: BeamFeedbackReportArgs,
-    }
-    gated! {
-        lean_drop_workspace: LeanDropWorkspaceArgs,
-        lean_run_at: LeanRunAtArgs,
-        lean_run_at_handle: LeanRunAtHandleArgs,
-        lean_hover: LeanHoverArgs,
-        lean_signature_help: LeanSignatureHelpArgs,
-        lean_definition: LeanDefinitionArgs,
-        lean_references: LeanReferencesArgs,
-        lean_document_symbols: LeanDocumentSymbolsArgs,
-        lean_workspace_symbols: LeanWorkspaceSymbolsArgs,
-        lean_goals: LeanGoalsArgs,
-        lean_todo: LeanTodoArgs,
-        lean_code_action_resolve: LeanCodeActionResolveArgs,
-        lean_run_with: LeanRunWithArgs,
-        lean_run_with_linear: LeanRunWithLinearArgs,
-        lean_release: LeanReleaseArgs,
-        lean_update: LeanUpdateArgs,
-        lean_sync: LeanSyncArgs,
-        lean_refresh: LeanRefreshArgs,
-        lean_save: LeanSaveArgs,
-        lean_close_save: LeanCloseSaveArgs,
-        lean_close: LeanCloseArgs,
-    }
-}
+lean_beam_mcp::for_each_tool!(gated_operations);
 
 /// One in-process stream.
 struct Stream {

@@ -436,6 +436,17 @@ pub fn emit(table: &Table) -> String {
                 #(ToolCall::#variants(args) => ops.#methods(ctx, args).await,)*
             }
         }
+
+        /// `for_each_tool!(callback)` expands to `callback! { method: ArgsType, ... }`
+        /// over every tool in table order, so that test doubles and benchmarks can
+        /// implement `Operations` without a hand-kept list of the tools.
+        #[doc(hidden)]
+        #[macro_export]
+        macro_rules! for_each_tool {
+            ($callback:ident) => {
+                $callback! { #(#methods: $crate::surface::#arg_types,)* }
+            };
+        }
     };
 
     let syntax: syn::File = syn::parse2(file).expect("generated code parses");
