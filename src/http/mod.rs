@@ -189,8 +189,15 @@ impl<O: Operations + 'static> Server<O> {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path();
         let mut response = if let Err(refusal) = self.config.allow.check(&parts.headers) {
+            if path == "/mcp" {
+                self.count(headers::claims_modern(&parts.headers));
+            }
+            let status = match refusal {
+                guard::Refusal::MissingHost => StatusCode::BAD_REQUEST,
+                _ => StatusCode::FORBIDDEN,
+            };
             refuse(
-                StatusCode::FORBIDDEN,
+                status,
                 &parts.method,
                 path,
                 &RpcError::invalid_request(refusal.message()),
