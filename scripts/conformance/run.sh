@@ -31,6 +31,8 @@ esac
 # expected-failures-2025-11-25.yaml for the others and why).
 LANE_2025=(server-initialize ping logging-set-level tools-list server-sse-multiple-streams dns-rebinding-protection)
 
+command -v npm >/dev/null 2>&1 || { echo "conformance: npm is required (it installs the pinned suites and Node 22)" >&2; exit 1; }
+
 export NO_COLOR=1 FORCE_COLOR=0 npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
 # Install one locked package set into $WORK/<name> unless already there.
@@ -55,7 +57,7 @@ fi
 for lane in $LANES; do install "$lane"; done
 
 echo "conformance: building lean-beam-mcp"
-(cd "$ROOT" && cargo build --quiet --bin lean-beam-mcp)
+(cd "$ROOT" && cargo build --quiet --locked --bin lean-beam-mcp)
 BIN="$TARGET/debug/lean-beam-mcp"
 
 LOG="$WORK/server.log"
