@@ -305,7 +305,9 @@ fn check_args(table: &Table, entry: &str, args: &[Arg]) -> Result<(), TableError
             }
         }
         if arg.rust_enum.is_some() && arg.enum_values.is_none() {
-            return Err(TableError(format!("{at}: `rust_enum` applies to `enum` arguments")));
+            return Err(TableError(format!(
+                "{at}: `rust_enum` applies to `enum` arguments"
+            )));
         }
         if arg.minimum.is_some() && !matches!(ty, ArgType::Integer) {
             return Err(TableError(format!(

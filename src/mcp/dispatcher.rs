@@ -15,7 +15,9 @@ use super::session::{CancelOutcome, Session};
 use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
 use crate::stats::Stats;
-use crate::surface::{self, Operations, ParseError, ProgressClass, StatusNotice, ToolCall, ToolOutcome};
+use crate::surface::{
+    self, Operations, ParseError, ProgressClass, StatusNotice, ToolCall, ToolOutcome,
+};
 use crate::{log_debug, log_info, log_warn};
 
 /// Tunables of the protocol core.
@@ -131,7 +133,12 @@ impl<O: Operations + 'static> Dispatcher<O> {
 
     /// Handle one raw line. Immediate answers are returned; a tool call answers
     /// later through `out`.
-    pub async fn handle_line(self: &Arc<Self>, session: &Arc<Session>, line: &[u8], out: &Outbound) -> Reply {
+    pub async fn handle_line(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        line: &[u8],
+        out: &Outbound,
+    ) -> Reply {
         match jsonrpc::decode(line) {
             Ok(message) => self.handle_message(session, message, out).await,
             Err(rejected) => {
@@ -142,7 +149,12 @@ impl<O: Operations + 'static> Dispatcher<O> {
         }
     }
 
-    pub async fn handle_message(self: &Arc<Self>, session: &Arc<Session>, message: Incoming, out: &Outbound) -> Reply {
+    pub async fn handle_message(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        message: Incoming,
+        out: &Outbound,
+    ) -> Reply {
         match message {
             Incoming::Notification { method, params } => {
                 self.handle_notification(session, &method, params.as_ref());
@@ -154,7 +166,10 @@ impl<O: Operations + 'static> Dispatcher<O> {
                     log_warn!("ignored request {method} reusing active id {id}");
                     return Reply::None;
                 }
-                match self.handle_request(session, &id, &method, params, out).await {
+                match self
+                    .handle_request(session, &id, &method, params, out)
+                    .await
+                {
                     Ok(Some(result)) => Reply::Line(jsonrpc::response_line(&id, &result)),
                     Ok(None) => Reply::None,
                     Err(error) => {
@@ -167,26 +182,41 @@ impl<O: Operations + 'static> Dispatcher<O> {
         }
     }
 
-    fn handle_notification(&self, session: &Session, method: &str, params: Option<&Map<String, Value>>) {
+    fn handle_notification(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+    ) {
         match method {
             "notifications/initialized" => {
                 if session.family() == Family::LegacyInitializing {
                     session.set_family(Family::LegacyReady);
                 } else {
-                    log_debug!("ignored notifications/initialized in state {:?}", session.family());
+                    log_debug!(
+                        "ignored notifications/initialized in state {:?}",
+                        session.family()
+                    );
                 }
             }
             "notifications/cancelled" => {
-                let Some(id) = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value) else {
+                let Some(id) = params
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value)
+                else {
                     log_debug!("ignored notifications/cancelled without a valid requestId");
                     return;
                 };
                 match session.cancel(&id) {
                     CancelOutcome::Cancelled => log_debug!("cancelling request {id}"),
                     CancelOutcome::NotCancellable => {
-                        log_info!("request {id} is not cancellable once admitted; it runs to completion")
+                        log_info!(
+                            "request {id} is not cancellable once admitted; it runs to completion"
+                        )
                     }
-                    CancelOutcome::Unknown => log_debug!("cancellation for unknown or finished request {id}"),
+                    CancelOutcome::Unknown => {
+                        log_debug!("cancellation for unknown or finished request {id}")
+                    }
                 }
             }
             other => log_debug!("ignored notification {other}"),
@@ -224,11 +254,15 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 }
                 "tools/call" => {
                     session.select_modern();
-                    self.start_call(session, id, params, Era::Modern, meta.log_level, out).await
+                    self.start_call(session, id, params, Era::Modern, meta.log_level, out)
+                        .await
                 }
                 "initialize" | "ping" | "logging/setLevel" => Err(RpcError::new(
                     jsonrpc::METHOD_NOT_FOUND,
-                    format!("`{method}` is not part of MCP {}: it has no lifecycle, ping or session log level", era::MODERN_VERSION),
+                    format!(
+                        "`{method}` is not part of MCP {}: it has no lifecycle, ping or session log level",
+                        era::MODERN_VERSION
+                    ),
                 )),
                 other => Err(RpcError::method_not_found(other)),
             };
@@ -255,7 +289,9 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 session.set_family(Family::LegacyInitializing);
                 Ok(Some(self.initialize_result()))
             }
-            "initialize" => Err(RpcError::invalid_request("initialize was already received on this stream")),
+            "initialize" => Err(RpcError::invalid_request(
+                "initialize was already received on this stream",
+            )),
             "tools/list" | "tools/call" | "logging/setLevel" if family != Family::LegacyReady => {
                 Err(RpcError::invalid_request(format!(
                     "`{method}` before the lifecycle completed: send initialize, then notifications/initialized (or use MCP {} per-request _meta)",
@@ -268,7 +304,8 @@ impl<O: Operations + 'static> Dispatcher<O> {
             }
             "tools/call" => {
                 let level = session.log_level();
-                self.start_call(session, id, params, Era::Legacy, Some(level), out).await
+                self.start_call(session, id, params, Era::Legacy, Some(level), out)
+                    .await
             }
             "logging/setLevel" => {
                 let level = params
@@ -317,7 +354,8 @@ impl<O: Operations + 'static> Dispatcher<O> {
         log_level: Option<LogLevel>,
         out: &Outbound,
     ) -> Result<Option<String>, RpcError> {
-        let mut params = params.ok_or_else(|| RpcError::invalid_params("tools/call needs params with `name`"))?;
+        let mut params = params
+            .ok_or_else(|| RpcError::invalid_params("tools/call needs params with `name`"))?;
         for key in ["inputResponses", "requestState"] {
             if params.contains_key(key) {
                 return Err(RpcError::invalid_params(format!(
@@ -334,7 +372,11 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let arguments = match params.remove("arguments") {
             None => None,
             Some(v @ Value::Object(_)) => Some(v),
-            Some(_) => return Err(RpcError::invalid_params("tools/call `arguments` must be an object")),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "tools/call `arguments` must be an object",
+                ));
+            }
         };
         let call = match surface::parse(&name, arguments) {
             Ok(call) => call,
@@ -343,7 +385,9 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 let tool = surface::Tool::from_name(&name).expect("known tool");
                 self.stats.record_call(tool, era);
                 self.stats.record_tool_error();
-                return Ok(Some(self.tool_result(era, &Err(invalid.into_tool_error(&name)))));
+                return Ok(Some(
+                    self.tool_result(era, &Err(invalid.into_tool_error(&name))),
+                ));
             }
         };
 
@@ -352,18 +396,29 @@ impl<O: Operations + 'static> Dispatcher<O> {
         self.stats.record_call(tool, era);
         let cancel = Cancellation::default();
         // Stream order is fixed here, before the call leaves the reader.
-        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("semaphore open");
+        let permit = Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .expect("semaphore open");
         if !session.activate(id.clone(), cancel.clone(), spec.cancellable) {
             return Ok(None);
         }
         let admission = self.fence.admit(spec.fence);
-        let ctx = CallContext::new(id.clone(), era, tool, Some(out.clone()), progress_token, log_level)
-            .with_cancellation(cancel);
+        let ctx = CallContext::new(
+            id.clone(),
+            era,
+            tool,
+            Some(out.clone()),
+            progress_token,
+            log_level,
+        )
+        .with_cancellation(cancel);
         let this = Arc::clone(self);
         let session = Arc::clone(session);
         let out = out.clone();
         tokio::spawn(async move {
-            this.run_call(session, ctx, call, admission, out, permit).await;
+            this.run_call(session, ctx, call, admission, out, permit)
+                .await;
         });
         Ok(None)
     }
@@ -381,8 +436,11 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let path = call.path().map(str::to_owned);
         let work = async {
             if spec.progress != ProgressClass::Quiet {
-                ctx.progress(&preparation_message(ctx.tool.name(), path.as_deref(), spec.fence), None)
-                    .await;
+                ctx.progress(
+                    &preparation_message(ctx.tool.name(), path.as_deref(), spec.fence),
+                    None,
+                )
+                .await;
             }
             admission.wait_turn().await;
             surface::dispatch(&*self.ops, &ctx, call).await
@@ -419,7 +477,8 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 if outcome.is_err() {
                     self.stats.record_tool_error();
                 }
-                let line = jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
+                let line =
+                    jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
                 let _ = out.send(line).await;
             }
             _ => {
@@ -435,7 +494,10 @@ impl<O: Operations + 'static> Dispatcher<O> {
     pub fn tool_result(&self, era: Era, outcome: &ToolOutcome) -> String {
         let (structured, is_error) = match outcome {
             Ok(value) => (value.to_string(), false),
-            Err(error) => (serde_json::to_string(error).expect("tool error serializes"), true),
+            Err(error) => (
+                serde_json::to_string(error).expect("tool error serializes"),
+                true,
+            ),
         };
         let text = Value::String(structured.clone()).to_string();
         let suffix = match era {
@@ -487,10 +549,14 @@ fn check_tools_list(params: Option<&Map<String, Value>>) -> Result<(), RpcError>
 fn validate_initialize(params: Option<&Map<String, Value>>) -> Result<(), RpcError> {
     let params = params.ok_or_else(|| RpcError::invalid_params("initialize needs params"))?;
     if !params.get("protocolVersion").is_some_and(Value::is_string) {
-        return Err(RpcError::invalid_params("initialize needs a string `protocolVersion`"));
+        return Err(RpcError::invalid_params(
+            "initialize needs a string `protocolVersion`",
+        ));
     }
     if !params.get("capabilities").is_some_and(Value::is_object) {
-        return Err(RpcError::invalid_params("initialize needs a `capabilities` object"));
+        return Err(RpcError::invalid_params(
+            "initialize needs a `capabilities` object",
+        ));
     }
     let info_ok = params
         .get("clientInfo")
@@ -523,7 +589,9 @@ fn unknown_tool(name: &str) -> RpcError {
     let message = if let Some(tool) = hint {
         format!("`{name}` is a raw LSP method, not a tool; use `{tool}`")
     } else if name.contains('/') || name.starts_with('$') {
-        format!("`{name}` is a raw LSP method, not a tool; raw LSP methods are not exposed (see tools/list)")
+        format!(
+            "`{name}` is a raw LSP method, not a tool; raw LSP methods are not exposed (see tools/list)"
+        )
     } else {
         format!("unknown tool `{name}` (see tools/list)")
     };

@@ -152,19 +152,29 @@ mod tests {
 
     #[test]
     fn modern_meta_rules() {
-        let ok = params(json!({META_PROTOCOL_VERSION: MODERN_VERSION, META_CLIENT_CAPABILITIES: {}}));
+        let ok =
+            params(json!({META_PROTOCOL_VERSION: MODERN_VERSION, META_CLIENT_CAPABILITIES: {}}));
         assert_eq!(validate_modern(Some(&ok)).unwrap().log_level, None);
 
         let no_caps = params(json!({META_PROTOCOL_VERSION: MODERN_VERSION}));
-        assert_eq!(validate_modern(Some(&no_caps)).unwrap_err().code, INVALID_PARAMS);
+        assert_eq!(
+            validate_modern(Some(&no_caps)).unwrap_err().code,
+            INVALID_PARAMS
+        );
 
-        let old = params(json!({META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: {}}));
+        let old =
+            params(json!({META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: {}}));
         let err = validate_modern(Some(&old)).unwrap_err();
         assert_eq!(err.code, UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(err.data.unwrap()["requested"], "2099-01-01");
 
-        let level = params(json!({META_PROTOCOL_VERSION: MODERN_VERSION, META_CLIENT_CAPABILITIES: {}, META_LOG_LEVEL: "loud"}));
-        assert_eq!(validate_modern(Some(&level)).unwrap_err().code, INVALID_PARAMS);
+        let level = params(
+            json!({META_PROTOCOL_VERSION: MODERN_VERSION, META_CLIENT_CAPABILITIES: {}, META_LOG_LEVEL: "loud"}),
+        );
+        assert_eq!(
+            validate_modern(Some(&level)).unwrap_err().code,
+            INVALID_PARAMS
+        );
     }
 
     #[test]

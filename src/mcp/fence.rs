@@ -96,12 +96,18 @@ mod tests {
         early.wait_turn().await; // nothing before it
 
         let fence_turn = tokio::time::timeout(Duration::from_millis(50), drop_call.wait_turn());
-        assert!(fence_turn.await.is_err(), "fence must wait for the earlier call");
+        assert!(
+            fence_turn.await.is_err(),
+            "fence must wait for the earlier call"
+        );
         drop(early);
         drop_call.wait_turn().await;
 
         let late_turn = tokio::time::timeout(Duration::from_millis(50), late.wait_turn());
-        assert!(late_turn.await.is_err(), "later call must wait for the fence");
+        assert!(
+            late_turn.await.is_err(),
+            "later call must wait for the fence"
+        );
         drop(drop_call);
         late.wait_turn().await;
         drop(late);

@@ -127,11 +127,17 @@ pub fn decode(line: &[u8]) -> Result<Incoming, Rejected> {
     if trimmed.is_empty() {
         return Err(Rejected::new(
             None,
-            RpcError::new(PARSE_ERROR, "parse error: empty line (expected one JSON-RPC message per line)"),
+            RpcError::new(
+                PARSE_ERROR,
+                "parse error: empty line (expected one JSON-RPC message per line)",
+            ),
         ));
     }
     let value: Value = serde_json::from_slice(trimmed).map_err(|e| {
-        Rejected::new(None, RpcError::new(PARSE_ERROR, format!("parse error: {e}")))
+        Rejected::new(
+            None,
+            RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+        )
     })?;
     classify(value)
 }
@@ -157,7 +163,9 @@ pub fn classify(value: Value) -> Result<Incoming, Rejected> {
             None => {
                 let why = match v {
                     Value::Null => "id must not be null",
-                    Value::Number(_) => "id must be an integer or a string (fractional ids are invalid)",
+                    Value::Number(_) => {
+                        "id must be an integer or a string (fractional ids are invalid)"
+                    }
                     _ => "id must be an integer or a string",
                 };
                 return Err(Rejected::new(None, RpcError::invalid_request(why)));
@@ -165,7 +173,12 @@ pub fn classify(value: Value) -> Result<Incoming, Rejected> {
         },
     };
     #[allow(clippy::result_large_err)]
-    let reject = |message: String| Err(Rejected::new(id.clone(), RpcError::invalid_request(message)));
+    let reject = |message: String| {
+        Err(Rejected::new(
+            id.clone(),
+            RpcError::invalid_request(message),
+        ))
+    };
 
     match object.remove("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
@@ -242,5 +255,9 @@ pub fn error_line(id: Option<&RequestId>, error: &RpcError) -> String {
 }
 
 pub fn notification_line(method: &str, params: &Value) -> String {
-    format!(r#"{{"jsonrpc":"2.0","method":{},"params":{}}}"#, Value::from(method), params)
+    format!(
+        r#"{{"jsonrpc":"2.0","method":{},"params":{}}}"#,
+        Value::from(method),
+        params
+    )
 }
