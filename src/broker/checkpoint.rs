@@ -181,7 +181,12 @@ async fn compile(
     if !output.status.success() {
         let tail = |b: &[u8]| {
             let s = String::from_utf8_lossy(b);
-            s[s.len().saturating_sub(4000)..].to_string()
+            // The last ~4000 bytes, cut on a character boundary.
+            let mut start = s.len().saturating_sub(4000);
+            while !s.is_char_boundary(start) {
+                start += 1;
+            }
+            s[start..].to_string()
         };
         return Err(ToolError::new(
             ErrorCode::InternalError,
