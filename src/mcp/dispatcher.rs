@@ -16,7 +16,8 @@ use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
 use crate::stats::Stats;
 use crate::surface::{
-    self, Operations, ParseError, ProgressClass, StatusNotice, ToolCall, ToolOutcome,
+    self, ErrorCode, Operations, ParseError, ProgressClass, StatusNotice, ToolCall, ToolError,
+    ToolOutcome,
 };
 use crate::{log_debug, log_info, log_warn};
 
@@ -443,7 +444,19 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 .await;
             }
             admission.wait_turn().await;
-            surface::dispatch(&*self.ops, &ctx, call).await
+            // A panic in a tool must still answer its request, exactly once.
+            CatchPanic(Box::pin(surface::dispatch(&*self.ops, &ctx, call)))
+                .await
+                .unwrap_or_else(|message| {
+                    log_warn!("{} panicked: {message}", ctx.tool.name());
+                    Err(ToolError::new(
+                        ErrorCode::InternalError,
+                        format!(
+                            "{} failed with an internal error ({message}); this is a bug in lean-beam-mcp, please report it (beam_feedback_report). The server keeps running.",
+                            ctx.tool.name()
+                        ),
+                    ))
+                })
         };
         let with_status = async {
             tokio::pin!(work);
@@ -514,6 +527,32 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let all = u32::try_from(self.config.max_in_flight).unwrap_or(u32::MAX);
         if let Ok(permits) = self.slots.acquire_many(all).await {
             drop(permits);
+        }
+    }
+}
+
+/// Runs a future, turning a panic while polling it into `Err(message)`.
+struct CatchPanic<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let future = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(output)) => std::task::Poll::Ready(Ok(output)),
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".to_string());
+                std::task::Poll::Ready(Err(message))
+            }
         }
     }
 }
