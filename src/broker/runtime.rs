@@ -269,16 +269,27 @@ async fn route_events(
             ServerEvent::Notification { method, params } => match method.as_str() {
                 "textDocument/publishDiagnostics" => {
                     if let Some(doc) = doc_for(&docs, params.get("uri")) {
-                        let version = params.get("version").and_then(Value::as_u64);
-                        let list = params.get("diagnostics").and_then(Value::as_array);
-                        doc.on_diagnostics(version, list.map_or(&[][..], Vec::as_slice));
+                        let Some(version) = report_version(params.get("version")) else {
+                            continue;
+                        };
+                        // Only objects are diagnostics.
+                        let list: Vec<Value> = params
+                            .get("diagnostics")
+                            .and_then(Value::as_array)
+                            .map_or(&[][..], Vec::as_slice)
+                            .iter()
+                            .filter(|d| d.is_object())
+                            .cloned()
+                            .collect();
+                        doc.on_diagnostics(version, &list);
                     }
                 }
                 "$/lean/fileProgress" => {
                     if let Some(doc) = doc_for(&docs, params.pointer("/textDocument/uri")) {
-                        let version = params
-                            .pointer("/textDocument/version")
-                            .and_then(Value::as_u64);
+                        let Some(version) = report_version(params.pointer("/textDocument/version"))
+                        else {
+                            continue;
+                        };
                         let list = params.get("processing").and_then(Value::as_array);
                         doc.on_progress(version, list.map_or(&[][..], Vec::as_slice));
                     }
@@ -328,6 +339,22 @@ fn mark_closed(docs: &Docs, generation: u64) {
                 s.open_in = None;
             }
         });
+    }
+}
+
+/// The version a report is for: `Some(None)` when it names none, `None` when
+/// it names one that is not a version (such a report cannot be tied to the
+/// latest version, so it is dropped rather than taken for it).
+fn report_version(version: Option<&Value>) -> Option<Option<u64>> {
+    match version {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => match v.as_u64() {
+            Some(n) => Some(Some(n)),
+            None => {
+                log_warn!("dropped a Lean report for the malformed version {v}");
+                None
+            }
+        },
     }
 }
 
