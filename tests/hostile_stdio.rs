@@ -363,7 +363,7 @@ fn ids_reused_while_active_are_ignored() {
     let ws = TempWorkspace::copy("basic");
     ws.write(
         "Fix/Hold.lean",
-        "import Fix.Basic\nopen Fix\ntheorem held : Eq N.zero N.zero := by\n  sleep 3000\n  exact Eq.refl _\n",
+        "prelude\nimport Fix.Basic\nnamespace Fix\ntheorem held : Eq one one := by\n  sleep 3000\n  exact Eq.refl one\nend Fix\n",
     );
     let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
     let root = ws.root_str();
