@@ -40,12 +40,44 @@ fn indent_lines(text: &str, indent: usize) -> String {
     out
 }
 
+/// The column (in characters) of the tactic block a tactic line belongs to:
+/// where its first tactic starts, after an alternative's `=>`, a bullet, or a
+/// declaration header's `by`. A step after the line goes there: deeper, it
+/// would continue the line's last term; shallower, it would leave the block.
+fn block_column(line: &str) -> usize {
+    let indent = line.len() - line.trim_start().len();
+    let rest = line.trim_start();
+    let first_word = rest.split_whitespace().next().unwrap_or("");
+    let declaration = ["theorem", "lemma", "def", "example", "instance", "abbrev"];
+    let modifier = ["private", "protected", "noncomputable"];
+    let header = indent == 0
+        || rest.starts_with("@[")
+        || declaration.contains(&first_word)
+        || modifier.contains(&first_word);
+    let opener = if rest.starts_with('|') || ["case", "next"].contains(&first_word) {
+        line.find("=>").map(|i| i + "=>".len())
+    } else if rest.starts_with('·') {
+        Some(indent + '·'.len_utf8())
+    } else if header {
+        line.find(":= by").map(|i| i + ":= by".len())
+    } else {
+        None
+    };
+    let skip_blank = |i: usize| i + (line[i..].len() - line[i..].trim_start().len());
+    let start = opener.map_or(indent, skip_blank);
+    line[..start].chars().count()
+}
+
 /// Commands in a command-mode step: code lines at column 0, not counting
 /// attribute and doc-comment lines, which belong to the command after them.
 fn command_count(text: &str) -> usize {
     text.lines()
         .filter(|line| line.chars().next().is_some_and(|c| !c.is_whitespace()))
-        .filter(|line| !["--", "@[", "/--", "/-!", "/-"].iter().any(|p| line.starts_with(p)))
+        .filter(|line| {
+            !["--", "@[", "/--", "/-!", "/-"]
+                .iter()
+                .any(|p| line.starts_with(p))
+        })
         .count()
 }
 
@@ -127,20 +159,53 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
 
     // Inside a tactic block Lean shows goals at the position: proof mode.
     let goal = bound
-        .request("$/lean/plainGoal", bound.position_params(at.line, at.character))
+        .request(
+            "$/lean/plainGoal",
+            bound.position_params(at.line, at.character),
+        )
         .await?;
-    let proof = !goal.is_null();
+    // At the start of a blank line where Lean shows "no goals" (after a
+    // finished proof) the position is between commands.
+    let no_goals = goal
+        .get("goals")
+        .and_then(Value::as_array)
+        .is_some_and(|g| g.is_empty());
+    let between_commands = before.is_empty() && line_text.trim().is_empty() && no_goals;
+    let proof = if goal.is_null() {
+        false
+    } else {
+        !between_commands
+    };
     let (prefix, indent) = if proof {
-        let column = query_position(line_text.trim_end_matches('\r'), at.character as usize, GoalsMode::Before);
+        let line_text = line_text.trim_end_matches('\r');
+        let column = query_position(line_text, at.character as usize, GoalsMode::Before);
         if before.trim().is_empty() {
-            (text[..offset].to_string(), column)
+            // In the indentation of a tactic line: before that tactic, at its
+            // column.
+            (
+                format!("{}{}", &text[..line_start], " ".repeat(column)),
+                column,
+            )
         } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
-            (format!("{} ", text[..offset].trim_end()), before.chars().count())
+            (
+                format!("{} ", text[..offset].trim_end()),
+                before.trim_end().chars().count() + 1,
+            )
         } else {
-            // After a tactic on the same line: the step goes on a new line of
-            // the same block.
-            let column = column.min(before.chars().count());
-            (format!("{}\n{}", text[..offset].trim_end(), " ".repeat(column)), column)
+            // Inside or after a tactic on the same line (Lean shows the goals
+            // after it): the step goes on a new line of the same block, after
+            // the line's tactic text, never into the middle of it.
+            let content = line_text
+                .find("--")
+                .map_or(line_text, |i| &line_text[..i])
+                .trim_end();
+            let head = &text[..line_start + content.len()];
+            if content.ends_with("by") || content.ends_with("=>") {
+                (format!("{head} "), content.chars().count() + 1)
+            } else {
+                let column = block_column(content);
+                (format!("{head}\n{}", " ".repeat(column)), column)
+            }
         }
     } else {
         if !before.trim().is_empty() {
@@ -156,7 +221,9 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
         if n != 1 {
             return Err(ToolError::new(
                 ErrorCode::InvalidParams,
-                format!("between commands lean_run_at runs exactly one command; the text holds {n}"),
+                format!(
+                    "between commands lean_run_at runs exactly one command; the text holds {n}"
+                ),
             )
             .with_data(json!({ "commands": n })));
         }
@@ -203,15 +270,30 @@ pub async fn run_with(
     let root = workspace::resolve(ws)?;
     let doc_path = workspace::resolve_path(&root, path)?;
     broker.check_handle_origin(handle)?;
-    let rt = broker.cached(&root).ok_or_else(|| unknown_runtime(handle))?;
+    let rt = broker
+        .cached(&root)
+        .ok_or_else(|| unknown_runtime(handle))?;
     rt.record_request();
     let state = rt.handles.take(handle, linear)?;
-    let doc = rt.existing_doc(&doc_path).ok_or_else(|| unknown_runtime(handle))?;
+    let doc = rt
+        .existing_doc(&doc_path)
+        .ok_or_else(|| unknown_runtime(handle))?;
     let session = rt.session().await?;
-    HandleStore::check_current(handle, &state, &doc_path.file, doc.state().version, session.generation)?;
+    HandleStore::check_current(
+        handle,
+        &state,
+        &doc_path.file,
+        doc.state().version,
+        session.generation,
+    )?;
     let start = state.shadow.len();
     let step = Step {
-        shadow: format!("{}{}{}\n", state.shadow, " ".repeat(state.indent), indent_lines(text, state.indent)),
+        shadow: format!(
+            "{}{}{}\n",
+            state.shadow,
+            " ".repeat(state.indent),
+            indent_lines(text, state.indent)
+        ),
         start: start + state.indent,
         indent: state.indent,
         proof: state.proof,
@@ -242,12 +324,17 @@ pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) 
     let root = workspace::resolve(ws)?;
     let doc_path = workspace::resolve_path(&root, path)?;
     broker.check_handle_origin(handle)?;
-    let rt = broker.cached(&root).ok_or_else(|| unknown_runtime(handle))?;
+    let rt = broker
+        .cached(&root)
+        .ok_or_else(|| unknown_runtime(handle))?;
     let state = rt.handles.take(handle, false)?;
     if state.file != doc_path.file {
         return Err(ToolError::new(
             ErrorCode::InvalidParams,
-            format!("handle {handle:?} belongs to {}, not to {path}", state.shown),
+            format!(
+                "handle {handle:?} belongs to {}, not to {path}",
+                state.shown
+            ),
         ));
     }
     rt.handles.take(handle, true)?;
@@ -261,7 +348,26 @@ mod tests {
     #[test]
     fn continuation_lines_are_indented() {
         assert_eq!(indent_lines("intro x\nexact x", 4), "intro x\n    exact x");
-        assert_eq!(indent_lines("constructor\n      · exact a", 4), "constructor\n      · exact a");
+        assert_eq!(
+            indent_lines("constructor\n      · exact a", 4),
+            "constructor\n      · exact a"
+        );
+    }
+
+    #[test]
+    fn block_columns() {
+        assert_eq!(
+            block_column("    show Eq (N.succ (N.add N.zero m)) (N.succ m)"),
+            4
+        );
+        assert_eq!(
+            block_column("  | succ m ih => exact congrArg N.succ ih"),
+            17
+        );
+        assert_eq!(block_column("  case zero => exact Eq.refl _"), 15);
+        assert_eq!(block_column("    · exact hq"), 6);
+        assert_eq!(block_column("theorem t : Eq (f x) y := by decide"), 29);
+        assert_eq!(block_column("  exact fun x => x"), 2);
     }
 
     #[test]
