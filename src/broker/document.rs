@@ -18,6 +18,8 @@ pub struct Snapshot {
     pub version: u64,
     /// The latest complete diagnostic set (silent messages removed).
     pub diagnostics: Arc<Vec<Value>>,
+    /// Lean has published diagnostics for this version at least once.
+    pub published: bool,
     pub progress: Progress,
 }
 
@@ -160,6 +162,7 @@ impl Doc {
         self.live.send_modify(|snap| {
             if snap.version == current {
                 snap.diagnostics = Arc::new(kept);
+                snap.published = true;
             }
         });
     }

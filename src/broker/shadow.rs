@@ -148,6 +148,16 @@ impl Pool {
 }
 
 /// Elaborate `text` in the slot and return what Lean reported for it.
+///
+/// The result is complete once Lean has reported the version done
+/// (`$/lean/fileProgress` with nothing left) and has published its diagnostics
+/// at least once: Lean's reporter publishes every message as it finds it (the
+/// first time at the latest when it first waits) and, if it never waited, once
+/// right after "done". `textDocument/waitForDiagnostics` answers only after
+/// the reporter has also sent the whole file's `.ilean` reference index, which
+/// costs time in proportion to the file, not to the probe (about 0.4 s at the
+/// end of a 2,000-line file); it stays the fallback for failures (a crashed
+/// worker, a fatal report).
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
@@ -158,10 +168,36 @@ pub async fn elaborate(
     let doc = slot.doc();
     let _edit = doc.edit.lock().await;
     let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged)?;
-    let mut forwarder = Forwarder::new(ctx, doc, applied.version, None);
-    sync::barrier(rt, session, doc, applied.version, &mut forwarder).await?;
+    let version = applied.version;
+    let mut forwarder = Forwarder::new(ctx, doc, version, None);
+    let mut live = doc.subscribe();
+    let complete = |snap: &Snapshot| {
+        snap.version == version && snap.progress.done && !snap.progress.fatal && snap.published
+    };
+    if !complete(&live.borrow_and_update()) {
+        let barrier = sync::barrier(rt, session, doc, version, &mut forwarder);
+        tokio::pin!(barrier);
+        loop {
+            tokio::select! {
+                result = &mut barrier => {
+                    result?;
+                    break;
+                }
+                changed = live.changed() => {
+                    if changed.is_err() {
+                        // The document is gone: only Lean's answer is left.
+                        (&mut barrier).await?;
+                        break;
+                    }
+                    if complete(&live.borrow_and_update()) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
     rt.settle(session).await;
-    Ok((applied.version, doc.snapshot()))
+    Ok((version, doc.snapshot()))
 }
 
 /// Whether a diagnostic starts at or after `(line, character)`.
