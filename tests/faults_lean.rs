@@ -728,3 +728,39 @@ async fn a_panicking_tool_still_answers_its_request_once() {
     assert_eq!(session.active_count(), 0);
     assert!(rx.try_recv().is_err(), "a second answer");
 }
+
+/// The MCP server itself is SIGKILLed while a save compiles: the compiler,
+/// like the Lean server, dies with it (parent-death signal) instead of running
+/// on as an orphan.
+#[test]
+fn the_compiler_dies_with_a_killed_mcp_server() {
+    let ws = TempWorkspace::copy("basic");
+    ws.write("Fix/Wait.lean", &waits(4000));
+    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let args = json!({"workspace": {"root": ws.root_str()}, "path": "Fix/Wait.lean"});
+    m.start_call("lean_save", args, &CallOpts::default());
+    let mut compiler = None;
+    assert!(
+        eventually(Duration::from_secs(60), || {
+            compiler = processes_mentioning(" -o ")
+                .into_iter()
+                .find(|p| p.cwd.as_deref() == Some(ws.root()))
+                .map(|p| p.pid);
+            compiler.is_some()
+        }),
+        "the save never started its compiler"
+    );
+    procfs::signal(m.pid(), "KILL");
+    let compiler = compiler.unwrap();
+    let gone = eventually(Duration::from_millis(1500), || !procfs::is_alive(compiler));
+    assert!(
+        gone,
+        "the compiler ({}) outlived the killed server",
+        procfs::cmdline(compiler)
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || lean_processes_of(ws.root())
+            .is_empty()),
+        "Lean processes outlived the killed server"
+    );
+}

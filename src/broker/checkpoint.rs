@@ -153,31 +153,41 @@ async fn compile(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let child = command.spawn().map_err(|e| {
-        ToolError::new(
-            ErrorCode::RuntimeSetup,
-            format!("cannot run `{describe}`: {e}"),
-        )
-        .with_data(json!({ "command": describe }))
-    })?;
-    let output = tokio::time::timeout(limit, child.wait_with_output())
+    // Its own process group with the parent-death signal: the compiler (and
+    // whatever `lake env` starts) never outlives the server or the call.
+    let child = crate::lsp::client::spawn_supervised(command)
         .await
-        .map_err(|_| {
+        .map_err(|e| {
             ToolError::new(
+                ErrorCode::RuntimeSetup,
+                format!("cannot run `{describe}`: {e}"),
+            )
+            .with_data(json!({ "command": describe }))
+        })?;
+    let mut group = GroupGuard(child.id());
+    let output = match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Ok(output) => {
+            // Reaped: the group id may be reused from now on.
+            group.0 = None;
+            output
+        }
+        Err(_) => {
+            return Err(ToolError::new(
                 ErrorCode::InternalError,
                 format!(
                     "compiling {} took longer than {} s; nothing was published",
                     doc.shown,
                     limit.as_secs()
                 ),
-            )
-        })?
-        .map_err(|e| {
-            ToolError::new(
-                ErrorCode::InternalError,
-                format!("`{describe}` failed: {e}"),
-            )
-        })?;
+            ));
+        }
+    };
+    let output = output.map_err(|e| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("`{describe}` failed: {e}"),
+        )
+    })?;
     if !output.status.success() {
         let tail = |b: &[u8]| {
             let s = String::from_utf8_lossy(b);
@@ -311,6 +321,18 @@ pub async fn save(
     }
     drop(scratch);
     Ok((target, paths))
+}
+
+/// Kills the compiler's process group when a compile is abandoned (timeout,
+/// cancelled call) before its leader was reaped.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = crate::lsp::sys::kill_process_group(pgid, crate::lsp::sys::SIGKILL);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -648,6 +648,13 @@ async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    spawn_supervised(command).await
+}
+
+/// Spawn `command` in its own process group with the parent-death signal set,
+/// on the long-lived spawner thread (see [`spawn`]). Also used for the batch
+/// compiler of a checkpoint, so that it dies with the server too.
+pub(crate) async fn spawn_supervised(mut command: Command) -> std::io::Result<Child> {
     #[cfg(unix)]
     {
         command.process_group(0);

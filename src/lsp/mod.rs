@@ -24,7 +24,7 @@ use serde_json::Value;
 pub mod client;
 mod framing;
 pub mod lean;
-mod sys;
+pub(crate) mod sys;
 pub mod tree;
 pub mod uri;
 
