@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use crate::broker::Broker;
 use crate::broker::sync::Mode;
-use inspect::At;
 use crate::stats::Stats;
 use crate::surface::*;
+use inspect::At;
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
@@ -45,64 +45,199 @@ impl Operations for Beam {
         Ok(process::stats(&self.stats, self.broker.stats()))
     }
 
-    async fn beam_feedback_report(&self, _ctx: &CallContext, args: BeamFeedbackReportArgs) -> ToolOutcome {
+    async fn beam_feedback_report(
+        &self,
+        _ctx: &CallContext,
+        args: BeamFeedbackReportArgs,
+    ) -> ToolOutcome {
         feedback::report(&self.broker, &args)
     }
 
-    async fn lean_drop_workspace(&self, _ctx: &CallContext, args: LeanDropWorkspaceArgs) -> ToolOutcome {
+    async fn lean_drop_workspace(
+        &self,
+        _ctx: &CallContext,
+        args: LeanDropWorkspaceArgs,
+    ) -> ToolOutcome {
         documents::drop_workspace(&self.broker, &args.workspace).await
     }
 
     async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> ToolOutcome {
-        speculate::run_at(&self.broker, ctx, &speculate::RunAt { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character, text: &args.text }, false).await
+        speculate::run_at(
+            &self.broker,
+            ctx,
+            &speculate::RunAt {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+                text: &args.text,
+            },
+            false,
+        )
+        .await
     }
 
-    async fn lean_run_at_handle(&self, ctx: &CallContext, args: LeanRunAtHandleArgs) -> ToolOutcome {
-        speculate::run_at(&self.broker, ctx, &speculate::RunAt { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character, text: &args.text }, true).await
+    async fn lean_run_at_handle(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunAtHandleArgs,
+    ) -> ToolOutcome {
+        speculate::run_at(
+            &self.broker,
+            ctx,
+            &speculate::RunAt {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+                text: &args.text,
+            },
+            true,
+        )
+        .await
     }
 
     async fn lean_hover(&self, _ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
-        inspect::hover(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }).await
+        inspect::hover(
+            &self.broker,
+            &At {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+            },
+        )
+        .await
     }
 
-    async fn lean_signature_help(&self, _ctx: &CallContext, args: LeanSignatureHelpArgs) -> ToolOutcome {
-        inspect::signature_help(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }).await
+    async fn lean_signature_help(
+        &self,
+        _ctx: &CallContext,
+        args: LeanSignatureHelpArgs,
+    ) -> ToolOutcome {
+        inspect::signature_help(
+            &self.broker,
+            &At {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+            },
+        )
+        .await
     }
 
     async fn lean_definition(&self, _ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {
-        inspect::definition(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }).await
+        inspect::definition(
+            &self.broker,
+            &At {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+            },
+        )
+        .await
     }
 
     async fn lean_references(&self, _ctx: &CallContext, args: LeanReferencesArgs) -> ToolOutcome {
-        inspect::references(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }, args.include_declaration).await
+        inspect::references(
+            &self.broker,
+            &At {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+            },
+            args.include_declaration,
+        )
+        .await
     }
 
-    async fn lean_document_symbols(&self, _ctx: &CallContext, args: LeanDocumentSymbolsArgs) -> ToolOutcome {
+    async fn lean_document_symbols(
+        &self,
+        _ctx: &CallContext,
+        args: LeanDocumentSymbolsArgs,
+    ) -> ToolOutcome {
         inspect::document_symbols(&self.broker, &args.workspace, &args.path, args.version).await
     }
 
-    async fn lean_workspace_symbols(&self, _ctx: &CallContext, args: LeanWorkspaceSymbolsArgs) -> ToolOutcome {
+    async fn lean_workspace_symbols(
+        &self,
+        _ctx: &CallContext,
+        args: LeanWorkspaceSymbolsArgs,
+    ) -> ToolOutcome {
         inspect::workspace_symbols(&self.broker, &args.workspace, &args.query).await
     }
 
     async fn lean_goals(&self, _ctx: &CallContext, args: LeanGoalsArgs) -> ToolOutcome {
-        inspect::goals(&self.broker, &At { workspace: &args.workspace, path: &args.path, version: args.version, line: args.line, character: args.character }, args.mode).await
+        inspect::goals(
+            &self.broker,
+            &At {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                line: args.line,
+                character: args.character,
+            },
+            args.mode,
+        )
+        .await
     }
 
     async fn lean_todo(&self, _ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
         todo::todo(&self.broker, &args).await
     }
 
-    async fn lean_code_action_resolve(&self, _ctx: &CallContext, args: LeanCodeActionResolveArgs) -> ToolOutcome {
-        inspect::code_action_resolve(&self.broker, &args.workspace, &args.path, args.version, &args.code_action).await
+    async fn lean_code_action_resolve(
+        &self,
+        _ctx: &CallContext,
+        args: LeanCodeActionResolveArgs,
+    ) -> ToolOutcome {
+        inspect::code_action_resolve(
+            &self.broker,
+            &args.workspace,
+            &args.path,
+            args.version,
+            &args.code_action,
+        )
+        .await
     }
 
     async fn lean_run_with(&self, ctx: &CallContext, args: LeanRunWithArgs) -> ToolOutcome {
-        speculate::run_with(&self.broker, ctx, &args.workspace, &args.path, &args.handle, &args.text, false).await
+        speculate::run_with(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            &args.handle,
+            &args.text,
+            false,
+        )
+        .await
     }
 
-    async fn lean_run_with_linear(&self, ctx: &CallContext, args: LeanRunWithLinearArgs) -> ToolOutcome {
-        speculate::run_with(&self.broker, ctx, &args.workspace, &args.path, &args.handle, &args.text, true).await
+    async fn lean_run_with_linear(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunWithLinearArgs,
+    ) -> ToolOutcome {
+        speculate::run_with(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            &args.handle,
+            &args.text,
+            true,
+        )
+        .await
     }
 
     async fn lean_release(&self, _ctx: &CallContext, args: LeanReleaseArgs) -> ToolOutcome {
@@ -115,22 +250,52 @@ impl Operations for Beam {
 
     async fn lean_sync(&self, ctx: &CallContext, args: LeanSyncArgs) -> ToolOutcome {
         let items = args.diagnostics_in_result;
-        documents::sync(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope, items, Mode::IfChanged)
-            .await
+        documents::sync(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            args.diagnostic_scope,
+            items,
+            Mode::IfChanged,
+        )
+        .await
     }
 
     async fn lean_refresh(&self, ctx: &CallContext, args: LeanRefreshArgs) -> ToolOutcome {
         let items = args.diagnostics_in_result;
-        documents::sync(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope, items, Mode::Reelaborate)
-            .await
+        documents::sync(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            args.diagnostic_scope,
+            items,
+            Mode::Reelaborate,
+        )
+        .await
     }
 
     async fn lean_save(&self, ctx: &CallContext, args: LeanSaveArgs) -> ToolOutcome {
-        save::save(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope).await
+        save::save(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            args.diagnostic_scope,
+        )
+        .await
     }
 
     async fn lean_close_save(&self, ctx: &CallContext, args: LeanCloseSaveArgs) -> ToolOutcome {
-        save::close_save(&self.broker, ctx, &args.workspace, &args.path, args.diagnostic_scope).await
+        save::close_save(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            args.diagnostic_scope,
+        )
+        .await
     }
 
     async fn lean_close(&self, _ctx: &CallContext, args: LeanCloseArgs) -> ToolOutcome {
