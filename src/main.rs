@@ -242,13 +242,8 @@ async fn serve() -> ExitCode {
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
-    stdio::serve(
-        dispatcher,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        stdio::DEFAULT_MAX_LINE,
-    )
-    .await;
+    let (input, output) = stdio::process_stdio();
+    stdio::serve(dispatcher, input, output, stdio::DEFAULT_MAX_LINE).await;
     beam.shutdown().await;
     ExitCode::SUCCESS
 }

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
 use tokio::sync::{mpsc, watch};
 
 use super::dispatcher::{Dispatcher, Reply};
@@ -55,7 +57,11 @@ async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::
         }
         reader.consume(used);
         if found {
-            return Ok(if skipped > 0 { Line::TooLong(skipped) } else { Line::Complete(line) });
+            return Ok(if skipped > 0 {
+                Line::TooLong(skipped)
+            } else {
+                Line::Complete(line)
+            });
         }
     }
 }
@@ -64,15 +70,49 @@ fn memchr_newline(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n')
 }
 
+/// The process's stdin and stdout as async streams.
+///
+/// MCP clients spawn the server with pipes; those are registered with the
+/// reactor, so reading a request and writing its answer happen on the worker
+/// threads. tokio's `stdin()`/`stdout()` instead hand every read and write to the
+/// blocking thread pool: two thread wake-ups per message, which dominated the
+/// cost of a `beam_version` round trip. Anything that is not a pipe (a file, a
+/// terminal) keeps tokio's blocking stdio. Must be called inside the runtime.
+pub fn process_stdio() -> (
+    Box<dyn AsyncRead + Unpin + Send>,
+    Box<dyn AsyncWrite + Unpin + Send>,
+) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+
+    let input: Box<dyn AsyncRead + Unpin + Send> = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let output: Box<dyn AsyncWrite + Unpin + Send> = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
+}
+
 /// Serve one stream until EOF or until the output is closed.
 pub async fn serve<O, R, W>(dispatcher: Arc<Dispatcher<O>>, input: R, output: W, max_line: usize)
 where
     O: Operations + 'static,
-    R: tokio::io::AsyncRead + Unpin,
+    R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out, mut rx) = mpsc::channel::<String>(OUTBOUND_CAPACITY);
-    let (closed_tx, mut closed_rx) = watch::channel(false);
+    let (closed_tx, closed_rx) = watch::channel(false);
     let writer = tokio::spawn(async move {
         let mut output = BufWriter::new(output);
         while let Some(line) = rx.recv().await {
@@ -91,7 +131,44 @@ where
         let _ = output.flush().await;
     });
 
+    // The reader runs as a task on a worker thread rather than on the thread
+    // that awaits `serve` (the `block_on` thread in `main`): calls it spawns
+    // then start on the worker's own queue instead of waking another thread,
+    // and a request costs fewer thread hand-offs.
     let session = Arc::new(Session::default());
+    let reader = tokio::spawn(read_loop(
+        Arc::clone(&dispatcher),
+        Arc::clone(&session),
+        input,
+        out.clone(),
+        closed_rx,
+        max_line,
+    ));
+    if let Err(err) = reader.await {
+        if err.is_panic() {
+            std::panic::resume_unwind(err.into_panic());
+        }
+    }
+
+    let cancelled = session.cancel_all();
+    log_info!("input closed; cancelled {cancelled} call(s), draining admitted work");
+    dispatcher.drain().await;
+    drop(out);
+    let _ = writer.await;
+}
+
+/// Read and dispatch lines until EOF, a read error, or a closed output.
+async fn read_loop<O, R>(
+    dispatcher: Arc<Dispatcher<O>>,
+    session: Arc<Session>,
+    input: R,
+    out: mpsc::Sender<String>,
+    mut closed_rx: watch::Receiver<bool>,
+    max_line: usize,
+) where
+    O: Operations + 'static,
+    R: AsyncRead + Unpin,
+{
     let mut input = BufReader::with_capacity(64 * 1024, input);
     loop {
         let line = tokio::select! {
@@ -121,10 +198,4 @@ where
             }
         }
     }
-
-    let cancelled = session.cancel_all();
-    log_info!("input closed; cancelled {cancelled} call(s), draining admitted work");
-    dispatcher.drain().await;
-    drop(out);
-    let _ = writer.await;
 }
