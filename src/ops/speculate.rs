@@ -81,33 +81,66 @@ fn command_count(text: &str) -> usize {
         .count()
 }
 
-/// Run one step in a shadow slot and build the run result.
+/// A range relative to the step's first character (line 0 is the step's first
+/// line), so that messages of continuation steps are easy to place.
+fn step_range(range: &Value, start: (u32, u32)) -> Value {
+    let rel = |p: &Value| {
+        let line = p["line"].as_u64().unwrap_or(0) as u32;
+        let character = p["character"].as_u64().unwrap_or(0) as u32;
+        let (l, c) = if line == start.0 {
+            (0, character.saturating_sub(start.1))
+        } else {
+            (line.saturating_sub(start.0), character)
+        };
+        json!({ "line": l, "character": c })
+    };
+    json!({ "start": rel(&range["start"]), "end": rel(&range["end"]) })
+}
+
+/// Run one step in a shadow slot and build the run result. `baseline` holds
+/// the user document's own diagnostics: a warning before the step that is not
+/// among them was caused by the step (e.g. "declaration uses `sorry`" on the
+/// declaration's name) and is reported too. Errors before the step are not:
+/// cutting the declaration after the step causes some by itself (unsolved
+/// goals, missing alternatives), and the goals already say what is left.
 async fn run_step(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
     slot: &SlotGuard,
     step: &Step,
+    baseline: &[Value],
 ) -> Result<Value, ToolError> {
     let (version, snap) = shadow::elaborate(rt, session, ctx, slot, step.shadow.clone()).await?;
     let index = LineIndex::new(&step.shadow);
     let (start_line, start_char) = index.position(&step.shadow, step.start);
+    let known = |d: &Value| {
+        baseline.iter().any(|b| {
+            b.get("range") == d.get("range") && diagnostics::message(b) == diagnostics::message(d)
+        })
+    };
     let mut messages = Vec::new();
     let mut traces = Vec::new();
     let mut success = true;
     for d in snap.diagnostics.iter() {
-        if !shadow::starts_at_or_after(d, start_line, start_char) {
-            continue;
-        }
         let severity = diagnostics::severity(d);
         let text = diagnostics::message(d);
-        let entry = json!({
+        let range = d.get("range").cloned().unwrap_or(Value::Null);
+        let in_step = shadow::starts_at_or_after(d, start_line, start_char);
+        let mut entry = json!({
             "severity": diagnostics::severity_name(severity),
             "text": text,
-            "range": d.get("range").cloned().unwrap_or(Value::Null),
+            "range": range,
         });
-        if severity == ERROR {
-            success = false;
+        if in_step {
+            entry["step_range"] = step_range(&range, (start_line, start_char));
+            if severity == ERROR {
+                success = false;
+            }
+        } else if severity == ERROR || known(d) {
+            continue;
+        } else {
+            entry["before_step"] = Value::Bool(true);
         }
         if severity == INFORMATION && text.starts_with('[') {
             traces.push(entry);
@@ -116,8 +149,14 @@ async fn run_step(
         }
     }
     let proof_state = if step.proof {
-        let end = step.shadow.trim_end().len();
-        let (line, character) = index.position(&step.shadow, end);
+        // After a failed step Lean's error recovery leaves goals that look
+        // finished; the goals before the step are what to work from.
+        let at = if success {
+            step.shadow.trim_end().len()
+        } else {
+            step.start
+        };
+        let (line, character) = index.position(&step.shadow, at);
         let target = Target {
             rt,
             session,
@@ -125,7 +164,12 @@ async fn run_step(
             version,
         };
         let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
-        json!({ "goals": goals, "source": source.as_str() })
+        let when = if success {
+            "after_step"
+        } else {
+            "before_failed_step"
+        };
+        json!({ "goals": goals, "source": source.as_str(), "at": when })
     } else {
         Value::Null
     };
@@ -240,7 +284,8 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
     };
     let pool = bound.rt.shadow_pool(&bound.doc.path);
     let slot = pool.acquire(&bound.rt, &step.shadow).await;
-    let mut result = run_step(&bound.rt, &bound.session, ctx, &slot, &step).await?;
+    let baseline = bound.doc.snapshot().diagnostics;
+    let mut result = run_step(&bound.rt, &bound.session, ctx, &slot, &step, &baseline).await?;
     drop(slot);
     if mint && result["success"] == true {
         let handle = bound.rt.handles.mint(HandleState {
@@ -300,7 +345,8 @@ pub async fn run_with(
     };
     let pool = rt.shadow_pool(&doc_path);
     let slot = pool.acquire(&rt, &step.shadow).await;
-    let mut result = run_step(&rt, &session, ctx, &slot, &step).await?;
+    let baseline = doc.snapshot().diagnostics;
+    let mut result = run_step(&rt, &session, ctx, &slot, &step, &baseline).await?;
     drop(slot);
     if result["success"] == true {
         let next = rt.handles.mint(HandleState {
