@@ -26,6 +26,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test --workspace (unit, protocol, real Lean server)"
 cargo test --workspace --locked
 
+step "fuzzing, bounded (scripts/fuzz.sh: every target for ${FUZZ_SECONDS:-30} s)"
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}" scripts/fuzz.sh
+
+step "soak, CI length (scripts/soak.py --minutes 1.5, release build)"
+python3 scripts/soak.py --minutes 1.5 --lean "$LEAN_BEAM_TEST_LEAN"
+
 step "official Python SDK (mcp==2.3.0) over stdio and HTTP"
 LEAN_BEAM_MCP_BIN="$repo_root/target/debug/lean-beam-mcp" \
   "$python" -m pytest tests/clients/python -q -p no:cacheprovider
