@@ -1035,6 +1035,11 @@ fn eof_shuts_down_promptly_with_admitted_answers_written() {
             "tools/call",
             call_params("beam_version", json!({})),
         ));
+        burst.push(request(
+            format!("sync{i}"),
+            "tools/call",
+            call_params("lean_sync", sync_args()),
+        ));
     }
     s.send_all(&burst);
     let started = Instant::now();
@@ -1051,9 +1056,20 @@ fn eof_shuts_down_promptly_with_admitted_answers_written() {
     for message in &rest {
         *ids.entry(message["id"].to_string()).or_default() += 1;
     }
-    // Every immediate answer was admitted and written; a tool call admitted
-    // before EOF is answered at most once (EOF may cancel it).
+    // Every immediate answer and every process-tool call admitted before EOF
+    // is answered exactly once; Lean work may be cancelled by EOF instead.
     for i in 0..50 {
+        assert_eq!(
+            ids.get(&json!(format!("call{i}")).to_string()),
+            Some(&1),
+            "beam_version {i} admitted before EOF was not answered once"
+        );
+        assert!(
+            ids.get(&json!(format!("sync{i}")).to_string())
+                .copied()
+                .unwrap_or(0)
+                <= 1
+        );
         assert_eq!(
             ids.get(&json!(i).to_string()),
             Some(&1),
@@ -1064,14 +1080,41 @@ fn eof_shuts_down_promptly_with_admitted_answers_written() {
             Some(&1),
             "tools/list {i}"
         );
-        assert!(
-            ids.get(&json!(format!("call{i}")).to_string())
-                .copied()
-                .unwrap_or(0)
-                <= 1
-        );
     }
     assert!(!s.stderr().contains("panicked"), "{}", s.stderr());
+}
+
+#[test]
+fn a_call_piped_in_with_eof_right_behind_it_is_answered() {
+    // `printf '<call>' | lean-beam-mcp`: EOF arrives with the request.
+    for era_modern in [true, false] {
+        for _ in 0..10 {
+            let mut s = Server::spawn();
+            let mut burst = Vec::new();
+            if era_modern {
+                burst.push(modern(
+                    1,
+                    "tools/call",
+                    call_params("beam_version", json!({})),
+                ));
+            } else {
+                burst.push(request("init", "initialize", initialize_params()));
+                burst.push(notification("notifications/initialized", Value::Null));
+                burst.push(request(
+                    1,
+                    "tools/call",
+                    call_params("beam_stats", json!({})),
+                ));
+            }
+            s.send_all(&burst);
+            s.close_stdin();
+            let rest = s.drain_to_eof();
+            assert!(s.wait_exit(Duration::from_secs(10)).success());
+            let answers: Vec<_> = rest.iter().filter(|m| m["id"] == 1).collect();
+            assert_eq!(answers.len(), 1, "{rest:?}");
+            assert_eq!(answers[0]["result"]["isError"], false, "{rest:?}");
+        }
+    }
 }
 
 #[test]

@@ -401,7 +401,12 @@ impl<O: Operations + 'static> Dispatcher<O> {
             .acquire_owned()
             .await
             .expect("semaphore open");
-        if !session.activate(id.clone(), cancel.clone(), spec.cancellable) {
+        // Process-local tools (beam_version, beam_stats) answer at once: cancelling
+        // them, by notifications/cancelled or at EOF, could only lose the answer
+        // (`printf '<call>' | lean-beam-mcp` used to print nothing, because EOF
+        // usually won the race against the just-spawned call).
+        let cancellable = spec.cancellable && spec.workspace_bound;
+        if !session.activate(id.clone(), cancel.clone(), cancellable) {
             return Ok(None);
         }
         let admission = self.fence.admit(spec.fence);
