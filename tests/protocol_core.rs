@@ -140,12 +140,16 @@ struct Stream {
 
 impl Stream {
     fn start() -> Stream {
+        // No beam.status notices unless a test asks for them: they would interleave.
+        Self::start_with_status_delay(Duration::from_secs(3600))
+    }
+
+    fn start_with_status_delay(status_delay: Duration) -> Stream {
         let ops = Arc::new(Gated::default());
         let (tx, events) = mpsc::unbounded_channel();
         *ops.events.lock().unwrap() = Some(tx);
         let config = Config {
-            // No beam.status notices in these tests: they would interleave.
-            status_delay: Duration::from_secs(3600),
+            status_delay,
             ..Config::default()
         };
         let stats = Arc::new(Stats::default());
@@ -245,7 +249,11 @@ impl Era {
     }
 
     async fn open(self) -> Stream {
-        let mut stream = Stream::start();
+        self.open_with(Stream::start()).await
+    }
+
+    /// Complete the legacy lifecycle on `stream` (nothing to do in the modern era).
+    async fn open_with(self, mut stream: Stream) -> Stream {
         if let Era::Legacy = self {
             stream
                 .send(json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
@@ -507,5 +515,102 @@ async fn progress_precedes_the_response() {
         // A call without a token sends no progress.
         s.send(era.call(6, "lean_hover", hover())).await;
         assert_eq!(s.recv_some().await["id"], 6);
+    }
+}
+
+/// The `beam.status` notice of a call still running after the status delay
+/// follows the request's own log level: modern `_meta` logLevel is
+/// request-local (never retained), legacy follows `logging/setLevel`.
+#[tokio::test]
+async fn status_notices_follow_the_request_log_level() {
+    let mut s = Stream::start_with_status_delay(Duration::from_millis(20));
+    let era = Era::Modern;
+    // A: no logLevel. B: logLevel notice. A starts first, so its delay ends first.
+    s.send(era.call("a", "lean_sync", sync("status-a"))).await;
+    assert_eq!(s.event().await, Event::Started("lean_sync", json!("a")));
+    let mut b = era.call("b", "lean_sync", sync("status-b"));
+    b["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("notice");
+    s.send(b).await;
+    assert_eq!(s.event().await, Event::Started("lean_sync", json!("b")));
+    let notice = s.recv_some().await;
+    assert_eq!(notice["method"], "notifications/message", "{notice}");
+    assert_eq!(notice["params"]["level"], "notice");
+    assert_eq!(notice["params"]["logger"], "beam.status");
+    assert_eq!(notice["params"]["data"]["requestId"], "b");
+    assert_eq!(notice["params"]["data"]["tool"], "lean_sync");
+    assert!(
+        notice["params"]["data"]["progressHint"]
+            .as_str()
+            .unwrap()
+            .contains("progressToken")
+    );
+    // C: after B, again without logLevel: B's level was not retained.
+    s.send(era.call("c", "lean_sync", sync("status-c"))).await;
+    assert_eq!(s.event().await, Event::Started("lean_sync", json!("c")));
+    // D: logLevel warning does not admit a notice.
+    let mut d = era.call("d", "lean_sync", sync("status-d"));
+    d["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("warning");
+    s.send(d).await;
+    assert_eq!(s.event().await, Event::Started("lean_sync", json!("d")));
+    // E: a later notice-level call proves the earlier delays have passed.
+    let mut e = era.call("e", "lean_sync", sync("status-e"));
+    e["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+    s.send(e).await;
+    assert_eq!(s.event().await, Event::Started("lean_sync", json!("e")));
+    let notice = s.recv_some().await;
+    assert_eq!(
+        notice["params"]["data"]["requestId"], "e",
+        "only B and E may send a notice: {notice}"
+    );
+    for gate in ["status-a", "status-b", "status-c", "status-d", "status-e"] {
+        s.ops.open(gate);
+    }
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let message = s.recv_some().await;
+        assert!(
+            message.get("method").is_none(),
+            "unexpected notification {message}"
+        );
+        ids.push(message["id"].as_str().unwrap().to_string());
+    }
+    ids.sort();
+    assert_eq!(ids, ["a", "b", "c", "d", "e"]);
+
+    // Legacy: the session level starts at debug (notice admitted) and follows
+    // logging/setLevel.
+    let era = Era::Legacy;
+    let mut s = era
+        .open_with(Stream::start_with_status_delay(Duration::from_millis(20)))
+        .await;
+    s.send(era.call("l1", "lean_sync", sync("legacy-1"))).await;
+    let notice = s.recv_some().await;
+    assert_eq!(notice["params"]["data"]["requestId"], "l1", "{notice}");
+    s.send(era.request(
+        json!("lvl"),
+        "logging/setLevel",
+        json!({"level": "warning"}),
+    ))
+    .await;
+    assert_eq!(s.recv_some().await["id"], "lvl");
+    s.send(era.call("l2", "lean_sync", sync("legacy-2"))).await;
+    s.send(era.request(json!("lvl2"), "logging/setLevel", json!({"level": "debug"})))
+        .await;
+    assert_eq!(s.recv_some().await["id"], "lvl2");
+    s.send(era.call("l3", "lean_sync", sync("legacy-3"))).await;
+    let notice = s.recv_some().await;
+    assert_eq!(
+        notice["params"]["data"]["requestId"], "l3",
+        "l2 ran at level warning: {notice}"
+    );
+    for gate in ["legacy-1", "legacy-2", "legacy-3"] {
+        s.ops.open(gate);
+    }
+    for _ in 0..3 {
+        let message = s.recv_some().await;
+        assert!(
+            message.get("method").is_none(),
+            "unexpected notification {message}"
+        );
     }
 }
