@@ -406,11 +406,13 @@ fn a_server_that_exits_during_startup() {
     );
     // Other tools and the stream are unaffected.
     let stats = m.stats();
+    let rt = &stats["workspaces"][ws.root_str()];
+    assert_eq!(rt["alive"], false, "{stats}");
     assert_eq!(
-        stats["workspaces"][ws.root_str()]["alive"],
-        false,
-        "{stats}"
+        rt["failedStarts"], 2,
+        "beam_stats counts the failed starts: {stats}"
     );
+    assert_eq!(rt["starts"], 0, "{stats}");
     let error = m.call_err("lean_hover", json!({"workspace": {"root": ws.root_str()}, "path": "Fix/Goals.lean", "version": 1, "line": 0, "character": 0}));
     assert!(error["code"].is_string(), "{error}");
 }

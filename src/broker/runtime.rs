@@ -45,6 +45,8 @@ pub struct Runtime {
     session: tokio::sync::Mutex<Option<Session>>,
     docs: Arc<Docs>,
     starts: AtomicU64,
+    /// Starts that failed (the server exited or did not answer `initialize`).
+    failed_starts: AtomicU64,
     requests: AtomicU64,
     next_marker: AtomicU64,
 }
@@ -76,6 +78,7 @@ impl Runtime {
             session: tokio::sync::Mutex::new(None),
             docs: Arc::new(Docs::default()),
             starts: AtomicU64::new(0),
+            failed_starts: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             next_marker: AtomicU64::new(0),
         }
@@ -140,7 +143,10 @@ impl Runtime {
         let (events, rx) = mpsc::unbounded_channel();
         let client = LspClient::start(&command, events.clone(), self.timeouts.startup)
             .await
-            .map_err(|e| runtime_setup(&self.launcher.describe(&self.root), &self.root, e))?;
+            .map_err(|e| {
+                self.failed_starts.fetch_add(1, Ordering::Relaxed);
+                runtime_setup(&self.launcher.describe(&self.root), &self.root, e)
+            })?;
         let generation = self.starts.fetch_add(1, Ordering::SeqCst) + 1;
         log_info!(
             "started Lean server for {} (pid {}, generation {generation})",
@@ -240,6 +246,7 @@ impl Runtime {
             "requests": self.requests.load(Ordering::Relaxed),
             "starts": starts,
             "restarts": starts.saturating_sub(1),
+            "failedStarts": self.failed_starts.load(Ordering::Relaxed),
             "handles": self.handles.stats(),
             "shadowSlots": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.len()).sum::<usize>(),
         })
