@@ -82,10 +82,12 @@ class Workspace:
         self.errors = {}       # edit -> expected error count
         self.soak_inflight = 0  # Soak.lean syncs in flight
         self.versions = {}     # file -> last version seen
-        self.last_soak = (0, 0, 0)  # (edit, version, epoch) of the last Soak.lean sync checked
+        self.last_soak = (0, 0, 0, 0)  # (edit, version, epoch, refreshes) of the last check
         self.handles = []
         self.actions = []      # (path, version, code_action) from lean_todo
         self.epoch = 0         # lean_drop_workspace calls sent (a new runtime restarts versions)
+        self.refreshes = 0     # lean_refresh calls of Soak.lean sent (each may add a version)
+        self.open_refreshes = set()  # sent and not answered (cancelled ones stay: they may have run)
 
     def ws(self):
         return {"root": self.root}
@@ -273,6 +275,8 @@ class Soak:
         result = message["result"]
         content = result.get("structuredContent")
         if result.get("isError"):
+            if info.get("mode"):
+                ws.soak_inflight -= 1
             code = f"{tool}:{content.get('code')}"
             self.codes[code] += 1
             self.examples.setdefault(code, content.get("message", "")[:200])
@@ -315,13 +319,18 @@ class Soak:
             self.fail(f"{ws.name}: a sync sent after edit {info['edit_at_send']} reported edit {edit}")
         if counts["error"] != ws.errors[edit]:
             self.fail(f"{ws.name}: edit {edit} has {ws.errors[edit]} errors, the sync reported {counts['error']}")
-        last_edit, last_version, last_epoch = ws.last_soak
+        if info.get("rid") is not None:
+            ws.open_refreshes.discard(info["rid"])
+        last_edit, last_version, last_epoch, last_refreshes = ws.last_soak
         version = content["version"]
         if info["epoch"] != last_epoch:
             last_version = 0  # a dropped runtime: versions start again
         if edit > last_edit and version <= last_version:
             self.fail(f"{ws.name}: edit {edit} reported with version {version} <= {last_version}")
-        if edit == last_edit and last_version and version != last_version and info["mode"] == "sync":
+        # Only a re-elaboration (lean_refresh, answered or cancelled) moves the
+        # version of unchanged text.
+        if (edit == last_edit and last_version and version != last_version and info["mode"] == "sync"
+                and info["refreshes"] == last_refreshes and not ws.open_refreshes):
             self.fail(f"{ws.name}: unchanged edit {edit} moved from version {last_version} to {version}")
         if edit < last_edit:
             self.fail(f"{ws.name}: went back from edit {last_edit} to {edit}")
@@ -329,7 +338,7 @@ class Soak:
             self.fail(f"{ws.name}: unraced sync reported edit {edit}, latest is {ws.edit}")
         if not info["raced"]:
             self.latest_checks += 1
-        ws.last_soak = (max(edit, last_edit), max(version, last_version), info["epoch"])
+        ws.last_soak = (max(edit, last_edit), max(version, last_version), info["epoch"], ws.refreshes)
         self.soak_checks += 1
 
     # -- the mix -----------------------------------------------------------
@@ -346,17 +355,25 @@ class Soak:
             if ws.soak_inflight and rng.random() < 0.5:
                 return None
             raced_before = ws.soak_inflight > 0
-            if rng.random() < 0.8:
+            wrote = rng.random() < 0.8
+            if wrote:
                 ws.write_soak(rng)
             mode = "refresh" if rng.random() < 0.15 else "sync"
-            info = {"edit_at_send": ws.edit, "raced": raced_before, "mode": mode, "epoch": ws.epoch}
+            if mode == "refresh":
+                ws.refreshes += 1
+            info = {"edit_at_send": ws.edit, "raced": raced_before, "mode": mode, "epoch": ws.epoch,
+                    "refreshes": ws.refreshes}
+            rid = self.call("lean_" + mode, {"workspace": ws.ws(), "path": "Soak.lean",
+                                             "diagnostics_in_result": True}, ws, info)
+            if mode == "refresh":
+                ws.open_refreshes.add(rid)
+                info["rid"] = rid
             ws.soak_inflight += 1
             # Any earlier Soak sync in flight now races with this edit.
-            for rid, (tool, w, i, _) in self.pending.items():
-                if w is ws and i.get("mode") and i is not info:
+            for other, (tool, w, i, _) in self.pending.items():
+                if wrote and w is ws and i.get("mode") and i is not info:
                     i["raced"] = True
-            return self.call("lean_" + mode, {"workspace": ws.ws(), "path": "Soak.lean",
-                                              "diagnostics_in_result": True}, ws, info)
+            return rid
         if r < 0.30 or version is None:
             return self.call(rng.choice(["lean_sync", "lean_sync", "lean_update", "lean_refresh"]), doc, ws)
         if r < 0.40:
