@@ -654,6 +654,8 @@ fn malformed_responses_are_structured_errors_not_hangs() {
                 error["code"].is_string() && error["message"].is_string(),
                 "{mode}: {error}"
             );
+            // The connection survives a malformed answer: nothing says restart.
+            assert_eq!(error["code"], "internalError", "{mode}: {error}");
         }
         let synced = m.call("lean_sync", args.clone());
         assert_eq!(

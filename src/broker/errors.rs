@@ -60,10 +60,11 @@ pub fn from_lsp(error: LspError, method: &str) -> ToolError {
             "signal": info.signal,
             "stderrTail": info.stderr_tail,
         })),
-        other => ToolError::new(
+        // The connection is dead (a broken frame, or I/O): the process is killed.
+        LspError::Protocol(problem) | LspError::Io(problem) => ToolError::new(
             ErrorCode::WorkerExited,
             format!(
-                "the connection to the Lean server failed during {method}: {other}; the next request restarts it"
+                "the connection to the Lean server failed during {method}: {problem}; the next request restarts it"
             ),
         ),
     }

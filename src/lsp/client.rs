@@ -9,6 +9,9 @@
 //! * waiter — reaps the process, kills what is left of its tree, fails every
 //!   pending request with [`LspError::Exited`] and sends [`ServerEvent::Exited`].
 
+/// JSON-RPC's internal-error code, for a malformed answer.
+const INTERNAL_ERROR: i64 = -32603;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
@@ -579,9 +582,13 @@ impl Shared {
                         data: e.data,
                     }),
                     (Some(result), None) => Ok(result),
-                    (None, None) => Err(LspError::Protocol(format!(
-                        "answer to request {id} has neither result nor error"
-                    ))),
+                    // One malformed answer; the connection itself is intact, so
+                    // this is not the connection-breaking `Protocol` error.
+                    (None, None) => Err(LspError::Rpc {
+                        code: INTERNAL_ERROR,
+                        message: format!("answer to request {id} has neither result nor error"),
+                        data: None,
+                    }),
                 };
                 let tx = lock(&self.state).pending.remove(&id);
                 match tx {
