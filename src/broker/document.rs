@@ -193,12 +193,15 @@ impl Doc {
             }
             let p = &mut snap.progress;
             p.updates += 1;
+            // Each report replaces the previous one. A crash report that
+            // overtook a reopen of the same version is followed by the new
+            // worker's reports, which end it.
+            p.fatal = fatal;
             if processing.is_empty() {
                 p.done = true;
                 p.frontier_line = line_count;
             } else {
                 p.done = false;
-                p.fatal |= fatal;
                 p.frontier_line = processing
                     .iter()
                     .filter_map(|r| r.pointer("/range/start/line").and_then(Value::as_u64))

@@ -176,11 +176,7 @@ pub async fn goals(
             "method": "Lean.Widget.getInteractiveGoals",
             "params": { "textDocument": bound.text_document(), "position": position },
         });
-        match bound
-            .rt
-            .request(bound.session, "$/lean/rpc/call", params)
-            .await
-        {
+        match bound.request_unchecked("$/lean/rpc/call", params).await {
             Ok(answer) => {
                 let now = bound.doc.state().version;
                 if now != bound.version {

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::document::{Doc, DocState};
+use super::document::{Doc, DocState, Snapshot};
 use super::runtime::{Runtime, Session};
+use super::sync::{STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
 use super::workspace::{self, Root};
 use crate::broker::Broker;
@@ -152,12 +153,49 @@ impl Target<'_> {
     /// Ask Lean about the pinned version; the answer is refused if the document
     /// moved on meanwhile (Lean answers from whatever it has).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
-        let answer = self.rt.request(self.session, method, params).await?;
+        let answer = self.request_unchecked(method, params).await?;
         let now = self.doc.state().version;
         if now != self.version {
             return Err(version_mismatch(self.doc, self.version, now));
         }
         Ok(answer)
+    }
+
+    /// Ask Lean about the document, without the version check of `request`.
+    /// A worker that stops meanwhile does not leave the call hanging: Lean
+    /// reports the file fatal and holds its requests until it is reopened, so
+    /// after a short grace the call fails (workerCrashed) and the document is
+    /// marked for reopening by the next request.
+    pub async fn request_unchecked(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+        let mut live = self.doc.subscribe();
+        let fatal = |snap: &Snapshot| snap.version == self.version && snap.progress.fatal;
+        let mut stopped = fatal(&live.borrow_and_update()).then(tokio::time::Instant::now);
+        let call = self.rt.request(self.session, method, params);
+        tokio::pin!(call);
+        loop {
+            let give_up = stopped.map(|since| since + STOPPED_WORKER_GRACE);
+            tokio::select! {
+                answer = &mut call => {
+                    if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
+                        self.doc.on_crash();
+                    }
+                    return answer;
+                }
+                changed = live.changed() => {
+                    if changed.is_err() {
+                        return (&mut call).await;
+                    }
+                    stopped = if fatal(&live.borrow_and_update()) {
+                        stopped.or_else(|| Some(tokio::time::Instant::now()))
+                    } else {
+                        None
+                    };
+                }
+                () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
+                    return Err(worker_stopped(self.doc, self.version));
+                }
+            }
+        }
     }
 
     pub fn text_document(&self) -> Value {

@@ -19,6 +19,29 @@ use crate::surface::{DiagnosticScope, ErrorCode, ToolError};
 /// (the final `done` update is never throttled).
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How long a request keeps waiting after Lean reported its version fatal (the
+/// file's worker stopped). A worker that failed on the header still answers
+/// at once; a crashed one never does: Lean holds requests for the file until
+/// it is reopened.
+pub const STOPPED_WORKER_GRACE: Duration = Duration::from_millis(1000);
+
+/// `data.reason` of the error for a request held by a stopped worker.
+pub const WORKER_STOPPED: &str = "workerStopped";
+
+/// The error of a request that Lean holds because the file's worker stopped.
+/// Marks the document for reopening, so the next request recovers.
+pub fn worker_stopped(doc: &Doc, version: u64) -> ToolError {
+    doc.on_crash();
+    ToolError::new(
+        ErrorCode::WorkerCrashed,
+        format!(
+            "the Lean worker of {} stopped (fatal file progress) and Lean holds requests for it until it is reopened; the next lean_sync reopens the file",
+            doc.path.shown
+        ),
+    )
+    .with_data(json!({ "reason": WORKER_STOPPED, "path": doc.path.shown, "version": version }))
+}
+
 /// What `apply` did.
 #[derive(Debug, Clone, Copy)]
 pub struct Applied {
@@ -248,8 +271,15 @@ pub async fn barrier(
     let deadline = tokio::time::sleep(rt.timeouts.sync);
     tokio::pin!(deadline);
     let snap = live.borrow_and_update().clone();
+    // When Lean reported the version fatal, and until it reports it alive again.
+    let stopped_since = |snap: &Snapshot, since: Option<tokio::time::Instant>| {
+        (snap.version == version && snap.progress.fatal)
+            .then(|| since.unwrap_or_else(tokio::time::Instant::now))
+    };
+    let mut stopped = stopped_since(&snap, None);
     forwarder.observe(&snap).await;
     loop {
+        let give_up = stopped.map(|since| since + STOPPED_WORKER_GRACE);
         tokio::select! {
             answer = &mut wait => {
                 return match answer {
@@ -268,7 +298,11 @@ pub async fn barrier(
                     continue;
                 }
                 let snap = live.borrow_and_update().clone();
+                stopped = stopped_since(&snap, stopped);
                 forwarder.observe(&snap).await;
+            }
+            () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
+                return Err(worker_stopped(doc, version));
             }
             () = &mut deadline => {
                 let snap = doc.snapshot();
@@ -319,10 +353,25 @@ pub async fn sync_locked(
     let session = rt.session().await?;
     let mut mode = options.mode;
     let mut reopened_for_imports = false;
+    let mut reopened_for_stop = false;
     loop {
         let applied = apply(&session, doc, Arc::clone(&text), mode)?;
         let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
-        barrier(rt, &session, doc, applied.version, &mut forwarder).await?;
+        match barrier(rt, &session, doc, applied.version, &mut forwarder).await {
+            Ok(()) => {}
+            // The worker stopped while this sync waited (or just before, faster
+            // than its report): the document is marked for reopening, so try
+            // once more, on a new worker.
+            Err(error)
+                if !reopened_for_stop
+                    && error.data.as_ref().and_then(|d| d.get("reason"))
+                        == Some(&json!(WORKER_STOPPED)) =>
+            {
+                reopened_for_stop = true;
+                continue;
+            }
+            Err(error) => return Err(error),
+        }
         rt.settle(&session).await;
         let snapshot = doc.snapshot();
         forwarder.observe(&snapshot).await;
