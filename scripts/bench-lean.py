@@ -321,8 +321,24 @@ def main():
         }
         calls_since_keepalive = [0]
 
+        def refs(value, out):
+            if isinstance(value, dict):
+                if "__rpcref" in value:
+                    out.append({"__rpcref": value["__rpcref"]})
+                for v in value.values():
+                    refs(v, out)
+            elif isinstance(value, list):
+                for v in value:
+                    refs(v, out)
+            return out
+
         def direct_goals():
-            direct[basic].request("$/lean/rpc/call", rpc_params)
+            answer = direct[basic].request("$/lean/rpc/call", rpc_params)
+            # A well-behaved client releases the references it was given, as
+            # lean_goals does.
+            held = refs(answer, [])
+            if held:
+                direct[basic].notify("$/lean/rpc/release", {"uri": goals_uri, "sessionId": session, "refs": held})
             calls_since_keepalive[0] += 1
             if calls_since_keepalive[0] % 100 == 0:
                 direct[basic].notify("$/lean/rpc/keepAlive", {"uri": goals_uri, "sessionId": session})
