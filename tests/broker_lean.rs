@@ -991,6 +991,31 @@ fn drop_is_a_full_fence_idempotent_and_accepts_a_vanished_root() {
 }
 
 #[test]
+fn versions_keep_growing_across_a_drop_so_old_versions_stay_stale() {
+    let tw = TempWorkspace::copy("basic");
+    let root = tw.root_str();
+    let mut mcp = spawn(Era::Modern);
+    let first = mcp.call("lean_sync", doc(&root, "Fix/Goals.lean"));
+    assert_eq!(first["version"], 1);
+    let dropped = mcp.call("lean_drop_workspace", json!({"workspace": ws(&root)}));
+    assert_eq!(dropped["dropped"], true);
+    let again = mcp.call("lean_sync", doc(&root, "Fix/Goals.lean"));
+    assert_eq!(
+        again["version"], 2,
+        "a recreated runtime continues above: {again}"
+    );
+    let stale = mcp.call_err(
+        "lean_hover",
+        with(
+            doc(&root, "Fix/Goals.lean"),
+            json!({"version": 1, "line": 11, "character": 34}),
+        ),
+    );
+    assert_eq!(stale["code"], "contentModified", "{stale}");
+    assert_eq!(stale["data"]["reason"], "versionMismatch");
+}
+
+#[test]
 fn eof_with_open_documents_and_a_call_in_flight_leaves_no_lean_process() {
     let tw = TempWorkspace::copy("basic");
     let root = tw.root_str();

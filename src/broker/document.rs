@@ -68,6 +68,8 @@ pub struct DocState {
     pub version: u64,
     pub text: Arc<str>,
     pub index: Arc<LineIndex>,
+    /// Versions of this document start above this one (see `Doc::new`).
+    pub floor: u64,
     /// The Lean session generation in which the document is open, if any.
     pub open_in: Option<u64>,
     /// The worker crashed or imports changed: reopen before the next use.
@@ -75,7 +77,9 @@ pub struct DocState {
 }
 
 impl Doc {
-    pub fn new(path: DocPath, uri: String) -> Self {
+    /// `floor`: the highest version this file had in an earlier runtime of the
+    /// process, so that versions keep growing across a drop.
+    pub fn new(path: DocPath, uri: String, floor: u64) -> Self {
         let (live, _) = watch::channel(Snapshot::default());
         Doc {
             path,
@@ -83,6 +87,7 @@ impl Doc {
             edit: tokio::sync::Mutex::new(()),
             state: Mutex::new(DocState {
                 version: 0,
+                floor,
                 text: Arc::from(""),
                 index: Arc::new(LineIndex::new("")),
                 open_in: None,

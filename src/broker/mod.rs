@@ -33,6 +33,9 @@ pub struct Broker {
     /// Identifies this server process in proof handles.
     process_nonce: u64,
     next_runtime_id: std::sync::atomic::AtomicU64,
+    /// Versions survive eviction: a recreated runtime continues above them, so
+    /// a version returned before a drop never names different content after it.
+    version_floors: Arc<runtime::VersionFloors>,
     runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
 }
 
@@ -53,6 +56,7 @@ impl Broker {
             limits,
             process_nonce: process_nonce(),
             next_runtime_id: std::sync::atomic::AtomicU64::new(1),
+            version_floors: Arc::default(),
             runtimes: Mutex::new(HashMap::new()),
         }
     }
@@ -88,6 +92,7 @@ impl Broker {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let handles = handles::HandleStore::new(self.process_nonce, id, self.limits.handles);
             Arc::new(Runtime::new(
+                Arc::clone(&self.version_floors),
                 root.clone(),
                 self.launcher.clone(),
                 self.timeouts.clone(),
@@ -105,6 +110,7 @@ impl Broker {
     /// Remove and stop the runtime of `root`, if cached.
     pub async fn evict(&self, root: &Root) -> Option<Arc<Runtime>> {
         let runtime = self.map().remove(root)?;
+        runtime.record_versions();
         runtime.shutdown().await;
         Some(runtime)
     }

@@ -22,6 +22,22 @@ use crate::lsp::{LspClient, ServerEvent};
 use crate::surface::ToolError;
 use crate::{log_info, log_warn};
 
+/// The highest version each file has had in any runtime of this process.
+#[derive(Debug, Default)]
+pub struct VersionFloors(Mutex<HashMap<PathBuf, u64>>);
+
+impl VersionFloors {
+    pub fn get(&self, file: &std::path::Path) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(file).copied().unwrap_or(0)
+    }
+
+    pub fn raise(&self, file: &std::path::Path, version: u64) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = map.entry(file.to_path_buf()).or_insert(0);
+        *entry = (*entry).max(version);
+    }
+}
+
 /// The method of the marker the broker puts behind Lean's notifications (see
 /// `Runtime::settle`). Lean never sends it.
 const SETTLE_MARKER: &str = "$/beam/settled";
@@ -41,6 +57,7 @@ pub struct Runtime {
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     pub handles: HandleStore,
+    version_floors: Arc<VersionFloors>,
     created: Instant,
     session: tokio::sync::Mutex<Option<Session>>,
     docs: Arc<Docs>,
@@ -61,6 +78,7 @@ struct Docs {
 
 impl Runtime {
     pub fn new(
+        version_floors: Arc<VersionFloors>,
         root: Root,
         launcher: Launcher,
         timeouts: Timeouts,
@@ -74,6 +92,7 @@ impl Runtime {
             shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             handles,
+            version_floors,
             created: Instant::now(),
             session: tokio::sync::Mutex::new(None),
             docs: Arc::new(Docs::default()),
@@ -95,7 +114,8 @@ impl Runtime {
             return Arc::clone(doc);
         }
         let uri = path_to_uri(&path.file);
-        let doc = Arc::new(Doc::new(path.clone(), uri.clone()));
+        let floor = self.version_floors.get(&path.file);
+        let doc = Arc::new(Doc::new(path.clone(), uri.clone(), floor));
         by_file.insert(path.file.clone(), Arc::clone(&doc));
         self.docs
             .by_uri
@@ -103,6 +123,15 @@ impl Runtime {
             .unwrap_or_else(|e| e.into_inner())
             .insert(uri, Arc::clone(&doc));
         doc
+    }
+
+    /// Remember every document's version, so that a later runtime of the same
+    /// files continues above them (called when the runtime is evicted).
+    pub fn record_versions(&self) {
+        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        for (file, doc) in by_file.iter() {
+            self.version_floors.raise(file, doc.state().version);
+        }
     }
 
     /// The shadow slot pool of a document.

@@ -100,7 +100,7 @@ pub fn apply(
         });
     }
     let version = if differs || mode == Mode::Reelaborate {
-        old.version + 1
+        old.version.max(old.floor) + 1
     } else {
         old.version
     };
