@@ -28,7 +28,12 @@ pub struct VersionFloors(Mutex<HashMap<PathBuf, u64>>);
 
 impl VersionFloors {
     pub fn get(&self, file: &std::path::Path) -> u64 {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(file).copied().unwrap_or(0)
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(file)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn raise(&self, file: &std::path::Path, version: u64) {
