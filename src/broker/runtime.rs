@@ -286,6 +286,23 @@ impl Runtime {
         })
     }
 
+    /// A checkpoint of `saved` was published: every other open document may
+    /// import it (directly or not), and Lean reads imports only when a file
+    /// is opened, so each is reopened at its next use instead of keeping the
+    /// old declarations.
+    pub fn imports_rebuilt(&self, saved: &std::path::Path) {
+        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        for (file, doc) in by_file.iter() {
+            if file.as_path() != saved {
+                doc.update_state(|s| {
+                    if s.open_in.is_some() {
+                        s.needs_reopen = true;
+                    }
+                });
+            }
+        }
+    }
+
     /// Open documents, for feedback reports.
     pub fn open_documents(&self) -> Vec<String> {
         let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());

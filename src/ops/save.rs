@@ -62,6 +62,7 @@ pub async fn save(
         rt.timeouts.sync,
     )
     .await?;
+    rt.imports_rebuilt(&doc.path.file);
     let mut result = json!({
         "workspace": root.descriptor(),
         "path": doc.path.shown,
