@@ -66,6 +66,31 @@ pub struct At<'a> {
     pub character: u64,
 }
 
+/// Every tool argument type that names a position of a pinned version.
+macro_rules! at_position_args {
+    ($($args:ty),* $(,)?) => {$(
+        impl<'a> From<&'a $args> for At<'a> {
+            fn from(args: &'a $args) -> Self {
+                At {
+                    workspace: &args.workspace,
+                    path: &args.path,
+                    version: args.version,
+                    line: args.line,
+                    character: args.character,
+                }
+            }
+        }
+    )*};
+}
+
+at_position_args!(
+    crate::surface::LeanHoverArgs,
+    crate::surface::LeanSignatureHelpArgs,
+    crate::surface::LeanDefinitionArgs,
+    crate::surface::LeanReferencesArgs,
+    crate::surface::LeanGoalsArgs,
+);
+
 /// A request at a checked position of the pinned version.
 async fn at_position(
     broker: &Broker,

@@ -100,17 +100,7 @@ impl Operations for Beam {
     }
 
     async fn lean_hover(&self, _ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
-        inspect::hover(
-            &self.broker,
-            &At {
-                workspace: &args.workspace,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-        )
-        .await
+        inspect::hover(&self.broker, &At::from(&args)).await
     }
 
     async fn lean_signature_help(
@@ -118,46 +108,15 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: LeanSignatureHelpArgs,
     ) -> ToolOutcome {
-        inspect::signature_help(
-            &self.broker,
-            &At {
-                workspace: &args.workspace,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-        )
-        .await
+        inspect::signature_help(&self.broker, &At::from(&args)).await
     }
 
     async fn lean_definition(&self, _ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {
-        inspect::definition(
-            &self.broker,
-            &At {
-                workspace: &args.workspace,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-        )
-        .await
+        inspect::definition(&self.broker, &At::from(&args)).await
     }
 
     async fn lean_references(&self, _ctx: &CallContext, args: LeanReferencesArgs) -> ToolOutcome {
-        inspect::references(
-            &self.broker,
-            &At {
-                workspace: &args.workspace,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-            args.include_declaration,
-        )
-        .await
+        inspect::references(&self.broker, &At::from(&args), args.include_declaration).await
     }
 
     async fn lean_document_symbols(
@@ -177,18 +136,7 @@ impl Operations for Beam {
     }
 
     async fn lean_goals(&self, _ctx: &CallContext, args: LeanGoalsArgs) -> ToolOutcome {
-        inspect::goals(
-            &self.broker,
-            &At {
-                workspace: &args.workspace,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-            args.mode,
-        )
-        .await
+        inspect::goals(&self.broker, &At::from(&args), args.mode).await
     }
 
     async fn lean_todo(&self, _ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
