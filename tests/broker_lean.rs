@@ -1508,32 +1508,7 @@ fn a_lake_that_cannot_start_is_a_runtime_setup_error_and_the_next_request_retrie
 #[test]
 fn official_python_client_calls_lean_sync_with_a_progress_token() {
     let l = lean();
-    // The pinned SDK's venv (idempotent; prints the venv's python).
-    let setup = Command::new(l.repo.join("scripts/setup-test-clients.sh"))
-        .output()
-        .expect("run scripts/setup-test-clients.sh");
-    assert!(
-        setup.status.success(),
-        "scripts/setup-test-clients.sh failed:\n{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
-    let python = String::from_utf8(setup.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_string();
-    let out = Command::new(&python)
-        .arg(l.repo.join("tests/clients/python/lean_sync_progress.py"))
-        .arg(env!("CARGO_BIN_EXE_lean-beam-mcp"))
-        .arg(l.fixture("basic"))
-        .env("LEAN_BEAM_LEAN", &l.lean)
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed:\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = l.run_python_client("lean_sync_progress.py");
     assert!(
         stdout.contains("OK lean_sync mode=auto protocol=2026-07-28"),
         "{stdout}"

@@ -1027,31 +1027,7 @@ async fn sigterm_closes_streams_and_exits_cleanly() {
 #[test]
 fn official_python_client_calls_lean_sync_over_http() {
     let l = common::lean::lean();
-    let setup = Command::new(l.repo.join("scripts/setup-test-clients.sh"))
-        .output()
-        .expect("run scripts/setup-test-clients.sh");
-    assert!(
-        setup.status.success(),
-        "scripts/setup-test-clients.sh failed:\n{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
-    let python = String::from_utf8(setup.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_string();
-    let out = Command::new(&python)
-        .arg(l.repo.join("tests/clients/python/lean_sync_http.py"))
-        .arg(env!("CARGO_BIN_EXE_lean-beam-mcp"))
-        .arg(l.fixture("basic"))
-        .env("LEAN_BEAM_LEAN", &l.lean)
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed:\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = l.run_python_client("lean_sync_http.py");
     for mode in [
         "mode=2026-07-28 protocol=2026-07-28",
         "mode=legacy protocol=2025-11-25",

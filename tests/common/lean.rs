@@ -54,6 +54,35 @@ pub fn lean() -> &'static Lean {
 impl Lean {
     /// A fixture workspace root, canonical (`basic`, `second`, `long`), or
     /// `examples/demo` for `"demo"`.
+    /// Run one of the official-SDK client scripts of tests/clients/python (from
+    /// the pinned venv of scripts/setup-test-clients.sh) against the built
+    /// binary and the `basic` fixture; returns its stdout, panicking on failure.
+    pub fn run_python_client(&self, script: &str) -> String {
+        let setup = Command::new(self.repo.join("scripts/setup-test-clients.sh"))
+            .output()
+            .expect("run scripts/setup-test-clients.sh");
+        assert!(
+            setup.status.success(),
+            "scripts/setup-test-clients.sh failed:\n{}",
+            String::from_utf8_lossy(&setup.stderr)
+        );
+        let python = String::from_utf8(setup.stdout).expect("utf-8");
+        let out = Command::new(python.trim())
+            .arg(self.repo.join("tests/clients/python").join(script))
+            .arg(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+            .arg(self.fixture("basic"))
+            .env("LEAN_BEAM_LEAN", &self.lean)
+            .output()
+            .expect("run the Python client");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{script} failed:\nstdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
     pub fn fixture(&self, name: &str) -> PathBuf {
         let dir = if name == "demo" {
             self.repo.join("examples/demo")
