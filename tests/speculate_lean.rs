@@ -995,6 +995,13 @@ fn user_document_is_untouched_by_50_probes() {
         after["version"], v,
         "the probes changed the user's document version"
     );
+    // Shadow slots are the broker's own: stats list the user's documents only.
+    let stats = mcp.workspace_stats(&root).expect("runtime");
+    assert!(stats["shadowSlots"].as_u64().unwrap() >= 1, "{stats}");
+    for doc in stats["documents"].as_array().unwrap() {
+        let path = doc["path"].as_str().unwrap();
+        assert!(!path.contains("#shadow"), "a shadow in stats: {doc}");
+    }
     assert_eq!(
         after["diagnostics"]["counts"],
         before["diagnostics"]["counts"]

@@ -119,6 +119,11 @@ impl Doc {
         *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// A shadow slot (a virtual document of the broker's own), not a user file.
+    pub fn is_shadow(&self) -> bool {
+        super::shadow::is_shadow_uri(&self.uri)
+    }
+
     pub fn state(&self) -> DocState {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }

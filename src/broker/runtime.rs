@@ -260,6 +260,7 @@ impl Runtime {
             let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
             let mut docs: Vec<Value> = by_file
                 .values()
+                .filter(|d| !d.is_shadow())
                 .map(|d| {
                     let s = d.state();
                     json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some() })
@@ -308,7 +309,7 @@ impl Runtime {
         let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
         let mut open: Vec<String> = by_file
             .values()
-            .filter(|d| d.state().open_in.is_some())
+            .filter(|d| !d.is_shadow() && d.state().open_in.is_some())
             .map(|d| d.path.shown.clone())
             .collect();
         open.sort();
