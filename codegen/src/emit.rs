@@ -219,7 +219,7 @@ pub fn emit(table: &Table) -> String {
             let doc = &shape.doc;
             let (fields, defaults) = fields(table, name, &shape.fields, &enums);
             all_defaults.extend(defaults);
-            closed_struct(&ident, &doc, &fields)
+            closed_struct(&ident, doc, &fields)
         })
         .collect();
 
