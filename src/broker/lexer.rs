@@ -1,5 +1,6 @@
-//! Just enough of Lean's lexical structure to find `sorry` and synthetic holes
-//! in code, never in comments, docstrings, strings or inside identifiers.
+//! Just enough of Lean's lexical structure to tell code from comments,
+//! docstrings, strings and character literals: to find `sorry` and synthetic
+//! holes in code, and the words that start commands.
 
 /// A token of interest: its kind and byte range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +18,30 @@ pub enum TokenKind {
     Hole,
 }
 
+/// What a stretch of source text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LexemeKind {
+    /// An identifier or keyword (one component: `Foo.bar` is `Foo`, `.`, `bar`).
+    Word,
+    /// A line or block comment; `doc` for `/--` docstrings and `/-!` module docs.
+    Comment { doc: bool },
+    /// A string literal.
+    Str,
+    /// A character literal.
+    Char,
+    /// A synthetic hole `?_` or `?name`.
+    Hole,
+    /// Any other character that is not white space.
+    Symbol,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lexeme {
+    pub kind: LexemeKind,
+    pub start: usize,
+    pub end: usize,
+}
+
 fn is_ident_start(c: char) -> bool {
     c.is_alphabetic() || c == '_'
 }
@@ -27,11 +52,39 @@ fn is_ident_char(c: char) -> bool {
 
 /// Scan `text` for `sorry` tokens and synthetic holes.
 pub fn scan(text: &str) -> Vec<Token> {
+    lex(text)
+        .into_iter()
+        .filter_map(|l| {
+            let kind = match l.kind {
+                LexemeKind::Hole => TokenKind::Hole,
+                // `Foo.sorry` names a constant; only a free-standing word is the term.
+                LexemeKind::Word
+                    if &text[l.start..l.end] == "sorry" && !text[..l.start].ends_with('.') =>
+                {
+                    TokenKind::Sorry
+                }
+                _ => return None,
+            };
+            Some(Token {
+                kind,
+                start: l.start,
+                end: l.end,
+            })
+        })
+        .collect()
+}
+
+/// Split `text` into lexemes (white space is dropped).
+pub fn lex(text: &str) -> Vec<Lexeme> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
+    let mut push = |kind, start, end| out.push(Lexeme { kind, start, end });
     let mut chars = text.char_indices().peekable();
     let mut prev: Option<char> = None;
     while let Some((i, c)) = chars.next() {
+        let end_at = |chars: &mut std::iter::Peekable<std::str::CharIndices>| {
+            chars.peek().map_or(text.len(), |&(j, _)| j)
+        };
         match c {
             '-' if bytes.get(i + 1) == Some(&b'-') => {
                 // Line comment.
@@ -41,11 +94,14 @@ pub fn scan(text: &str) -> Vec<Token> {
                     }
                     chars.next();
                 }
+                push(LexemeKind::Comment { doc: false }, i, end_at(&mut chars));
                 prev = None;
                 continue;
             }
             '/' if bytes.get(i + 1) == Some(&b'-') => {
                 // Block comment or docstring, nested.
+                let doc = matches!(bytes.get(i + 2), Some(b'-' | b'!'))
+                    && bytes.get(i + 3) != Some(&b'/');
                 chars.next();
                 let mut depth = 1;
                 while depth > 0 {
@@ -62,6 +118,7 @@ pub fn scan(text: &str) -> Vec<Token> {
                         None => break,
                     }
                 }
+                push(LexemeKind::Comment { doc }, i, end_at(&mut chars));
                 prev = None;
                 continue;
             }
@@ -75,6 +132,7 @@ pub fn scan(text: &str) -> Vec<Token> {
                         _ => {}
                     }
                 }
+                push(LexemeKind::Str, i, end_at(&mut chars));
                 prev = Some('"');
                 continue;
             }
@@ -92,6 +150,7 @@ pub fn scan(text: &str) -> Vec<Token> {
                         while chars.peek().is_some_and(|&(j, _)| j < end) {
                             chars.next();
                         }
+                        push(LexemeKind::Char, i, end);
                         prev = Some('\'');
                         continue;
                     }
@@ -108,11 +167,7 @@ pub fn scan(text: &str) -> Vec<Token> {
                             end = j + c.len_utf8();
                             chars.next();
                         }
-                        out.push(Token {
-                            kind: TokenKind::Hole,
-                            start: i,
-                            end,
-                        });
+                        push(LexemeKind::Hole, i, end);
                         prev = Some('_');
                         continue;
                     }
@@ -127,19 +182,14 @@ pub fn scan(text: &str) -> Vec<Token> {
                     end = j + c.len_utf8();
                     chars.next();
                 }
-                // `Foo.sorry` names a constant; only a free-standing word is the term.
-                let qualified = prev == Some('.');
-                if &text[i..end] == "sorry" && !qualified {
-                    out.push(Token {
-                        kind: TokenKind::Sorry,
-                        start: i,
-                        end,
-                    });
-                }
+                push(LexemeKind::Word, i, end);
                 prev = text[i..end].chars().last();
                 continue;
             }
             _ => {}
+        }
+        if !c.is_whitespace() {
+            push(LexemeKind::Symbol, i, i + c.len_utf8());
         }
         prev = Some(c);
     }
@@ -161,6 +211,32 @@ mod tests {
     fn finds_code_sorry_only() {
         let text = "/-! module sorry doc /- nested sorry -/ -/\n-- a sorry comment\n/-- doc sorry -/\ndef s := \"sorry in \\\" string\"\ntheorem tactic_sorry : T := by\n  exact sorry\ndef t := sorry\ndef x' := 'a'\ndef y := Foo.sorry";
         assert_eq!(sorries(text), vec!["sorry", "sorry"]);
+    }
+
+    #[test]
+    fn lexemes_tell_code_from_comments_and_literals() {
+        let text = "/-- doc -/\ndef x' := 'a' -- c\n/-! m -/ /- p -/ \"s\" ?h";
+        let kinds: Vec<(LexemeKind, &str)> = lex(text)
+            .into_iter()
+            .map(|l| (l.kind, &text[l.start..l.end]))
+            .collect();
+        use LexemeKind::*;
+        assert_eq!(
+            kinds,
+            vec![
+                (Comment { doc: true }, "/-- doc -/"),
+                (Word, "def"),
+                (Word, "x'"),
+                (Symbol, ":"),
+                (Symbol, "="),
+                (Char, "'a'"),
+                (Comment { doc: false }, "-- c"),
+                (Comment { doc: true }, "/-! m -/"),
+                (Comment { doc: false }, "/- p -/"),
+                (Str, "\"s\""),
+                (Hole, "?h"),
+            ]
+        );
     }
 
     #[test]
