@@ -3,11 +3,11 @@
 //! that no reader ever sees a mix of old and new artifacts or a partial file.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::compiler::{self, RunError};
 use super::launch::Launcher;
 use super::workspace::{DocPath, Root};
 use crate::surface::{ErrorCode, ToolError};
@@ -131,8 +131,8 @@ async fn compile(
         ilean: scratch.join("out.ilean"),
         c: scratch.join("out.c"),
     };
-    let (program, mut args, env) = launcher.compiler(root);
     let rel = doc.file.strip_prefix(root.path()).unwrap_or(&doc.file);
+    let mut args = Vec::new();
     for (flag, path) in [
         ("-o", &staged.olean),
         ("-i", &staged.ilean),
@@ -142,36 +142,17 @@ async fn compile(
         args.push(path.to_string_lossy().into_owned());
     }
     args.push(rel.to_string_lossy().into_owned());
-    let describe = format!("{} {}", program.display(), args.join(" "));
-    let mut command = tokio::process::Command::new(&program);
-    command
-        .args(&args)
-        .envs(env)
-        .current_dir(root.path())
-        .stdin(Stdio::null())
-        // Never the server's stdout: that is the MCP stream.
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // Its own process group with the parent-death signal: the compiler (and
-    // whatever `lake env` starts) never outlives the server or the call.
-    let child = crate::lsp::client::spawn_supervised(command)
-        .await
-        .map_err(|e| {
-            ToolError::new(
+    let (describe, output) = compiler::run(launcher, root, &args, None, limit).await;
+    let output = match output {
+        Ok(output) => output,
+        Err(RunError::Spawn(e)) => {
+            return Err(ToolError::new(
                 ErrorCode::RuntimeSetup,
                 format!("cannot run `{describe}`: {e}"),
             )
-            .with_data(json!({ "command": describe }))
-        })?;
-    let mut group = GroupGuard(child.id());
-    let output = match tokio::time::timeout(limit, child.wait_with_output()).await {
-        Ok(output) => {
-            // Reaped: the group id may be reused from now on.
-            group.0 = None;
-            output
+            .with_data(json!({ "command": describe })));
         }
-        Err(_) => {
+        Err(RunError::TimedOut) => {
             return Err(ToolError::new(
                 ErrorCode::InternalError,
                 format!(
@@ -181,23 +162,14 @@ async fn compile(
                 ),
             ));
         }
+        Err(RunError::Wait(e)) => {
+            return Err(ToolError::new(
+                ErrorCode::InternalError,
+                format!("`{describe}` failed: {e}"),
+            ));
+        }
     };
-    let output = output.map_err(|e| {
-        ToolError::new(
-            ErrorCode::InternalError,
-            format!("`{describe}` failed: {e}"),
-        )
-    })?;
     if !output.status.success() {
-        let tail = |b: &[u8]| {
-            let s = String::from_utf8_lossy(b);
-            // The last ~4000 bytes, cut on a character boundary.
-            let mut start = s.len().saturating_sub(4000);
-            while !s.is_char_boundary(start) {
-                start += 1;
-            }
-            s[start..].to_string()
-        };
         return Err(ToolError::new(
             ErrorCode::InternalError,
             format!(
@@ -208,8 +180,8 @@ async fn compile(
         .with_data(json!({
             "command": describe,
             "status": output.status.code(),
-            "stdout": tail(&output.stdout),
-            "stderr": tail(&output.stderr),
+            "stdout": compiler::tail(&output.stdout),
+            "stderr": compiler::tail(&output.stderr),
         })));
     }
     Ok(staged)
@@ -325,16 +297,6 @@ pub async fn save(
 
 /// Kills the compiler's process group when a compile is abandoned (timeout,
 /// cancelled call) before its leader was reaped.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            let _ = crate::lsp::sys::kill_process_group(pgid, crate::lsp::sys::SIGKILL);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
