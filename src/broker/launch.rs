@@ -156,6 +156,9 @@ pub struct Limits {
     pub shadow_slots: usize,
     /// Live proof handles per runtime (least recently used evicted past this).
     pub handles: usize,
+    /// Probes may import a compiled prefix instead of carrying it
+    /// (`LEAN_BEAM_PREFIX_BASES=0` turns this off).
+    pub prefix_bases: bool,
 }
 
 impl Limits {
@@ -170,6 +173,7 @@ impl Limits {
         Limits {
             shadow_slots: n("LEAN_BEAM_SHADOW_SLOTS", 4),
             handles: n("LEAN_BEAM_MAX_HANDLES", 4096),
+            prefix_bases: std::env::var("LEAN_BEAM_PREFIX_BASES").map_or(true, |v| v != "0"),
         }
     }
 }

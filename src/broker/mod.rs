@@ -2,7 +2,9 @@
 //! the first request that needs it and kept until it is dropped or the server
 //! shuts down.
 
+pub mod bases;
 pub mod checkpoint;
+pub mod compiler;
 pub mod diagnostics;
 pub mod document;
 pub mod errors;
@@ -10,6 +12,7 @@ pub mod goals;
 pub mod handles;
 pub mod launch;
 pub mod lexer;
+pub mod outline;
 pub mod runtime;
 pub mod shadow;
 pub mod snapshot;
@@ -96,7 +99,7 @@ impl Broker {
                 root.clone(),
                 self.launcher.clone(),
                 self.timeouts.clone(),
-                self.limits.shadow_slots,
+                &self.limits,
                 handles,
             ))
         }))

@@ -11,10 +11,11 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use super::bases::{Bases, Rewritten};
 use super::document::Doc;
 use super::errors::{from_lsp, runtime_setup};
 use super::handles::HandleStore;
-use super::launch::{Launcher, Timeouts};
+use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
 use crate::lsp::uri::path_to_uri;
@@ -61,6 +62,7 @@ pub struct Runtime {
     pub timeouts: Timeouts,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
+    bases: Bases,
     pub handles: HandleStore,
     version_floors: Arc<VersionFloors>,
     created: Instant,
@@ -87,15 +89,20 @@ impl Runtime {
         root: Root,
         launcher: Launcher,
         timeouts: Timeouts,
-        shadow_slots: usize,
+        limits: &Limits,
         handles: HandleStore,
     ) -> Self {
+        // Bases need their directory on the server's search path, which is
+        // set here only when the broker starts `lean --server` itself; under
+        // `lake serve` the search path is Lake's.
+        let bases = Bases::new(limits.prefix_bases && matches!(launcher, Launcher::Lean { .. }));
         Runtime {
             root,
             launcher,
             timeouts,
-            shadow_slots,
+            shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
+            bases,
             handles,
             version_floors,
             created: Instant::now(),
@@ -149,6 +156,18 @@ impl Runtime {
         )
     }
 
+    /// `shadow` rewritten onto a prefix base for its first `cut` bytes, when
+    /// one is ready (see [`Bases::rewrite`]).
+    pub fn rebase(&self, shadow: &str, cut: usize) -> Option<Rewritten> {
+        self.bases
+            .rewrite(&self.launcher, &self.root, self.timeouts.sync, shadow, cut)
+    }
+
+    /// The prefix base `key` did not import: stop using it.
+    pub fn base_failed(&self, key: u64) {
+        self.bases.failed(key);
+    }
+
     /// The document of `path` if it was ever synced.
     pub fn existing_doc(&self, path: &DocPath) -> Option<Arc<Doc>> {
         self.docs
@@ -173,7 +192,15 @@ impl Runtime {
                 session.client.pid()
             );
         }
-        let command = self.launcher.command(&self.root);
+        let mut command = self.launcher.command(&self.root);
+        if let Some(dir) = self.bases.search_dir() {
+            for (name, value) in &mut command.env {
+                if name == "LEAN_PATH" {
+                    value.push(':');
+                    value.push_str(&dir.to_string_lossy());
+                }
+            }
+        }
         let (events, rx) = mpsc::unbounded_channel();
         let client = LspClient::start(&command, events.clone(), self.timeouts.startup)
             .await
@@ -283,6 +310,7 @@ impl Runtime {
             "restarts": starts.saturating_sub(1),
             "failedStarts": self.failed_starts.load(Ordering::Relaxed),
             "handles": self.handles.stats(),
+            "prefixBases": self.bases.stats(),
             "shadowSlots": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.len()).sum::<usize>(),
         })
     }
@@ -292,6 +320,7 @@ impl Runtime {
     /// is opened, so each is reopened at its next use instead of keeping the
     /// old declarations.
     pub fn imports_rebuilt(&self, saved: &std::path::Path) {
+        self.bases.clear();
         let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
         for (file, doc) in by_file.iter() {
             if file.as_path() != saved {

@@ -5,10 +5,12 @@ use serde_json::{Value, json};
 
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
+use crate::broker::document::Snapshot;
 use crate::broker::goals::{self, query_position};
 use crate::broker::handles::{HandleState, HandleStore};
+use crate::broker::outline;
 use crate::broker::runtime::{Runtime, Session};
-use crate::broker::shadow::{self, SlotGuard};
+use crate::broker::shadow::{self, Pool, SlotGuard};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::text::LineIndex;
 use crate::broker::workspace;
@@ -97,6 +99,72 @@ fn step_range(range: &Value, start: (u32, u32)) -> Value {
     json!({ "start": rel(&range["start"]), "end": rel(&range["end"]) })
 }
 
+/// The text a step is elaborated in: its shadow, or the shadow rewritten
+/// onto a prefix base (same lines and columns from the base's end on).
+struct Exec {
+    text: String,
+    start: usize,
+    base: Option<u64>,
+}
+
+/// Where the prefix a base can stand for ends: the start of the step's own
+/// command (command mode) or of the declaration it is in (proof mode).
+fn base_cut(step: &Step) -> Option<usize> {
+    let before = &step.shadow[..step.start];
+    if step.proof {
+        outline::enclosing_command_start(&step.shadow, step.start)
+    } else {
+        Some(before.rfind('\n').map_or(0, |i| i + 1))
+    }
+}
+
+fn exec_text(rt: &Runtime, step: &Step) -> Exec {
+    let rewritten = base_cut(step).and_then(|cut| rt.rebase(&step.shadow, cut));
+    match rewritten {
+        Some(r) => Exec {
+            start: (step.start as isize + r.shift) as usize,
+            text: r.text,
+            base: Some(r.key),
+        },
+        None => Exec {
+            text: step.shadow.clone(),
+            start: step.start,
+            base: None,
+        },
+    }
+}
+
+/// Elaborate a step in a slot of `pool`; on a base that did not import (an
+/// error on its import line), again on the whole shadow.
+async fn elaborate_step(
+    rt: &Runtime,
+    session: &Session,
+    ctx: &CallContext,
+    pool: &Pool,
+    step: &Step,
+) -> Result<(SlotGuard, Exec, u64, Snapshot), ToolError> {
+    let exec = exec_text(rt, step);
+    let slot = pool.acquire(rt, &exec.text).await;
+    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let Some(key) = exec.base else {
+        return Ok((slot, exec, version, snap));
+    };
+    let import_failed = snap.diagnostics.iter().any(|d| {
+        diagnostics::severity(d) == ERROR && d.pointer("/range/start/line") == Some(&json!(0))
+    });
+    if !import_failed {
+        return Ok((slot, exec, version, snap));
+    }
+    rt.base_failed(key);
+    let exec = Exec {
+        text: step.shadow.clone(),
+        start: step.start,
+        base: None,
+    };
+    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    Ok((slot, exec, version, snap))
+}
+
 /// Run one step in a shadow slot and build the run result. `baseline` holds
 /// the user document's own diagnostics: a warning before the step that is not
 /// among them was caused by the step (e.g. "declaration uses `sorry`" on the
@@ -107,13 +175,13 @@ async fn run_step(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
-    slot: &SlotGuard,
+    pool: &Pool,
     step: &Step,
     baseline: &[Value],
 ) -> Result<Value, ToolError> {
-    let (version, snap) = shadow::elaborate(rt, session, ctx, slot, step.shadow.clone()).await?;
-    let index = LineIndex::new(&step.shadow);
-    let (start_line, start_char) = index.position(&step.shadow, step.start);
+    let (slot, exec, version, snap) = elaborate_step(rt, session, ctx, pool, step).await?;
+    let index = LineIndex::new(&exec.text);
+    let (start_line, start_char) = index.position(&exec.text, exec.start);
     let known = |d: &Value| {
         baseline.iter().any(|b| {
             b.get("range") == d.get("range") && diagnostics::message(b) == diagnostics::message(d)
@@ -152,11 +220,11 @@ async fn run_step(
         // After a failed step Lean's error recovery leaves goals that look
         // finished; the goals before the step are what to work from.
         let at = if success {
-            step.shadow.trim_end().len()
+            exec.text.trim_end().len()
         } else {
-            step.start
+            exec.start
         };
-        let (line, character) = index.position(&step.shadow, at);
+        let (line, character) = index.position(&exec.text, at);
         let target = Target {
             rt,
             session,
@@ -283,10 +351,8 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
         proof,
     };
     let pool = bound.rt.shadow_pool(&bound.doc.path);
-    let slot = pool.acquire(&bound.rt, &step.shadow).await;
     let baseline = bound.doc.snapshot().diagnostics;
-    let mut result = run_step(&bound.rt, &bound.session, ctx, &slot, &step, &baseline).await?;
-    drop(slot);
+    let mut result = run_step(&bound.rt, &bound.session, ctx, &pool, &step, &baseline).await?;
     if mint && result["success"] == true {
         let handle = bound.rt.handles.mint(HandleState {
             file: bound.doc.path.file.clone(),
@@ -344,10 +410,8 @@ pub async fn run_with(
         proof: state.proof,
     };
     let pool = rt.shadow_pool(&doc_path);
-    let slot = pool.acquire(&rt, &step.shadow).await;
     let baseline = doc.snapshot().diagnostics;
-    let mut result = run_step(&rt, &session, ctx, &slot, &step, &baseline).await?;
-    drop(slot);
+    let mut result = run_step(&rt, &session, ctx, &pool, &step, &baseline).await?;
     if result["success"] == true {
         let next = rt.handles.mint(HandleState {
             shadow: step.shadow,

@@ -1,0 +1,446 @@
+//! The command outline of Lean source: where commands start, and whether the
+//! text before a point can stand as an imported module plus a replay of the
+//! commands that shape the elaboration scope (`namespace`, `section`, `end`,
+//! `open`, `variable`, `universe`, `set_option`, `include`, `omit`).
+//!
+//! What an import does not carry is exactly that scope: everything else a
+//! prefix defines (declarations, global attributes, notations, scoped entries)
+//! lives in the compiled module. Prefixes with content whose meaning would
+//! change across a module boundary (`private` and `local` declarations, the
+//! module system, `#exit`, initializers) are refused, as are layouts this
+//! reading cannot be sure of (unrecognized words at column 0, scope commands
+//! that are indented). A refusal only means the slower, always-exact path.
+//!
+//! Commands start at column 0, as Lean's own style requires; lines of a
+//! command that start further right are its continuation.
+
+use super::lexer::{self, Lexeme, LexemeKind};
+
+/// Words that start a command changing the scope.
+const SCOPE: &[&str] = &[
+    "namespace",
+    "section",
+    "open",
+    "variable",
+    "universe",
+    "set_option",
+    "include",
+    "omit",
+];
+
+/// Words that start any other command (declarations with their modifiers,
+/// notations, attributes).
+const OTHER: &[&str] = &[
+    "theorem",
+    "lemma",
+    "def",
+    "example",
+    "instance",
+    "abbrev",
+    "structure",
+    "class",
+    "inductive",
+    "coinductive",
+    "axiom",
+    "opaque",
+    "noncomputable",
+    "partial",
+    "unsafe",
+    "protected",
+    "nonrec",
+    "attribute",
+    "notation",
+    "infix",
+    "infixl",
+    "infixr",
+    "prefix",
+    "postfix",
+    "macro",
+    "macro_rules",
+    "syntax",
+    "elab",
+    "elab_rules",
+    "declare_syntax_cat",
+    "export",
+    "scoped",
+    "add_decl_doc",
+];
+
+/// Words that may begin a continuation line at column 0.
+const CONTINUATION: &[&str] = &[
+    "by",
+    "where",
+    "deriving",
+    "termination_by",
+    "decreasing_by",
+    "with",
+    "at",
+    "in",
+    "then",
+    "else",
+    "do",
+    "fun",
+    "from",
+    "using",
+    "calc",
+];
+
+/// Words whose meaning changes across a module boundary, or that stop or
+/// escape elaboration.
+const REFUSED: &[&str] = &[
+    "private",
+    "local",
+    "initialize",
+    "builtin_initialize",
+    "module",
+    "public",
+    "meta",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Header,
+    /// A scope command (`word` is its first word).
+    Scope,
+    Mutual,
+    End,
+    /// A docstring or attribute line that belongs to the command after it.
+    Attached,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct Command {
+    /// Byte offset of its first character (at column 0).
+    start: usize,
+    line: usize,
+    kind: Kind,
+    word: String,
+}
+
+/// Lexemes with their lines.
+struct Lines<'a> {
+    text: &'a str,
+    lexemes: Vec<Lexeme>,
+    line_of: Vec<usize>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        let lexemes = lexer::lex(text);
+        let mut line_of = Vec::with_capacity(lexemes.len());
+        let mut line = 0;
+        let mut at = 0;
+        for l in &lexemes {
+            line += text[at..l.start].matches('\n').count();
+            at = l.start;
+            line_of.push(line);
+        }
+        Lines {
+            text,
+            lexemes,
+            line_of,
+        }
+    }
+
+    fn str(&self, i: usize) -> &'a str {
+        let l = &self.lexemes[i];
+        &self.text[l.start..l.end]
+    }
+
+    fn at_column_0(&self, i: usize) -> bool {
+        let start = self.lexemes[i].start;
+        start == 0 || self.text.as_bytes()[start - 1] == b'\n'
+    }
+
+    fn first_on_line(&self, i: usize) -> bool {
+        i == 0 || self.line_of[i - 1] != self.line_of[i]
+    }
+
+    /// Whether lexeme `i` is the last on its line.
+    fn last_on_line(&self, i: usize) -> bool {
+        i + 1 >= self.lexemes.len() || self.line_of[i + 1] != self.line_of[i]
+    }
+
+    fn is_word(&self, i: usize, word: &str) -> bool {
+        i < self.lexemes.len() && self.lexemes[i].kind == LexemeKind::Word && self.str(i) == word
+    }
+}
+
+/// The commands of `text` (column-0 starts), or why they cannot be read.
+fn commands(lines: &Lines) -> Result<Vec<(Command, usize)>, String> {
+    let mut out: Vec<(Command, usize)> = Vec::new();
+    let mut header_done = false;
+    for i in 0..lines.lexemes.len() {
+        let kind = lines.lexemes[i].kind;
+        let word = lines.str(i);
+        let line = lines.line_of[i];
+        if kind == LexemeKind::Word && REFUSED.contains(&word) {
+            return Err(format!("`{word}` at line {}", line + 1));
+        }
+        if !lines.at_column_0(i) {
+            continue;
+        }
+        let kind = match kind {
+            LexemeKind::Word => match word {
+                "prelude" | "import" if !header_done => Kind::Header,
+                "end" => Kind::End,
+                "mutual" => Kind::Mutual,
+                "noncomputable" if lines.is_word(i + 1, "section") => Kind::Scope,
+                w if SCOPE.contains(&w) => Kind::Scope,
+                w if OTHER.contains(&w) => Kind::Other,
+                w if CONTINUATION.contains(&w) => continue,
+                w => return Err(format!("unrecognized command `{w}` at line {}", line + 1)),
+            },
+            LexemeKind::Symbol if word == "#" => {
+                if lines.is_word(i + 1, "exit") {
+                    return Err(format!("`#exit` at line {}", line + 1));
+                }
+                Kind::Other
+            }
+            LexemeKind::Symbol if word == "@" => {
+                // `@[attr]` alone on its line belongs to the declaration below.
+                let close = (i..lines.lexemes.len()).find(|&j| lines.str(j) == "]");
+                match close {
+                    Some(j) if lines.last_on_line(j) => Kind::Attached,
+                    _ => Kind::Other,
+                }
+            }
+            LexemeKind::Comment { doc: true } if word.starts_with("/--") => {
+                if lines.last_on_line(i) {
+                    Kind::Attached
+                } else {
+                    Kind::Other
+                }
+            }
+            LexemeKind::Comment { doc: true } => Kind::Other,
+            // Comments between commands, and continuations.
+            _ => continue,
+        };
+        if kind != Kind::Header {
+            header_done = true;
+        }
+        out.push((
+            Command {
+                start: lines.lexemes[i].start,
+                line,
+                kind,
+                word: word.to_string(),
+            },
+            i,
+        ));
+    }
+    // `open X in`, `set_option o v in`, `variable … in`: a modifier of the
+    // next command, not a scope of its own.
+    for k in 0..out.len() {
+        let (command, first) = &out[k];
+        let last = out.get(k + 1).map_or(lines.lexemes.len(), |(_, i)| *i);
+        if command.kind == Kind::Scope
+            && !matches!(
+                command.word.as_str(),
+                "namespace" | "section" | "noncomputable"
+            )
+            && (*first..last).any(|i| lines.is_word(i, "in"))
+        {
+            out[k].0.kind = Kind::Attached;
+        }
+    }
+    Ok(out)
+}
+
+/// Where the command holding byte `pos` of `text` starts, with the docstring
+/// and attribute lines above it; `None` before the first command.
+pub fn enclosing_command_start(text: &str, pos: usize) -> Option<usize> {
+    let lines = Lines::new(&text[..pos]);
+    let commands = commands(&lines).ok()?;
+    let mut k = commands.iter().rposition(|(c, _)| c.kind != Kind::Header)?;
+    while k > 0 && commands[k - 1].0.kind == Kind::Attached {
+        k -= 1;
+    }
+    Some(commands[k].0.start)
+}
+
+/// A prefix that can be replaced by an import: which of its lines to replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skeleton {
+    /// Per line: replayed verbatim (else left empty).
+    kept: Vec<bool>,
+    /// Commands in the prefix, header excluded: what an import saves.
+    pub commands: usize,
+}
+
+impl Skeleton {
+    /// Read `prefix` (text up to a line start). Refuses what an import could
+    /// not stand in for exactly.
+    pub fn of(prefix: &str) -> Result<Skeleton, String> {
+        if !(prefix.is_empty() || prefix.ends_with('\n')) {
+            return Err("the prefix does not end at a line start".into());
+        }
+        let lines = Lines::new(prefix);
+        let commands = commands(&lines)?;
+        let line_count = prefix.matches('\n').count();
+        let mut kept = vec![false; line_count];
+        let mut scopes: Vec<Kind> = Vec::new();
+        for (k, (command, first)) in commands.iter().enumerate() {
+            let next = commands.get(k + 1);
+            let end_line = next.map_or(line_count, |(c, _)| c.line);
+            let last = next.map_or(lines.lexemes.len(), |(_, i)| *i);
+            let keep = match command.kind {
+                Kind::Scope => {
+                    if matches!(
+                        command.word.as_str(),
+                        "namespace" | "section" | "noncomputable"
+                    ) {
+                        scopes.push(Kind::Scope);
+                    }
+                    true
+                }
+                Kind::Mutual => {
+                    scopes.push(Kind::Mutual);
+                    false
+                }
+                Kind::End => match scopes.pop() {
+                    Some(Kind::Scope) => true,
+                    Some(_) => false,
+                    None => {
+                        return Err(format!(
+                            "`end` without a scope at line {}",
+                            command.line + 1
+                        ));
+                    }
+                },
+                Kind::Attached | Kind::Other | Kind::Header => false,
+            };
+            // A line inside this command that starts with a scope word is a
+            // command this reading did not see (indented), unless it is a
+            // term- or tactic-level `open … in` / `set_option … in`.
+            for i in first + 1..last {
+                if lines.first_on_line(i)
+                    && lines.lexemes[i].kind == LexemeKind::Word
+                    && (SCOPE.contains(&lines.str(i)) || lines.str(i) == "end")
+                {
+                    let line = lines.line_of[i];
+                    let same_line_in = (i..last)
+                        .take_while(|&j| lines.line_of[j] == line)
+                        .any(|j| lines.is_word(j, "in"));
+                    if !same_line_in {
+                        return Err(format!("indented `{}` at line {}", lines.str(i), line + 1));
+                    }
+                }
+                // A replayed command must hold nothing else.
+                if keep
+                    && lines.first_on_line(i)
+                    && lines.lexemes[i].kind == LexemeKind::Word
+                    && OTHER.contains(&lines.str(i))
+                {
+                    return Err(format!(
+                        "indented `{}` inside `{}` at line {}",
+                        lines.str(i),
+                        command.word,
+                        lines.line_of[i] + 1
+                    ));
+                }
+            }
+            if keep {
+                if command.line == 0 {
+                    return Err(
+                        "a scope command on the first line leaves no room for the import".into(),
+                    );
+                }
+                for flag in &mut kept[command.line..end_line] {
+                    *flag = true;
+                }
+            }
+        }
+        Ok(Skeleton {
+            kept,
+            commands: commands
+                .iter()
+                .filter(|(c, _)| c.kind != Kind::Header)
+                .count(),
+        })
+    }
+
+    /// The replacement of `prefix`: the import of `module` on the first line,
+    /// the scope commands on their own lines, every other line empty. Lines
+    /// (and so every position after the prefix) stay where they were.
+    pub fn render(&self, prefix: &str, module: &str) -> String {
+        let mut out = String::with_capacity(prefix.len() / 8 + 64);
+        for (i, line) in prefix.split_inclusive('\n').enumerate() {
+            if i == 0 {
+                out.push_str("prelude import ");
+                out.push_str(module);
+                out.push('\n');
+            } else if self.kept.get(i).copied().unwrap_or(false) {
+                out.push_str(line);
+            } else {
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "prelude\nimport A.B\n\n/-! Module doc. -/\n\nnamespace Foo\n\nopen Bar\n\nvariable (x : U)\n  (y : U)\n\n/-- Doc. -/\n@[simp]\ntheorem t : P := by\n  open Baz in exact h\n\nset_option pp.all true in\ndef d := 1\n\nsection S\nuniverse u\ndef e := 2\nend S\n\nmutual\n  def m := n\n  def n := m\nend\n\n";
+
+    #[test]
+    fn the_skeleton_keeps_scope_commands_on_their_lines() {
+        let sk = Skeleton::of(SAMPLE).unwrap();
+        let rendered = sk.render(SAMPLE, "Base.P1");
+        assert_eq!(rendered.matches('\n').count(), SAMPLE.matches('\n').count());
+        let kept: Vec<&str> = rendered.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(
+            kept,
+            vec![
+                "prelude import Base.P1",
+                "namespace Foo",
+                "open Bar",
+                "variable (x : U)",
+                "  (y : U)",
+                "section S",
+                "universe u",
+                "end S",
+            ]
+        );
+        assert_eq!(sk.commands, 15);
+    }
+
+    #[test]
+    fn the_enclosing_command_takes_its_docstring_and_attributes() {
+        let pos = SAMPLE.find("exact h").unwrap();
+        let start = enclosing_command_start(SAMPLE, pos).unwrap();
+        assert!(SAMPLE[start..].starts_with("/-- Doc. -/\n@[simp]\ntheorem t"));
+        let pos = SAMPLE.find("def d").unwrap() + 4;
+        let start = enclosing_command_start(SAMPLE, pos).unwrap();
+        assert!(SAMPLE[start..].starts_with("set_option pp.all true in\ndef d"));
+    }
+
+    #[test]
+    fn what_an_import_cannot_stand_for_is_refused() {
+        for text in [
+            "import A\nprivate def p := 1\n",
+            "import A\nattribute [local simp] foo\n",
+            "module\nimport A\n",
+            "import A\n#exit\n",
+            "import A\nnamespace N\n  open M\ndef x := 1\n",
+            "import A\nnamespace N\n  def y := 1\n",
+            "import A\nend\n",
+            "import A\nfoo_command\n",
+            "namespace N\n",
+            "import A\ndef x := 1",
+        ] {
+            assert!(Skeleton::of(text).is_err(), "accepted: {text:?}");
+        }
+    }
+
+    #[test]
+    fn comments_and_strings_hide_command_words() {
+        let text = "import A\n/- namespace X\nprivate -/\ndef s := \"\nend\n\"\n-- local\n";
+        let sk = Skeleton::of(text).unwrap();
+        assert_eq!(sk.render(text, "M"), "prelude import M\n\n\n\n\n\n\n");
+    }
+}
