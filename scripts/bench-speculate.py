@@ -17,6 +17,10 @@ tests/fixtures/long/Long.lean (1,999 lines, 165 blocks; block k starts at line
           last block, and spread over 5 blocks (more places than slots: slots
           move between places and re-elaborate what lies between)
 
+From the second probe at a place with enough commands before it, the broker
+compiles that prefix in the background and later probes there import it (a
+"prefix base", src/broker/bases.rs); the cold figures are before that.
+
 Every probe has a text of its own (all successful), so each one is really
 elaborated. Latencies are medians after a warm-up, measured twice: paced (an
 idle pause between probes, as between an agent's calls) and back to back.
