@@ -63,6 +63,39 @@ pub fn severity_name(severity: u64) -> &'static str {
     }
 }
 
+/// The Lake build output line carried by a publish, if that publish is one of
+/// the worker's `lake setup-file` progress reports rather than diagnostics.
+///
+/// Lean 4.35 (`Lean.Server.FileWorker.setupImports`, passing `handleStderr` to
+/// `setupFile` in `FileWorker/SetupFile.lean`) runs `$LAKE setup-file <file> -`
+/// before it processes the header, and publishes each line Lake writes to
+/// stderr (build progress such as `✔ [3/7] Built Mod (1.2s)`, with its
+/// newline) as a publish of exactly one diagnostic: severity information,
+/// `range` 0:0–1:0, `fullRange` from 0:0 to the end of the file, and no
+/// `source`. An empty publish clears it when Lake exits. Elaboration messages
+/// always carry `source: "Lean 4"` (also a failed setup, reported as an error
+/// at the header); the only other source-less message, the sticky "Imports are
+/// out of date" notice, is excluded by its text.
+pub fn lake_setup_line(diagnostics: &[Value]) -> Option<&str> {
+    let [d] = diagnostics else { return None };
+    let at = |p: &str| d.pointer(p).and_then(Value::as_u64);
+    let header_line = [
+        at("/range/start/line"),
+        at("/range/start/character"),
+        at("/range/end/line"),
+        at("/range/end/character"),
+    ] == [Some(0), Some(0), Some(1), Some(0)];
+    let text = d.get("message").and_then(Value::as_str)?;
+    let from_start =
+        at("/fullRange/start/line") == Some(0) && at("/fullRange/start/character") == Some(0);
+    (d.get("severity").and_then(Value::as_u64) == Some(INFORMATION)
+        && d.get("source").is_none()
+        && header_line
+        && from_start
+        && !text.starts_with(IMPORTS_OUT_OF_DATE))
+    .then_some(text)
+}
+
 /// The complete counts of a diagnostic set.
 pub fn counts(diagnostics: &[Value]) -> Value {
     let mut c = [0u64; 5];
@@ -149,5 +182,36 @@ mod tests {
         assert_eq!(r["reason"], "errors");
         assert_eq!(readiness(&diags[1..], false)["save_ready"], true);
         assert_eq!(readiness(&[], true)["blocking_error_count"], 1);
+    }
+
+    /// Publishes recorded from the Lean 4.35 test server with a `LAKE` whose
+    /// `setup-file` writes build lines to stderr (see `tests/lake_setup_lean.rs`).
+    #[test]
+    fn lake_setup_lines_are_told_apart_from_diagnostics() {
+        let header =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}});
+        let whole =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 62, "character": 0}});
+        let line = json!({"fullRange": whole, "message": "✔ [1/2] Built Fix.Basic (0.4s)\n", "range": header, "severity": 3});
+        assert_eq!(
+            lake_setup_line(std::slice::from_ref(&line)),
+            Some("✔ [1/2] Built Fix.Basic (0.4s)\n")
+        );
+        // A failed setup: the same place, but an error from the elaborator.
+        let failed = json!({"fullRange": whole, "message": "`lake setup-file …` failed:\n", "range": header, "severity": 1, "source": "Lean 4"});
+        assert_eq!(lake_setup_line(&[failed]), None);
+        // An information message of the first command.
+        let mut elab = line.clone();
+        elab["source"] = json!("Lean 4");
+        assert_eq!(lake_setup_line(&[elab]), None);
+        // The sticky notice of a rebuilt dependency.
+        let mut stale = line.clone();
+        stale["message"] = json!(
+            "Imports are out of date and should be rebuilt; use the \"Restart File\" command in your editor."
+        );
+        assert_eq!(lake_setup_line(&[stale]), None);
+        // Not alone in its publish, or nothing at all.
+        assert_eq!(lake_setup_line(&[line.clone(), line]), None);
+        assert_eq!(lake_setup_line(&[]), None);
     }
 }

@@ -21,6 +21,20 @@ pub struct Snapshot {
     /// Lean has published diagnostics for this version at least once.
     pub published: bool,
     pub progress: Progress,
+    /// What the worker's `lake setup-file` reported for this version.
+    pub lake_setup: LakeSetup,
+}
+
+/// Lake's build output while the worker set up the imports (`lake setup-file`),
+/// which Lean publishes line by line in place of diagnostics (see
+/// [`diagnostics::lake_setup_line`]). Lake prints nothing when every import is
+/// up to date, so this stays empty then.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LakeSetup {
+    /// Lines received for this version.
+    pub lines: u64,
+    /// The latest line, without its line break.
+    pub last: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -149,10 +163,22 @@ impl Doc {
     }
 
     /// Apply `textDocument/publishDiagnostics` (a complete set for its version).
+    /// A line of Lake's setup output is progress, not a diagnostic: it is
+    /// recorded as such and leaves the diagnostics alone.
     pub fn on_diagnostics(&self, version: Option<u64>, diagnostics: &[Value]) {
         let current = self.state().version;
         if version.is_some_and(|v| v != current) {
             return; // a report for an older version
+        }
+        if let Some(line) = diagnostics::lake_setup_line(diagnostics) {
+            let line: Arc<str> = Arc::from(line.trim_end());
+            self.live.send_modify(|snap| {
+                if snap.version == current {
+                    snap.lake_setup.lines += 1;
+                    snap.lake_setup.last = Some(line);
+                }
+            });
+            return;
         }
         let mut kept: Vec<Value> = diagnostics
             .iter()

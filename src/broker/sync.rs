@@ -13,7 +13,7 @@ use super::errors::from_lsp;
 use super::runtime::{Runtime, Session};
 use super::text::{LineIndex, minimal_change, position_json};
 use crate::context::CallContext;
-use crate::surface::{DiagnosticScope, ErrorCode, ToolError};
+use crate::surface::{DiagnosticScope, ErrorCode, StatusNotice, ToolError};
 
 /// Progress notifications are throttled to at most one per this interval
 /// (the final `done` update is never throttled).
@@ -159,8 +159,8 @@ pub fn apply(
     })
 }
 
-/// Forwards what Lean reports during a barrier: live `lean.diagnostic` logs and
-/// throttled file progress, each at most once.
+/// Forwards what Lean reports during a barrier: live `lean.diagnostic` logs,
+/// Lake's setup of the imports and throttled file progress, each at most once.
 pub struct Forwarder<'a> {
     ctx: &'a CallContext,
     doc: &'a Doc,
@@ -171,6 +171,9 @@ pub struct Forwarder<'a> {
     last_progress: Option<Instant>,
     seen_updates: u64,
     done_sent: bool,
+    /// Lake setup lines already observed, and when one last went out as progress.
+    seen_setup_lines: u64,
+    last_setup_progress: Option<Instant>,
 }
 
 impl<'a> Forwarder<'a> {
@@ -189,6 +192,54 @@ impl<'a> Forwarder<'a> {
             last_progress: None,
             seen_updates: 0,
             done_sent: false,
+            // Lake output of this version that came before this call is not
+            // something it waits for (an unchanged file keeps its worker). A
+            // call that (re)opens the file starts at 0: `apply` reset the
+            // report before Lean heard of the file, and Lake can only print
+            // once the new worker runs.
+            seen_setup_lines: Some(doc.snapshot())
+                .filter(|snap| snap.version == version)
+                .map_or(0, |snap| snap.lake_setup.lines),
+            last_setup_progress: None,
+        }
+    }
+
+    /// Lake building the imports (the worker's `lake setup-file`, seen through
+    /// the build lines Lean publishes): for the tools whose status notice is
+    /// "on Lake setup or after the delay", the call's one `beam.status` notice
+    /// without a progress token, throttled progress updates with one.
+    async fn observe_lake_setup(&mut self, snap: &Snapshot) {
+        let setup = &snap.lake_setup;
+        if setup.lines == self.seen_setup_lines
+            || self.ctx.tool.spec().status_notice != StatusNotice::OnSetupOrDelay
+        {
+            return;
+        }
+        self.seen_setup_lines = setup.lines;
+        let output = setup.last.as_deref().unwrap_or("");
+        let path = &self.doc.path.shown;
+        self.ctx
+            .status_notice(
+                "lakeSetup",
+                Some(path),
+                format!(
+                    "{} on {path} is waiting for Lake to set up its imports ({output}).",
+                    self.ctx.tool.name()
+                ),
+            )
+            .await;
+        if self.ctx.has_progress_token()
+            && self
+                .last_setup_progress
+                .is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL)
+        {
+            self.last_setup_progress = Some(Instant::now());
+            self.ctx
+                .progress(
+                    &format!("{path}: Lake setup: {output}"),
+                    Some(json!({ "done": false, "phase": "lakeSetup", "lake": output })),
+                )
+                .await;
         }
     }
 
@@ -215,6 +266,7 @@ impl<'a> Forwarder<'a> {
                 self.ctx.log(level, "lean.diagnostic", data).await;
             }
         }
+        self.observe_lake_setup(snap).await;
         if !self.ctx.has_progress_token()
             || snap.progress.updates == self.seen_updates
             || self.done_sent

@@ -1,0 +1,333 @@
+//! Lake setting up a file's imports, as the real Lean 4.35.0 server shows it to
+//! a client, and what lean-beam-mcp makes of it (issue 3, point 5): the one
+//! `beam.status` notice "on Lake setup" without a progress token, Lake setup
+//! progress updates with one.
+//!
+//! What Lean does (Lean 4.35.0, `src/Lean/Server/FileWorker.lean`,
+//! `setupImports`, and `FileWorker/SetupFile.lean`, `setupFile` /
+//! `runLakeSetupFile`): before it processes the header of an opened file, the
+//! worker runs `$LAKE setup-file <file> -`, writes the module header as JSON on
+//! Lake's stdin, and publishes every line Lake writes to stderr (its build
+//! progress) as a `textDocument/publishDiagnostics` of exactly one information
+//! diagnostic at 0:0–1:0 without `source`; an empty publish clears it when
+//! Lake exits, and Lake's stdout (the module setup as JSON) configures the
+//! imports. `lake serve` starts `lean --server` with `LAKE` naming itself.
+//!
+//! The test toolchain has no Lake, so the `lake` here is a stand-in for that
+//! protocol, not for the LSP peer: `serve` execs the real `lean --server` with
+//! Lake's environment (`LAKE` included), and `setup-file` reads the header from
+//! stdin, takes time "building" each import while printing Lake's job line for
+//! it on stderr, and prints the module setup on stdout. Everything the client
+//! sees comes from the real Lean server.
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use common::lean::{TempDir, TempWorkspace, lean};
+use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+
+/// One import (Fix.Basic), and one error after the header.
+const SETUP_FILE: &str =
+    "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ndef bad : N := missingThing\n\nend Fix\n";
+
+fn write_script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, body).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.to_string_lossy().into_owned()
+}
+
+/// A stand-in `lake` whose `setup-file` rebuilds every import, `build_ms` each,
+/// and appends its arguments and stdin to `log`.
+fn building_lake(dir: &Path, log: &Path, build_ms: u64) -> String {
+    let lean = lean().lean.to_string_lossy().into_owned();
+    let secs = format!("{}.{:03}", build_ms / 1000, build_ms % 1000);
+    write_script(
+        dir,
+        "lake",
+        &format!(
+            r#"#!/bin/sh
+log='{log}'
+case "$1" in
+serve)
+  shift
+  if [ "$1" = -- ]; then shift; fi
+  LAKE="$0"; LEAN_PATH="$PWD/.lake/build/lib/lean"; LEAN_SRC_PATH="$PWD"
+  export LAKE LEAN_PATH LEAN_SRC_PATH
+  exec '{lean}' --server "$@";;
+setup-file)
+  file="$2"
+  IFS= read -r header
+  printf 'setup-file %s %s\n%s\n' "$file" "$3" "$header" >> "$log"
+  modules=$(printf '%s' "$header" | grep -o '"module": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/')
+  total=$(printf '%s\n' "$modules" | grep -c .)
+  i=0
+  for m in $modules; do
+    i=$((i + 1))
+    sleep {secs}
+    echo "✔ [$i/$total] Built $m ({secs}s)" >&2
+  done
+  name=$(printf '%s' "${{file#"$PWD"/}}" | sed 's/\.lean$//; s#/#.#g')
+  printf '{{"name":"%s","isModule":false,"importArts":{{}},"dynlibs":[],"plugins":[],"options":{{}}}}\n' "$name"
+  exit 0;;
+*)
+  echo "stand-in lake: unsupported command $1" >&2
+  exit 2;;
+esac
+"#,
+            log = log.display()
+        ),
+    )
+}
+
+struct Setup {
+    tw: TempWorkspace,
+    _bin: TempDir,
+    lake: String,
+    log: std::path::PathBuf,
+}
+
+fn setup(build_ms: u64) -> Setup {
+    let tw = TempWorkspace::copy("basic");
+    tw.write("Fix/Setup.lean", SETUP_FILE);
+    let bin = TempDir::new("building-lake");
+    let log = bin.path().join("lake.log");
+    let lake = building_lake(bin.path(), &log, build_ms);
+    Setup {
+        tw,
+        _bin: bin,
+        lake,
+        log,
+    }
+}
+
+impl Setup {
+    fn spawn(&self, era: Era, status_delay_ms: u64) -> Mcp {
+        Mcp::start(
+            era,
+            Spawn::default()
+                .env("LEAN_BEAM_LAKE", self.lake.clone())
+                .env("LEAN_BEAM_STATUS_DELAY_MS", status_delay_ms.to_string()),
+        )
+    }
+
+    fn args(&self) -> Value {
+        json!({"workspace": ws(&self.tw.root_str()), "path": "Fix/Setup.lean"})
+    }
+
+    fn setups(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("setup-file "))
+            .count()
+    }
+}
+
+/// Run one call; its result and the `beam.status` notices it caused (all
+/// before the response).
+fn call(mcp: &mut Mcp, tool: &str, args: Value, opts: &CallOpts) -> (Value, Value, Vec<Value>) {
+    mcp.clear();
+    let id = mcp.start_call(tool, args, opts);
+    let result = mcp.ok(&id, tool, &Value::Null);
+    let at = mcp.position_of_response(&id);
+    let notices: Vec<Value> = mcp.received[..at]
+        .iter()
+        .filter(|m| {
+            m["method"] == "notifications/message" && m["params"]["logger"] == "beam.status"
+        })
+        .map(|m| m["params"].clone())
+        .collect();
+    assert_eq!(
+        notices.len(),
+        mcp.logs("beam.status").len(),
+        "a status notice after the response"
+    );
+    (id, result, notices)
+}
+
+fn check_setup_notice(notice: &Value, id: &Value, tool: &str) {
+    assert_eq!(notice["level"], "notice");
+    let data = &notice["data"];
+    assert_eq!(&data["requestId"], id, "{data}");
+    assert_eq!(data["tool"], tool);
+    assert_eq!(data["state"], "lakeSetup", "{data}");
+    assert_eq!(data["path"], "Fix/Setup.lean");
+    let message = data["message"].as_str().unwrap();
+    assert!(
+        message.contains("Lake") && message.contains("Built Fix.Basic"),
+        "{data}"
+    );
+    assert!(
+        data["progressHint"]
+            .as_str()
+            .unwrap()
+            .contains("progressToken"),
+        "{data}"
+    );
+}
+
+#[test]
+fn lake_setup_brings_the_one_status_notice_before_the_delay() {
+    let s = setup(400);
+    // A delay no call reaches: only Lake setup can cause a notice.
+    let mut mcp = s.spawn(Era::Legacy, 600_000);
+    let all = json!({"workspace": ws(&s.tw.root_str()), "path": "Fix/Setup.lean",
+                     "diagnostic_scope": "all", "diagnostics_in_result": true});
+    let (id, result, notices) = call(&mut mcp, "lean_sync", all.clone(), &CallOpts::default());
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    check_setup_notice(&notices[0], &id, "lean_sync");
+    // The worker really ran the stand-in's `setup-file FILE -` with the header
+    // on stdin.
+    let log = std::fs::read_to_string(&s.log).expect("lake log");
+    let file = s.tw.root().join("Fix/Setup.lean");
+    assert!(
+        log.contains(&format!("setup-file {} -\n", file.display())),
+        "{log}"
+    );
+    assert!(log.contains("\"module\":\"Fix.Basic\""), "{log}");
+    // Lake's lines are progress, never diagnostics: not counted, not listed,
+    // not logged as lean.diagnostic.
+    let counts = &result["diagnostics"]["counts"];
+    assert_eq!(
+        (counts["error"].as_u64(), counts["information"].as_u64()),
+        (Some(1), Some(0)),
+        "{result}"
+    );
+    let items = result["diagnostics"]["items"].as_array().unwrap();
+    assert!(
+        items
+            .iter()
+            .all(|d| !d["message"].as_str().unwrap().contains("Built")),
+        "{items:?}"
+    );
+    assert!(
+        mcp.logs("lean.diagnostic")
+            .iter()
+            .all(|l| !l["data"].to_string().contains("Built")),
+        "{:?}",
+        mcp.logs("lean.diagnostic")
+    );
+
+    // Unchanged file, same worker: no setup, no notice (the call is quick).
+    let before = s.setups();
+    let (_, _, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::default());
+    assert!(notices.is_empty(), "{notices:?}");
+    assert_eq!(s.setups(), before, "no new worker, no setup");
+
+    // A refresh reopens the file: a new worker, Lake again, one notice.
+    let (id, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::default());
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    check_setup_notice(&notices[0], &id, "lean_refresh");
+    assert_eq!(s.setups(), before + 1);
+
+    // Same log-level rules as the delay notice.
+    mcp.set_level("warning");
+    let (_, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::default());
+    assert!(notices.is_empty(), "level warning hides it: {notices:?}");
+    mcp.set_level("notice");
+    let (id, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::default());
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    check_setup_notice(&notices[0], &id, "lean_refresh");
+}
+
+#[test]
+fn one_notice_when_lake_setup_and_the_delay_both_happen() {
+    // The delay passes while Lake still builds: one notice per call, from
+    // whichever came first.
+    let s = setup(700);
+    let mut mcp = s.spawn(Era::Legacy, 300);
+    let (id, _, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::default());
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["data"]["requestId"], id);
+    assert_eq!(
+        notices[0]["data"]["state"], "running",
+        "the delay came first"
+    );
+}
+
+#[test]
+fn modern_requests_see_the_setup_notice_only_when_their_level_admits_notice() {
+    let s = setup(300);
+    let mut mcp = s.spawn(Era::Modern, 600_000);
+    let (_, _, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::default());
+    assert!(notices.is_empty(), "no per-request level: {notices:?}");
+    for (level, shown) in [("warning", false), ("notice", true), ("debug", true)] {
+        let (id, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::level(level));
+        assert_eq!(
+            notices.len(),
+            usize::from(shown),
+            "level {level}: {notices:?}"
+        );
+        if shown {
+            check_setup_notice(&notices[0], &id, "lean_refresh");
+        }
+    }
+}
+
+#[test]
+fn progress_reports_lake_setup_before_elaboration() {
+    let s = setup(300);
+    let mut mcp = s.spawn(Era::Modern, 600_000);
+    let token = json!("setup");
+    let (_, result, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::token("setup"));
+    assert!(
+        notices.is_empty(),
+        "a token replaces the notice: {notices:?}"
+    );
+    assert_eq!(result["diagnostics"]["counts"]["error"], 1);
+    let progress = mcp.progress_of(&token);
+    let phase = |p: &Value| p.pointer("/_meta/beam/phase").cloned();
+    let setup_at = progress
+        .iter()
+        .position(|p| phase(p) == Some(json!("lakeSetup")))
+        .unwrap_or_else(|| panic!("no Lake setup update: {progress:#?}"));
+    let update = &progress[setup_at];
+    assert_eq!(
+        update["message"], "Fix/Setup.lean: Lake setup: ✔ [1/1] Built Fix.Basic (0.300s)",
+        "{update}"
+    );
+    assert_eq!(update["_meta"]["beam"]["done"], false);
+    assert_eq!(
+        update["_meta"]["beam"]["lake"],
+        "✔ [1/1] Built Fix.Basic (0.300s)"
+    );
+    // After the preparation update; before it Lean reported at most the
+    // header in progress (the whole file from line 0), nothing elaborated.
+    assert!(setup_at >= 1, "{progress:#?}");
+    assert!(
+        progress[..setup_at]
+            .iter()
+            .all(|p| p.pointer("/_meta/beam/line").is_none_or(|l| l == 0)),
+        "{progress:#?}"
+    );
+    let last = progress.last().unwrap();
+    assert_eq!(last["_meta"]["beam"]["done"], true, "{progress:#?}");
+    let counters: Vec<f64> = progress
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(counters.windows(2).all(|w| w[0] < w[1]), "{counters:?}");
+}
+
+#[test]
+fn speculative_probes_report_the_setup_of_their_shadow_worker() {
+    let s = setup(300);
+    let mut mcp = s.spawn(Era::Legacy, 600_000);
+    let synced = mcp.call("lean_sync", s.args());
+    let version = synced["version"].as_u64().unwrap();
+    let before = s.setups();
+    let args = json!({
+        "workspace": ws(&s.tw.root_str()), "path": "Fix/Setup.lean", "version": version,
+        "line": 7, "character": 0, "text": "def probe : N := N.zero",
+    });
+    let (id, result, notices) = call(&mut mcp, "lean_run_at", args, &CallOpts::default());
+    assert!(s.setups() > before, "the shadow worker ran Lake");
+    assert_eq!(notices.len(), 1, "{notices:?} {result}");
+    assert_eq!(notices[0]["data"]["state"], "lakeSetup");
+    assert_eq!(notices[0]["data"]["requestId"], id);
+}
