@@ -1162,3 +1162,34 @@ fn cancelled_probe_frees_its_slot_at_once() {
         );
     }
 }
+
+#[test]
+fn a_step_on_an_empty_line_inside_a_proof_joins_the_tactic_block() {
+    let tmp = TempWorkspace::copy("long");
+    let root = tmp.root_str();
+    tmp.write(
+        "Blank.lean",
+        "prelude\nimport LongFix.Base\n\nnamespace LongFix\n\ntheorem t (a : U) : Eq (U.add U.z a) a := by\n  show Eq (U.add U.z a) a\n\n  exact U.z_add a\n\nend LongFix\n",
+    );
+    let mut mcp = spawn();
+    let v = sync(&mut mcp, &root, "Blank.lean");
+    // Line 7 is empty, between two tactics of `t`.
+    let r = mcp.call(
+        "lean_run_at",
+        at_args(&root, "Blank.lean", v, 7, 0, "exact U.z_add a"),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["proof_state"]["goals"], json!([]), "{r}");
+    // A wrong step there is a tactic error, not a parse error at column 0.
+    let r = mcp.call(
+        "lean_run_at",
+        at_args(&root, "Blank.lean", v, 7, 0, "exact U.z_add U.z"),
+    );
+    assert_eq!(r["success"], false, "{r}");
+    let texts = texts(&r, "error");
+    assert!(
+        texts.iter().all(|t| !t.contains("unexpected")),
+        "a parse error: {texts:?}"
+    );
+    assert_eq!(goals(&r).len(), 1, "{r}");
+}

@@ -70,6 +70,25 @@ fn block_column(line: &str) -> usize {
     line[..start].chars().count()
 }
 
+/// The column of a tactic that continues the proof ending in `above`: the
+/// block column of its last code line, or one level deeper (two columns) when
+/// that line opens a block (`by`, `=>`).
+fn continuation_column(above: &str) -> usize {
+    let Some(line) = above
+        .lines()
+        .rev()
+        .map(|l| l.find("--").map_or(l, |i| &l[..i]).trim_end())
+        .find(|l| !l.trim().is_empty())
+    else {
+        return 0;
+    };
+    if line.ends_with("by") || line.ends_with("=>") {
+        line.len() - line.trim_start().len() + 2
+    } else {
+        block_column(line)
+    }
+}
+
 /// Commands in a command-mode step: code lines at column 0, not counting
 /// attribute and doc-comment lines, which belong to the command after them.
 fn command_count(text: &str) -> usize {
@@ -290,7 +309,13 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
     };
     let (prefix, indent) = if proof {
         let line_text = line_text.trim_end_matches('\r');
-        let column = query_position(line_text, at.character as usize, GoalsMode::Before);
+        let column = if line_text.is_empty() {
+            // An empty line inside a proof: the step belongs to the tactic
+            // block above, at that block's column, not at column 0.
+            continuation_column(&text[..line_start])
+        } else {
+            query_position(line_text, at.character as usize, GoalsMode::Before)
+        };
         if before.trim().is_empty() {
             // In the indentation of a tactic line: before that tactic, at its
             // column.
@@ -478,6 +503,15 @@ mod tests {
         assert_eq!(block_column("    · exact hq"), 6);
         assert_eq!(block_column("theorem t : Eq (f x) y := by decide"), 29);
         assert_eq!(block_column("  exact fun x => x"), 2);
+    }
+
+    #[test]
+    fn continuation_columns() {
+        assert_eq!(continuation_column("theorem t : T := by\n  intro x\n\n"), 2);
+        assert_eq!(continuation_column("theorem t : T := by\n"), 2);
+        assert_eq!(continuation_column("  | s m ih =>\n"), 4);
+        assert_eq!(continuation_column("    · exact a -- done\n"), 6);
+        assert_eq!(continuation_column(""), 0);
     }
 
     #[test]
