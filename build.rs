@@ -42,5 +42,26 @@ fn record_build_identity() {
     if let Some(commit) = commit {
         println!("cargo::rustc-env=LEAN_BEAM_GIT_COMMIT={commit}");
     }
-    println!("cargo::rerun-if-changed=.git/HEAD");
+    // A new commit on the current branch moves the branch's ref, not HEAD.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+    };
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(branch);
+    }
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            // A missing path would make Cargo rerun this script on every build.
+            if std::path::Path::new(&path).exists() {
+                println!("cargo::rerun-if-changed={path}");
+            }
+        }
+    }
 }
