@@ -1193,3 +1193,35 @@ fn a_step_on_an_empty_line_inside_a_proof_joins_the_tactic_block() {
     );
     assert_eq!(goals(&r).len(), 1, "{r}");
 }
+
+#[test]
+fn idle_shadow_slots_give_their_lean_workers_back() {
+    let tmp = TempWorkspace::copy("basic");
+    let root = tmp.root_str();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SHADOW_IDLE_SECS", "1")]);
+    let v = sync(&mut mcp, &root, GOALS);
+    let workers = || common::lean::lean_processes_of(tmp.root()).len();
+    let before = workers();
+    let first = mcp.call(
+        "lean_run_at",
+        at_args(&root, GOALS, v, 16, 4, "exact congrArg N.succ ih"),
+    );
+    assert_eq!(first["success"], true, "{first}");
+    // The slot's worker is given back after a second of idleness.
+    let closed = common::lean::eventually(Duration::from_secs(20), || {
+        mcp.workspace_stats(&root).unwrap()["shadowSlotsOpen"] == 0
+    });
+    assert!(closed, "{}", mcp.workspace_stats(&root).unwrap());
+    assert_eq!(mcp.workspace_stats(&root).unwrap()["shadowSlots"], 1);
+    assert!(
+        common::lean::eventually(Duration::from_secs(20), || workers() <= before),
+        "the shadow's Lean worker is still running: {} > {before}",
+        workers()
+    );
+    // The next probe reopens the slot and answers as before.
+    let again = mcp.call(
+        "lean_run_at",
+        at_args(&root, GOALS, v, 16, 4, "exact congrArg N.succ ih"),
+    );
+    assert_eq!(again, first);
+}

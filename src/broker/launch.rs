@@ -159,6 +159,9 @@ pub struct Limits {
     /// Probes may import a compiled prefix instead of carrying it
     /// (`LEAN_BEAM_PREFIX_BASES=0` turns this off).
     pub prefix_bases: bool,
+    /// A shadow slot unused this long gives its Lean worker back (reopened by
+    /// the next probe that takes the slot).
+    pub shadow_idle: Duration,
 }
 
 impl Limits {
@@ -174,6 +177,7 @@ impl Limits {
             shadow_slots: n("LEAN_BEAM_SHADOW_SLOTS", 4),
             handles: n("LEAN_BEAM_MAX_HANDLES", 4096),
             prefix_bases: std::env::var("LEAN_BEAM_PREFIX_BASES").map_or(true, |v| v != "0"),
+            shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300) as u64),
         }
     }
 }

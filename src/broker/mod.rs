@@ -94,14 +94,19 @@ impl Broker {
                 .next_runtime_id
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let handles = handles::HandleStore::new(self.process_nonce, id, self.limits.handles);
-            Arc::new(Runtime::new(
+            let rt = Arc::new(Runtime::new(
                 Arc::clone(&self.version_floors),
                 root.clone(),
                 self.launcher.clone(),
                 self.timeouts.clone(),
                 &self.limits,
                 handles,
-            ))
+            ));
+            tokio::spawn(close_idle_shadows(
+                Arc::downgrade(&rt),
+                self.limits.shadow_idle,
+            ));
+            rt
         }))
     }
 
@@ -135,5 +140,21 @@ impl Broker {
             out.insert(rt.root.display(), rt.stats());
         }
         Value::Object(out)
+    }
+}
+
+/// Close the idle shadow slots of a runtime now and then, for as long as it
+/// exists.
+async fn close_idle_shadows(rt: std::sync::Weak<Runtime>, idle: std::time::Duration) {
+    let period = (idle / 2).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(60),
+    );
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(rt) = rt.upgrade() else {
+            return;
+        };
+        rt.close_idle_shadows(idle).await;
     }
 }

@@ -21,7 +21,7 @@ use super::workspace::{DocPath, Root};
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
 use crate::surface::ToolError;
-use crate::{log_info, log_warn};
+use crate::{log_debug, log_info, log_warn};
 
 /// The highest version each file has had in any runtime of this process.
 #[derive(Debug, Default)]
@@ -154,6 +154,25 @@ impl Runtime {
                 .entry(path.file.clone())
                 .or_insert_with(|| Arc::new(Pool::new(path.clone(), self.shadow_slots))),
         )
+    }
+
+    /// Give back the Lean workers of shadow slots unused for `idle`.
+    pub async fn close_idle_shadows(&self, idle: std::time::Duration) {
+        let pools: Vec<Arc<Pool>> = self
+            .shadows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let session = self.session_if_running().await.ok();
+        for pool in pools {
+            for slot in pool.take_idle(idle) {
+                if super::sync::close_in_lean(session.as_ref(), slot.doc()).await {
+                    log_debug!("closed idle shadow {}", slot.doc().path.shown);
+                }
+            }
+        }
     }
 
     /// `shadow` rewritten onto a prefix base for its first `cut` bytes, when
@@ -312,6 +331,7 @@ impl Runtime {
             "handles": self.handles.stats(),
             "prefixBases": self.bases.stats(),
             "shadowSlots": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.len()).sum::<usize>(),
+            "shadowSlotsOpen": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.open_in_lean()).sum::<usize>(),
         })
     }
 

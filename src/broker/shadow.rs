@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -54,6 +55,8 @@ pub struct Pool {
 struct Slot {
     doc: Arc<Doc>,
     busy: std::sync::atomic::AtomicBool,
+    /// When it was last given back.
+    last_used: Mutex<Instant>,
 }
 
 /// Exclusive use of one slot; dropping it (also by cancellation) frees the slot.
@@ -64,6 +67,11 @@ pub struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
+        *self
+            .slot
+            .last_used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
         self.slot
             .busy
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -116,6 +124,7 @@ impl Pool {
                 let slot = Arc::new(Slot {
                     doc: rt.doc(&shadow_path(&self.path, k)),
                     busy: std::sync::atomic::AtomicBool::new(false),
+                    last_used: Mutex::new(Instant::now()),
                 });
                 slots.push(Arc::clone(&slot));
                 slot
@@ -126,6 +135,55 @@ impl Pool {
             slot,
             _permit: permit,
         }
+    }
+
+    /// Exclusive use of every slot that is open in Lean and has not been
+    /// used for `idle` (to close it); never waits for a busy slot.
+    pub fn take_idle(&self, idle: Duration) -> Vec<SlotGuard> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut taken = Vec::new();
+        for slot in slots.iter() {
+            let stale = slot
+                .last_used
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .elapsed()
+                >= idle;
+            if !stale || slot.doc.state().open_in.is_none() {
+                continue;
+            }
+            // A permit first, as `acquire` does, so that a waiting probe
+            // always finds an idle or a new slot once it holds one.
+            let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() else {
+                break;
+            };
+            if slot
+                .busy
+                .compare_exchange(
+                    false,
+                    true,
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                )
+                .is_ok()
+            {
+                taken.push(SlotGuard {
+                    slot: Arc::clone(slot),
+                    _permit: permit,
+                });
+            }
+        }
+        taken
+    }
+
+    /// Slots whose document is open in Lean (each a Lean worker).
+    pub fn open_in_lean(&self) -> usize {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|s| s.doc.state().open_in.is_some())
+            .count()
     }
 
     pub fn len(&self) -> usize {
@@ -157,13 +215,16 @@ impl Pool {
 /// the reporter has also sent the whole file's `.ilean` reference index, which
 /// costs time in proportion to the file, not to the probe (about 0.4 s at the
 /// end of a 2,000-line file); it stays the fallback for failures (a crashed
-/// worker, a fatal report).
+/// worker, a fatal report). With `fast: false` only that barrier counts: for
+/// a shadow on a prefix base, whose index is small and whose import failure
+/// must be seen for certain.
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
     slot: &SlotGuard,
     text: String,
+    fast: bool,
 ) -> Result<(u64, Snapshot), ToolError> {
     let doc = slot.doc();
     let _edit = doc.edit.lock().await;
@@ -172,7 +233,10 @@ pub async fn elaborate(
     let mut forwarder = Forwarder::new(ctx, doc, version, None);
     let mut live = doc.subscribe();
     let complete = |snap: &Snapshot| {
-        snap.version == version && snap.progress.done && !snap.progress.fatal && snap.published
+        fast && snap.version == version
+            && snap.progress.done
+            && !snap.progress.fatal
+            && snap.published
     };
     if !complete(&live.borrow_and_update()) {
         let barrier = sync::barrier(rt, session, doc, version, &mut forwarder);

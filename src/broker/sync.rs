@@ -467,3 +467,20 @@ pub fn sync_result(rt: &Runtime, doc: &Doc, synced: &Synced, options: SyncOption
         "document_progress": synced.snapshot.progress.to_json(),
     })
 }
+
+/// Close `doc` in Lean if it is open there. A dead connection has closed it
+/// anyway.
+pub async fn close_in_lean(session: Option<&Session>, doc: &Doc) -> bool {
+    let _edit = doc.edit.lock().await;
+    let Some(generation) = doc.state().open_in else {
+        return false;
+    };
+    if let Some(session) = session.filter(|s| s.generation == generation) {
+        let _ = session.client.notify(
+            "textDocument/didClose",
+            json!({ "textDocument": { "uri": doc.uri } }),
+        );
+    }
+    doc.update_state(|s| s.open_in = None);
+    true
+}

@@ -3,8 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::broker::Broker;
-use crate::broker::document::Doc;
-use crate::broker::runtime::{Runtime, Session};
+use crate::broker::runtime::Runtime;
 use crate::broker::sync::{self, Mode, SyncOptions};
 use crate::broker::workspace::{self, DocPath, Root};
 use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
@@ -70,30 +69,13 @@ pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOu
     let session = rt.session_if_running().await.ok();
     // The document's shadow slots go too: each holds a Lean worker.
     for shadow in rt.shadow_pool(&doc_path).docs() {
-        close_in_lean(session.as_ref(), &shadow).await;
+        sync::close_in_lean(session.as_ref(), &shadow).await;
     }
-    if close_in_lean(session.as_ref(), &doc).await {
+    if sync::close_in_lean(session.as_ref(), &doc).await {
         result["wasOpen"] = Value::Bool(true);
     }
     result["version"] = json!(state.version);
     Ok(result)
-}
-
-/// Close `doc` in Lean if it is open there. A dead connection has closed it
-/// anyway.
-async fn close_in_lean(session: Option<&Session>, doc: &Doc) -> bool {
-    let _edit = doc.edit.lock().await;
-    let Some(generation) = doc.state().open_in else {
-        return false;
-    };
-    if let Some(session) = session.filter(|s| s.generation == generation) {
-        let _ = session.client.notify(
-            "textDocument/didClose",
-            json!({ "textDocument": { "uri": doc.uri } }),
-        );
-    }
-    doc.update_state(|s| s.open_in = None);
-    true
 }
 
 pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> ToolOutcome {

@@ -164,7 +164,9 @@ async fn elaborate_step(
 ) -> Result<(SlotGuard, Exec, u64, Snapshot), ToolError> {
     let exec = exec_text(rt, step);
     let slot = pool.acquire(rt, &exec.text).await;
-    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let fast = exec.base.is_none();
+    let (version, snap) =
+        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), fast).await?;
     let Some(key) = exec.base else {
         return Ok((slot, exec, version, snap));
     };
@@ -180,7 +182,8 @@ async fn elaborate_step(
         start: step.start,
         base: None,
     };
-    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let (version, snap) =
+        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), true).await?;
     Ok((slot, exec, version, snap))
 }
 
