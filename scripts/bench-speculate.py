@@ -297,6 +297,19 @@ def run_probes(mcp, version, k, count, pace=0.0):
     return times
 
 
+def wait_for_base(mcp, limit=60):
+    """Wait until no prefix base is compiling (the one the warm-up probes
+    started); returns the seconds waited."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        stats = mcp.call("beam_stats", {})
+        bases = [w.get("prefixBases", {}) for w in stats.get("workspaces", {}).values()]
+        if bases and not any(b.get("compiling") for b in bases):
+            break
+        time.sleep(0.05)
+    return time.perf_counter() - started
+
+
 def parallel(mcp, version, blocks, total, width=4):
     """`total` probes over `blocks`, `width` in flight; returns probes/second."""
     started = time.perf_counter()
@@ -355,10 +368,12 @@ def main():
         first_paced = run_probes(mcp, version, first, args.probes, pace=args.pace)
         cold_last = run_probes(mcp, version, last, 1)
         run_probes(mcp, version, last, args.warmup)
+        waited = wait_for_base(mcp)
         last_times = run_probes(mcp, version, last, args.probes)
         time.sleep(args.pace)
         last_paced = run_probes(mcp, version, last, args.probes, pace=args.pace)
         print(f"cold     first probe {cold[0] * 1000:.1f} ms; first probe at the last block {cold_last[0] * 1000:.1f} ms")
+        print(f"base     the last block's prefix base was ready {waited:.2f} s after the warm-up probes")
 
         spread = [0, 41, 82, 123, 164]
         # Warm every slot on every position once (the pool prefers the slot
