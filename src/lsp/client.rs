@@ -1,8 +1,13 @@
 //! One language-server process and its JSON-RPC connection.
 //!
+//! Writes go straight from the sending task into the child's stdin: the frame
+//! is serialized first, then written with non-blocking writes under a lock, with
+//! no await in between, so frames never interleave and a cancelled caller can
+//! never leave half a frame (see [`Sink`]).
+//!
 //! Tasks per client (all ended by the process's exit):
-//! * writer — the only owner of the child's stdin; takes serialized bodies from a
-//!   bounded queue and writes whole frames, so writes never interleave;
+//! * drain — finishes the frames the pipe had no room for (only when Lean is
+//!   not reading fast enough), in order;
 //! * reader — parses frames from stdout, routes answers to their waiting request,
 //!   answers server → client requests with `null`, forwards notifications;
 //! * stderr — keeps the last [`STDERR_TAIL_BYTES`] of stderr;
@@ -12,7 +17,7 @@
 /// JSON-RPC's internal-error code, for a malformed answer.
 const INTERNAL_ERROR: i64 = -32603;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -21,9 +26,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::io::{AsyncReadExt, BufReader};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::framing::{self, FrameError};
 use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, tree, uri};
@@ -31,8 +37,9 @@ use crate::{log_debug, log_warn};
 
 /// How much of the server's stderr is kept (the tail).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
-/// Capacity of the outgoing queue, in messages. [`LspClient::notify`] fails with
-/// [`LspError::Io`] when it is full (the server has stopped reading).
+/// How many frames may wait for room in the server's stdin (beyond what the
+/// pipe holds). [`LspClient::notify`] fails with [`LspError::Io`] when that many
+/// are waiting (the server has stopped reading).
 pub const OUTGOING_QUEUE: usize = 4096;
 /// After the process is reaped, how long to wait for the rest of its stdout and
 /// stderr before declaring it exited anyway.
@@ -63,7 +70,7 @@ struct Shared {
     /// Set once the tree was swept after the server was reaped.
     tree_swept: AtomicBool,
     next_id: AtomicI64,
-    outgoing: mpsc::Sender<Vec<u8>>,
+    outgoing: Sink,
     state: Mutex<State>,
     stderr_tail: Mutex<Vec<u8>>,
     events: mpsc::UnboundedSender<ServerEvent>,
@@ -137,18 +144,23 @@ impl LspClient {
         let pid = child
             .id()
             .ok_or_else(|| LspError::Io(format!("`{program}` exited at once")))?;
-        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdin = child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .into_owned_fd()
+            .and_then(pipe::Sender::from_owned_fd)
+            .map_err(|e| LspError::Io(format!("cannot set up the stdin of `{program}`: {e}")))?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
 
-        let (out_tx, out_rx) = mpsc::channel(OUTGOING_QUEUE);
         let shared = Arc::new(Shared {
             program: program.clone(),
             pid,
             tree_token,
             tree_swept: AtomicBool::new(false),
             next_id: AtomicI64::new(1),
-            outgoing: out_tx,
+            outgoing: Sink::new(stdin),
             state: Mutex::new(State {
                 pending: HashMap::new(),
                 closed: None,
@@ -171,12 +183,7 @@ impl LspClient {
 
         let (stdout_done_tx, stdout_done) = oneshot::channel();
         let (stderr_done_tx, stderr_done) = oneshot::channel();
-        tokio::spawn(writer_task(
-            stdin,
-            out_rx,
-            Arc::downgrade(&shared),
-            shared.exit.subscribe(),
-        ));
+        tokio::spawn(drain_task(shared.clone(), shared.exit.subscribe()));
         tokio::spawn(reader_task(stdout, shared.clone(), stdout_done_tx));
         tokio::spawn(stderr_task(stderr, shared.clone(), stderr_done_tx));
         tokio::spawn(waiter_task(child, shared.clone(), stdout_done, stderr_done));
@@ -421,7 +428,7 @@ impl Drop for PendingGuard<'_> {
 impl Shared {
     async fn request(&self, method: &str, params: Value) -> Result<Value, LspError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = serialize(&Outgoing {
+        let frame = serialize(&Outgoing {
             jsonrpc: "2.0",
             id: Some(id),
             method,
@@ -442,9 +449,9 @@ impl Shared {
             sent: false,
             answered: false,
         };
-        // If the writer is gone the connection is dying: the waiter task will fail
+        // If the write failed the connection is dying: the waiter task will fail
         // the pending entry with `Exited`, so keep waiting for that.
-        guard.sent = self.outgoing.send(body).await.is_ok();
+        guard.sent = self.write(frame, false).is_ok();
         let answer = rx.await;
         guard.answered = true;
         match answer {
@@ -457,23 +464,40 @@ impl Shared {
         if let Some(e) = &lock(&self.state).closed {
             return Err(e.clone());
         }
-        let body = serialize(&Outgoing {
+        let frame = serialize(&Outgoing {
             jsonrpc: "2.0",
             id: None,
             method,
             params: &params,
         })?;
-        self.enqueue(body)
+        self.write(frame, true)
     }
 
-    fn enqueue(&self, body: Vec<u8>) -> Result<(), LspError> {
-        self.outgoing.try_send(body).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => LspError::Io(format!(
+    /// Write one frame now (see [`Sink::send`]). A broken pipe kills the server:
+    /// the waiter then reports its exit.
+    fn write(&self, frame: Frame, bounded: bool) -> Result<(), LspError> {
+        match self.outgoing.send(frame, bounded) {
+            Ok(()) => Ok(()),
+            Err(SendError::Full) => Err(LspError::Io(format!(
                 "outgoing queue to `{}` is full ({OUTGOING_QUEUE} messages): the server is not reading",
                 self.program
-            )),
-            mpsc::error::TrySendError::Closed(_) => self.closed_error(),
-        })
+            ))),
+            Err(SendError::Closed) => Err(self.closed_error()),
+            Err(SendError::Io(e)) => {
+                self.write_failed(&e);
+                Err(self.closed_error())
+            }
+        }
+    }
+
+    fn write_failed(&self, e: &std::io::Error) {
+        // EPIPE after the server died is expected; the waiter reports the exit.
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            log_debug!("stdin of {} closed: {e}", self.program);
+        } else {
+            log_warn!("writing to {} failed: {e}", self.program);
+        }
+        self.kill_group();
     }
 
     fn closed_error(&self) -> LspError {
@@ -555,8 +579,8 @@ impl Shared {
                 // A server → client request: we support none beyond acknowledging.
                 log_debug!("answering server request {method} with null");
                 let reply = json!({ "jsonrpc": "2.0", "id": id, "result": null });
-                let body = serde_json::to_vec(&reply).map_err(|e| e.to_string())?;
-                match self.enqueue(body) {
+                let frame = Frame::encode(&reply).map_err(|e| e.to_string())?;
+                match self.write(frame, true) {
                     Ok(()) => {
                         self.server_requests.fetch_add(1, Ordering::Relaxed);
                     }
@@ -607,9 +631,143 @@ impl Shared {
     }
 }
 
-fn serialize(msg: &Outgoing<'_>) -> Result<Vec<u8>, LspError> {
-    serde_json::to_vec(msg)
+fn serialize(msg: &Outgoing<'_>) -> Result<Frame, LspError> {
+    Frame::encode(msg)
         .map_err(|e| LspError::Protocol(format!("cannot serialize {}: {e}", msg.method)))
+}
+
+/// One whole frame, header and body, in one buffer: `bytes[start..]`.
+struct Frame {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl Frame {
+    /// Serialize `msg` behind room for its header, then put the header in front
+    /// of it: one allocation, no copy of the body.
+    fn encode<T: Serialize>(msg: &T) -> serde_json::Result<Frame> {
+        const ROOM: usize = framing::MAX_HEADER_LEN;
+        let mut bytes = Vec::with_capacity(512);
+        bytes.resize(ROOM, 0);
+        serde_json::to_writer(&mut bytes, msg)?;
+        let start = framing::put_header(&mut bytes[..], ROOM);
+        Ok(Frame { bytes, start })
+    }
+
+    fn rest(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+}
+
+enum SendError {
+    /// [`OUTGOING_QUEUE`] frames are already waiting.
+    Full,
+    /// An earlier write failed.
+    Closed,
+    Io(std::io::Error),
+}
+
+/// The server's stdin. A frame is written by the task that sends it, with
+/// non-blocking writes under a lock and no await, so it costs no task switch,
+/// and cancelling the sender cannot cut a frame. What the pipe has no room for
+/// waits in `backlog`, finished by [`drain_task`]; later frames queue behind it.
+struct Sink {
+    pipe: pipe::Sender,
+    state: Mutex<SinkState>,
+    /// Wakes [`drain_task`] when the backlog becomes non-empty.
+    backlog_added: Notify,
+}
+
+#[derive(Default)]
+struct SinkState {
+    /// Frames not yet written completely; the first may be partly written.
+    backlog: VecDeque<Frame>,
+    /// Set after a write failed: nothing more is written.
+    broken: bool,
+}
+
+impl Sink {
+    fn new(pipe: pipe::Sender) -> Self {
+        Sink {
+            pipe,
+            state: Mutex::new(SinkState::default()),
+            backlog_added: Notify::new(),
+        }
+    }
+
+    /// Write `frame` now, or queue it behind the frames already waiting (for a
+    /// `bounded` frame, only while fewer than [`OUTGOING_QUEUE`] are).
+    fn send(&self, mut frame: Frame, bounded: bool) -> Result<(), SendError> {
+        let mut st = lock(&self.state);
+        if st.broken {
+            return Err(SendError::Closed);
+        }
+        if !st.backlog.is_empty() {
+            if bounded && st.backlog.len() >= OUTGOING_QUEUE {
+                return Err(SendError::Full);
+            }
+            st.backlog.push_back(frame);
+            return Ok(());
+        }
+        match self.write_some(&mut frame) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                st.backlog.push_back(frame);
+                self.backlog_added.notify_one();
+                Ok(())
+            }
+            Err(e) => {
+                st.broken = true;
+                Err(SendError::Io(e))
+            }
+        }
+    }
+
+    /// Write as much of `frame` as the pipe takes; `true` once it is all written.
+    fn write_some(&self, frame: &mut Frame) -> std::io::Result<bool> {
+        while frame.start < frame.bytes.len() {
+            match self.pipe.try_write(frame.rest()) {
+                Ok(n) => frame.start += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whenever frames wait in the backlog, write them as the pipe takes them.
+    /// Returns only when a write fails.
+    async fn drain_forever(&self) -> std::io::Result<()> {
+        loop {
+            while !self.drain_some()? {
+                self.pipe.writable().await?;
+            }
+            self.backlog_added.notified().await;
+        }
+    }
+
+    /// Write what the pipe takes from the backlog; `true` once it is empty.
+    fn drain_some(&self) -> std::io::Result<bool> {
+        let mut st = lock(&self.state);
+        if st.broken {
+            return Ok(true);
+        }
+        while let Some(frame) = st.backlog.front_mut() {
+            match self.write_some(frame) {
+                Ok(true) => {
+                    st.backlog.pop_front();
+                }
+                Ok(false) => return Ok(false),
+                Err(e) => {
+                    st.broken = true;
+                    st.backlog.clear();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// Plain LSP client capabilities. The `lean` section only selects the current
@@ -704,38 +862,16 @@ fn spawner() -> std::sync::mpsc::Sender<SpawnJob> {
         .clone()
 }
 
-async fn writer_task(
-    stdin: ChildStdin,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    shared: std::sync::Weak<Shared>,
-    mut exit: watch::Receiver<Option<ExitInfo>>,
-) {
-    let mut out = BufWriter::with_capacity(64 * 1024, stdin);
-    let result: std::io::Result<()> = async {
-        loop {
-            let body = tokio::select! {
-                biased;
-                body = rx.recv() => match body { Some(b) => b, None => return Ok(()) },
-                _ = exit.wait_for(|e| e.is_some()) => return Ok(()),
-            };
-            framing::write_frame(&mut out, &body).await?;
-            // Batch whatever else is already queued into the same flush.
-            while let Ok(body) = rx.try_recv() {
-                framing::write_frame(&mut out, &body).await?;
-            }
-            out.flush().await?;
-        }
-    }
-    .await;
-    let Err(e) = result else { return };
-    if let Some(shared) = shared.upgrade() {
-        // EPIPE after the server died is expected; the waiter reports the exit.
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            log_debug!("stdin of {} closed: {e}", shared.program);
-        } else {
-            log_warn!("writing to {} failed: {e}", shared.program);
-        }
-        shared.kill_group();
+/// Finish the frames [`Sink::send`] could not write at once, in order, as the
+/// pipe drains; ends at the process's exit or when a write fails.
+async fn drain_task(shared: Arc<Shared>, mut exit: watch::Receiver<Option<ExitInfo>>) {
+    let result = tokio::select! {
+        biased;
+        result = shared.outgoing.drain_forever() => result,
+        _ = exit.wait_for(|e| e.is_some()) => return,
+    };
+    if let Err(e) = result {
+        shared.write_failed(&e);
     }
 }
 
@@ -846,4 +982,62 @@ fn exit_signal(s: &std::process::ExitStatus) -> Option<i32> {
 #[cfg(not(unix))]
 fn exit_signal(_s: &std::process::ExitStatus) -> Option<i32> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames larger than the pipe, and frames sent while others wait, arrive
+    /// whole and in order.
+    #[tokio::test]
+    async fn sink_keeps_frames_whole_and_in_order_when_the_pipe_is_full() {
+        let (tx, rx) = pipe::pipe().expect("pipe");
+        let sink = Arc::new(Sink::new(tx));
+        let drainer = {
+            let sink = Arc::clone(&sink);
+            tokio::spawn(async move { sink.drain_forever().await })
+        };
+        let big = "x".repeat(300 * 1024);
+        let mut expected = Vec::new();
+        for i in 0..20 {
+            let text = if i % 3 == 0 { big.as_str() } else { "small" };
+            let msg = json!({ "i": i, "text": text });
+            expected.push(serde_json::to_vec(&msg).unwrap());
+            sink.send(Frame::encode(&msg).unwrap(), false)
+                .unwrap_or_else(|_| panic!("send {i}"));
+        }
+        assert!(
+            !lock(&sink.state).backlog.is_empty(),
+            "the pipe never filled"
+        );
+        let mut reader = BufReader::new(rx);
+        let mut line = Vec::new();
+        for (i, want) in expected.iter().enumerate() {
+            let got = framing::read_frame(&mut reader, &mut line).await.unwrap();
+            assert!(got == *want, "frame {i} differs");
+        }
+        assert!(lock(&sink.state).backlog.is_empty());
+        drainer.abort();
+    }
+
+    /// A bounded frame is refused once OUTGOING_QUEUE frames wait; an unbounded
+    /// one is queued anyway.
+    #[tokio::test]
+    async fn sink_refuses_bounded_frames_when_the_backlog_is_full() {
+        let (tx, _rx) = pipe::pipe().expect("pipe");
+        let sink = Sink::new(tx);
+        let big = json!({ "text": "x".repeat(256 * 1024) });
+        sink.send(Frame::encode(&big).unwrap(), true)
+            .unwrap_or_else(|_| panic!("first send"));
+        for _ in 1..OUTGOING_QUEUE {
+            sink.send(Frame::encode(&json!(1)).unwrap(), true)
+                .unwrap_or_else(|_| panic!("queued send"));
+        }
+        assert!(matches!(
+            sink.send(Frame::encode(&json!(1)).unwrap(), true),
+            Err(SendError::Full)
+        ));
+        assert!(sink.send(Frame::encode(&json!(1)).unwrap(), false).is_ok());
+    }
 }

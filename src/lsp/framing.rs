@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
 /// Largest accepted body. Lean answers are big (a `references` over a library, a
 /// semantic-tokens array) but never near this; anything larger is a garbled length.
@@ -101,11 +101,30 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
     &line[..end]
 }
 
+/// The longest header [`put_header`] writes: `Content-Length: ` (16 bytes), 20
+/// digits, `\r\n\r\n`.
+pub const MAX_HEADER_LEN: usize = 40;
+
+/// `buf` is `room` bytes of space followed by a body: write the body's header
+/// at the end of that space and return where the frame starts.
+///
+/// # Panics
+///
+/// If `room` is less than the header's length ([`MAX_HEADER_LEN`] always fits).
+pub fn put_header(buf: &mut [u8], room: usize) -> usize {
+    let header = format!("Content-Length: {}\r\n\r\n", buf.len() - room);
+    let start = room - header.len();
+    buf[start..room].copy_from_slice(header.as_bytes());
+    start
+}
+
 /// Write one frame (header then body; the caller flushes).
-pub async fn write_frame<W: AsyncWrite + Unpin>(
+#[cfg(test)]
+pub async fn write_frame<W: tokio::io::AsyncWrite + Unpin>(
     writer: &mut W,
     body: &[u8],
 ) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
     let header = format!("Content-Length: {}\r\n\r\n", body.len());
     writer.write_all(header.as_bytes()).await?;
     writer.write_all(body).await
@@ -175,6 +194,19 @@ mod tests {
         assert!(matches!(e, FrameError::Io(_)), "{e}");
         let (_, e) = frames(b"Content-Length: 10\r\n").await;
         assert!(matches!(e, FrameError::Io(_)), "{e}");
+    }
+
+    #[tokio::test]
+    async fn put_header_frames_a_body_in_place() {
+        let body = b"{\"a\":\"\xce\xbb\"}";
+        let mut buf = vec![0u8; MAX_HEADER_LEN];
+        buf.extend_from_slice(body);
+        let start = put_header(&mut buf, MAX_HEADER_LEN);
+        let (got, end) = frames(&buf[start..]).await;
+        assert_eq!(got, vec![body.to_vec()]);
+        assert!(matches!(end, FrameError::Eof));
+        let longest = format!("Content-Length: {}\r\n\r\n", u64::MAX);
+        assert_eq!(longest.len(), MAX_HEADER_LEN);
     }
 
     #[tokio::test]
