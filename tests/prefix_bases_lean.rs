@@ -5,7 +5,9 @@
 //! result of the same probe on the whole prefix (a second server with
 //! `LEAN_BEAM_PREFIX_BASES=0`), in proof and command mode, for successes,
 //! failures, `sorry` warnings and handle chains; and a base that does not
-//! import falls back to the whole prefix with the same results. Speed is
+//! import falls back to the whole prefix with the same results. Under
+//! `lake serve` (stand-ins that run the test toolchain, with and without the
+//! inherited `LEAN_PATH`) bases work or turn themselves off. Speed is
 //! measured by `scripts/bench-speculate.py`, not here.
 
 mod common;
@@ -241,5 +243,84 @@ fn a_base_that_does_not_import_falls_back_to_the_whole_prefix() {
     assert_eq!(a["success"], true, "{a}");
     let stats = bases(&mut on);
     assert!(stats["failed"].as_u64().unwrap() >= 1, "{stats}");
+    assert_eq!(stats["ready"], 0, "{stats}");
+}
+
+/// A stand-in `lake` for `serve` and `env`: the test toolchain's `lean` with
+/// the workspace's build on `LEAN_PATH`, after the inherited one when `keep`
+/// (as Lake does with the `LEAN_PATH` it starts with), else instead of it.
+fn stand_in_lake(dir: &std::path::Path, keep: bool) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let lean = lean().lean.to_string_lossy().into_owned();
+    let path = if keep {
+        "${LEAN_PATH:+$LEAN_PATH:}$PWD/.lake/build/lib/lean"
+    } else {
+        "$PWD/.lake/build/lib/lean"
+    };
+    let script = format!(
+        "#!/bin/sh\n\
+         LEAN_PATH=\"{path}\"; LEAN_SRC_PATH=\"$PWD\"; export LEAN_PATH LEAN_SRC_PATH\n\
+         case \"$1\" in\n\
+         serve) shift; if [ \"$1\" = -- ]; then shift; fi; exec '{lean}' --server \"$@\";;\n\
+         env) shift; if [ \"$1\" = lean ]; then shift; exec '{lean}' \"$@\"; fi; exec \"$@\";;\n\
+         *) echo \"stand-in lake: unsupported $1\" >&2; exit 2;;\n\
+         esac\n"
+    );
+    let file = dir.join("lake");
+    std::fs::write(&file, script).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    file.to_string_lossy().into_owned()
+}
+
+fn spawn_lake(lake: &str) -> Mcp {
+    Mcp::start(Era::Modern, Spawn::default().env("LEAN_BEAM_LAKE", lake))
+}
+
+#[test]
+fn under_lake_serve_bases_work_when_the_search_path_reaches_them() {
+    let bin = common::lean::TempDir::new("lake-keeps-path");
+    let mut on = spawn_lake(&stand_in_lake(bin.path(), true));
+    let mut off = spawn(false);
+    let v_on = sync(&mut on);
+    let v_off = sync(&mut off);
+    warm(&mut on, v_on, SHOW, "exact Eq.refl _");
+    let text = "exact (fun (_z : U) => Eq.refl _) U.z";
+    let a = run_at(&mut on, "lean_run_at", v_on, SHOW, text);
+    let b = run_at(&mut off, "lean_run_at", v_off, SHOW, text);
+    assert_eq!(comparable(&a), comparable(&b));
+    let stats = bases(&mut on);
+    assert_eq!(stats["failed"], 0, "{stats}");
+    assert_eq!(stats["enabled"], true, "{stats}");
+    assert!(stats["uses"].as_u64().unwrap() >= 1, "{stats}");
+}
+
+#[test]
+fn under_lake_serve_bases_turn_off_when_they_do_not_import() {
+    let bin = common::lean::TempDir::new("lake-drops-path");
+    let mut on = spawn_lake(&stand_in_lake(bin.path(), false));
+    let mut off = spawn(false);
+    let v_on = sync(&mut on);
+    let v_off = sync(&mut off);
+    // Probe until the base is compiled and a probe has used it: its import
+    // fails, that probe is answered on the whole prefix, and bases are off
+    // for this runtime. Every answer equals the whole prefix's.
+    let mut n = 0;
+    let turned_off = eventually(Duration::from_secs(120), || {
+        n += 1;
+        let text = format!("exact (fun (_z{n} : U) => Eq.refl _) U.z");
+        let a = run_at(&mut on, "lean_run_at", v_on, SHOW, &text);
+        let b = run_at(&mut off, "lean_run_at", v_off, SHOW, &text);
+        assert_eq!(comparable(&a), comparable(&b), "{text}");
+        bases(&mut on)["failed"].as_u64().unwrap_or(0) >= 1
+    });
+    assert!(turned_off, "{}", bases(&mut on));
+    for text in ["exact U.z_add c163", "exact Eq.refl _"] {
+        let a = run_at(&mut on, "lean_run_at", v_on, SHOW, text);
+        let b = run_at(&mut off, "lean_run_at", v_off, SHOW, text);
+        assert_eq!(comparable(&a), comparable(&b), "{text}");
+    }
+    let stats = bases(&mut on);
+    assert_eq!(stats["failed"], 1, "{stats}");
+    assert_eq!(stats["enabled"], false, "{stats}");
     assert_eq!(stats["ready"], 0, "{stats}");
 }

@@ -14,7 +14,9 @@
 //! base is compiled in the background by the workspace's own `lean --stdin`
 //! when the same prefix is probed a second time and holds enough commands to
 //! matter; it lives in a private directory on the Lean server's search path,
-//! written through a rename, and removed with the runtime.
+//! written through a rename, and removed with the runtime. Under `lake serve`
+//! the directory is on the `LEAN_PATH` Lake starts with; if the first base
+//! does not import there, bases are off for the runtime.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -64,6 +66,10 @@ struct State {
     failures: u64,
     /// Probes that ran on a base.
     uses: u64,
+    /// A base has imported in this runtime: the search path reaches them.
+    confirmed: bool,
+    /// Bases do not import here (the first one failed): off for good.
+    off: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +142,9 @@ impl Bases {
         }
         let key = self.key(&shadow[..cut]);
         let mut state = self.lock();
+        if state.off {
+            return None;
+        }
         let best = state
             .ready
             .iter()
@@ -203,12 +212,25 @@ impl Bases {
     }
 
     /// The base `key` did not import (its shadow reported an error on the
-    /// import line): never use it again.
+    /// import line): never use it again. If no base ever imported in this
+    /// runtime, the server's search path does not reach them (under
+    /// `lake serve` that is Lake's choice): bases are turned off.
     pub fn failed(&self, key: u64) {
         let mut state = self.lock();
         state.failures += 1;
         state.ready.retain(|r| r.key != key);
         state.entries.insert(key, Entry::Never);
+        if !state.confirmed {
+            state.off = true;
+            if let Some(task) = state.compiling.take() {
+                task.abort();
+            }
+        }
+    }
+
+    /// A shadow on a base elaborated with its import in place.
+    pub fn imported(&self) {
+        self.lock().confirmed = true;
     }
 
     /// A module of the workspace was rebuilt: bases compiled against the old
@@ -229,7 +251,7 @@ impl Bases {
     pub fn stats(&self) -> Value {
         let state = self.lock();
         json!({
-            "enabled": self.dir.is_some(),
+            "enabled": self.dir.is_some() && !state.off,
             "dir": self.dir.as_ref().map(|d| d.display().to_string()),
             "ready": state.ready.len(),
             "uses": state.uses,

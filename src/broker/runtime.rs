@@ -92,10 +92,7 @@ impl Runtime {
         limits: &Limits,
         handles: HandleStore,
     ) -> Self {
-        // Bases need their directory on the server's search path, which is
-        // set here only when the broker starts `lean --server` itself; under
-        // `lake serve` the search path is Lake's.
-        let bases = Bases::new(limits.prefix_bases && matches!(launcher, Launcher::Lean { .. }));
+        let bases = Bases::new(limits.prefix_bases);
         Runtime {
             root,
             launcher,
@@ -187,6 +184,11 @@ impl Runtime {
         self.bases.failed(key);
     }
 
+    /// A prefix base imported.
+    pub fn base_imported(&self) {
+        self.bases.imported();
+    }
+
     /// The document of `path` if it was ever synced.
     pub fn existing_doc(&self, path: &DocPath) -> Option<Arc<Doc>> {
         self.docs
@@ -213,12 +215,7 @@ impl Runtime {
         }
         let mut command = self.launcher.command(&self.root);
         if let Some(dir) = self.bases.search_dir() {
-            for (name, value) in &mut command.env {
-                if name == "LEAN_PATH" {
-                    value.push(':');
-                    value.push_str(&dir.to_string_lossy());
-                }
-            }
+            add_search_dir(&mut command, dir);
         }
         let (events, rx) = mpsc::unbounded_channel();
         let client = LspClient::start(&command, events.clone(), self.timeouts.startup)
@@ -473,4 +470,23 @@ fn doc_for(docs: &Docs, uri: Option<&Value>) -> Option<Arc<Doc>> {
         .unwrap_or_else(|e| e.into_inner())
         .get(uri)
         .cloned()
+}
+
+/// Put the prefix bases' directory on the server's module search path: after
+/// the root's own entries for a bare `lean --server`; for `lake serve`, on the
+/// `LEAN_PATH` it starts with (whether Lake's workers then see it is Lake's
+/// business: a base that does not import turns bases off, see
+/// [`Bases::failed`]).
+fn add_search_dir(command: &mut crate::lsp::ServerCommand, dir: &std::path::Path) {
+    let dir = dir.to_string_lossy();
+    if let Some((_, value)) = command.env.iter_mut().find(|(k, _)| k == "LEAN_PATH") {
+        value.push(':');
+        value.push_str(&dir);
+        return;
+    }
+    let value = match std::env::var("LEAN_PATH") {
+        Ok(inherited) if !inherited.is_empty() => format!("{inherited}:{dir}"),
+        _ => dir.into_owned(),
+    };
+    command.env.push(("LEAN_PATH".into(), value));
 }

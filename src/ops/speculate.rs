@@ -174,6 +174,7 @@ async fn elaborate_step(
         diagnostics::severity(d) == ERROR && d.pointer("/range/start/line") == Some(&json!(0))
     });
     if !import_failed {
+        rt.base_imported();
         return Ok((slot, exec, version, snap));
     }
     rt.base_failed(key);
