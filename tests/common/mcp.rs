@@ -7,14 +7,13 @@
 //! Timeouts here are failure guards, never assertions about speed.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use super::check_line;
+use super::child::{Launch, StdioChild};
 
 /// The longest any single awaited message may take (Lean elaboration under a
 /// loaded CI machine included).
@@ -54,10 +53,7 @@ impl CallOpts {
 
 /// A running `lean-beam-mcp` and everything it wrote to stdout.
 pub struct Mcp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
+    child: StdioChild,
     pub era: Era,
     /// Every message read so far, in arrival order.
     pub received: Vec<Value>,
@@ -99,50 +95,14 @@ impl Mcp {
     /// completed here). `LEAN_BEAM_*` variables of the test process are not
     /// inherited unless set in `spawn`.
     pub fn start(era: Era, spawn: Spawn) -> Mcp {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("LEAN_BEAM_LOG", "info");
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("LEAN_BEAM_") && key != "LEAN_BEAM_LOG" {
-                command.env_remove(&key);
-            }
-        }
-        for key in &spawn.env_remove {
-            command.env_remove(key);
-        }
-        for (key, value) in &spawn.env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().expect("spawn lean-beam-mcp");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
+        let child = StdioChild::spawn(&Launch {
+            env: spawn.env,
+            env_remove: spawn.env_remove,
+            isolate: true,
+            close_stdout: false,
         });
-        let stderr_pipe = child.stderr.take().expect("stderr");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        let stdin = child.stdin.take();
         let mut mcp = Mcp {
             child,
-            stdin,
-            lines,
-            stderr,
             era,
             received: Vec::new(),
             taken: HashSet::new(),
@@ -169,33 +129,20 @@ impl Mcp {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid()
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.child.stderr()
     }
 
     pub fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        let mut line = message.to_string();
-        line.push('\n');
-        stdin
-            .write_all(line.as_bytes())
-            .expect("write to the server");
-        stdin.flush().expect("flush");
+        self.child.send(message);
     }
 
     /// Write several messages in one write.
     pub fn send_all(&mut self, messages: &[Value]) {
-        let mut text = String::new();
-        for m in messages {
-            text.push_str(&m.to_string());
-            text.push('\n');
-        }
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(text.as_bytes()).expect("write burst");
-        stdin.flush().expect("flush burst");
+        self.child.send_all(messages);
     }
 
     pub fn fresh_id(&mut self) -> Value {
@@ -268,20 +215,9 @@ impl Mcp {
 
     /// Read one more message, within `limit`. None at timeout or EOF.
     pub fn read_within(&mut self, limit: Duration) -> Option<Value> {
-        match self.lines.recv_timeout(limit) {
-            Ok(line) => {
-                let value: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line:?}"));
-                assert_eq!(value["jsonrpc"], "2.0", "{line}");
-                assert!(
-                    !(value.get("id").is_some() && value.get("method").is_some()),
-                    "the server sent a request: {line}"
-                );
-                self.received.push(value.clone());
-                Some(value)
-            }
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        let value = check_line(&self.child.next_line(limit)?);
+        self.received.push(value.clone());
+        Some(value)
     }
 
     /// The response to `id` (read as far as needed; other messages are kept).
@@ -449,44 +385,20 @@ impl Mcp {
     }
 
     pub fn close_stdin(&mut self) {
-        self.stdin = None;
+        self.child.close_stdin();
     }
 
     /// Wait for the process to exit (a failure guard, `limit`).
     pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "the server did not exit within {limit:?}\nstderr:\n{}",
-                    self.stderr()
-                );
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
+        self.child.wait_exit(limit)
     }
 }
 
 impl Drop for Mcp {
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            // Closing stdin is the real shutdown (EOF tears Lean down too);
-            // kill only if it does not go.
-            self.stdin = None;
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if self.child.try_wait().ok().flatten().is_some() {
-                    return;
-                }
-                thread::sleep(Duration::from_millis(10));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        // Closing stdin is the real shutdown (EOF tears Lean down too); kill
+        // only if it does not go.
+        self.child.shut_down(Duration::from_secs(10));
     }
 }
 

@@ -2,18 +2,17 @@
 //! newline-delimited JSON-RPC, and sample payloads derived from schemas.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod lean;
 pub mod mcp;
 pub mod samples;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+
+use child::{Launch, StdioChild};
 
 /// How long any single expected message may take. A failure guard, never an
 /// assertion about speed.
@@ -73,12 +72,9 @@ pub fn initialize_params() -> Value {
 
 /// One running server and the lines it wrote.
 pub struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+    child: StdioChild,
     /// Every line read from stdout so far, in order.
     pub transcript: Vec<Value>,
-    stderr: Arc<Mutex<String>>,
 }
 
 impl Server {
@@ -87,97 +83,52 @@ impl Server {
     }
 
     pub fn spawn_with(env: &[(&str, &str)]) -> Server {
-        Self::launch(env, true)
+        Self::launch(Launch {
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Launch::default()
+        })
     }
 
     /// A server whose stdout read end is closed at once.
     pub fn spawn_with_closed_stdout() -> Server {
-        Self::launch(&[], false)
+        Self::launch(Launch {
+            close_stdout: true,
+            ..Launch::default()
+        })
     }
 
-    fn launch(env: &[(&str, &str)], keep_stdout: bool) -> Server {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("LEAN_BEAM_LOG", "info");
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let mut child = command.spawn().expect("spawn lean-beam-mcp");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        if keep_stdout {
-            thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { return };
-                    if tx.send(line).is_err() {
-                        return;
-                    }
-                }
-            });
-        } else {
-            drop(stdout);
-            drop(tx);
-        }
-        let stderr_pipe = child.stderr.take().expect("stderr");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        let stdin = child.stdin.take();
+    fn launch(launch: Launch) -> Server {
         Server {
-            child,
-            stdin,
-            lines,
+            child: StdioChild::spawn(&launch),
             transcript: Vec::new(),
-            stderr,
         }
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.child.stderr()
     }
 
     /// Write one raw line (a newline is appended). Returns false when the
     /// server no longer reads its input.
     pub fn send_raw(&mut self, line: &str) -> bool {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(line.as_bytes()).is_ok()
-            && stdin.write_all(b"\n").is_ok()
-            && stdin.flush().is_ok()
+        self.child.send_raw(line)
     }
 
     /// Write raw bytes as they are (no newline added).
     pub fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(bytes).expect("write");
-        stdin.flush().expect("flush");
+        self.child.send_bytes(bytes);
     }
 
     pub fn send(&mut self, message: &Value) {
-        assert!(
-            self.send_raw(&message.to_string()),
-            "the server stopped reading stdin"
-        );
+        self.child.send(message);
     }
 
     /// Write several messages in one write (they arrive as a burst).
     pub fn send_all(&mut self, messages: &[Value]) {
-        let mut text = String::new();
-        for m in messages {
-            text.push_str(&m.to_string());
-            text.push('\n');
-        }
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(text.as_bytes()).expect("write burst");
-        stdin.flush().expect("flush burst");
+        self.child.send_all(messages);
     }
 
     /// The next stdout line, parsed and checked to be a JSON-RPC response or
@@ -195,14 +146,9 @@ impl Server {
 
     /// The next message, or None at EOF / after `limit`.
     pub fn recv_within(&mut self, limit: Duration) -> Option<Value> {
-        match self.lines.recv_timeout(limit) {
-            Ok(line) => {
-                let value = check_line(&line);
-                self.transcript.push(value.clone());
-                Some(value)
-            }
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        let value = check_line(&self.child.next_line(limit)?);
+        self.transcript.push(value.clone());
+        Some(value)
     }
 
     /// The next message that is a response (notifications are kept in the
@@ -272,25 +218,12 @@ impl Server {
     }
 
     pub fn close_stdin(&mut self) {
-        self.stdin = None;
+        self.child.close_stdin();
     }
 
     /// Wait for the process to exit, within `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "the server did not exit within {limit:?}\nstderr:\n{}",
-                    self.stderr()
-                );
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        self.child.wait_exit(limit)
     }
 
     /// Every remaining stdout message until EOF.
@@ -300,15 +233,6 @@ impl Server {
             rest.push(v);
         }
         rest
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

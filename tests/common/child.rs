@@ -1,0 +1,197 @@
+//! The child-process plumbing shared by the stdio clients ([`super::Server`],
+//! [`super::mcp::Mcp`]): a spawned `lean-beam-mcp` with piped stdio, a thread
+//! turning its stdout into lines, a thread collecting its stderr, and a kill on
+//! drop.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How a child is spawned. `LEAN_BEAM_LOG=info` is always set first; then the
+/// inherited `LEAN_BEAM_*` variables are dropped (if `isolate`), `env_remove`
+/// removed and `env` set, in that order.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    pub env: Vec<(String, String)>,
+    pub env_remove: Vec<String>,
+    /// Drop the test process's `LEAN_BEAM_*` variables, `LEAN_BEAM_LOG` excepted.
+    pub isolate: bool,
+    /// Close the stdout read end at once (nothing is ever read).
+    pub close_stdout: bool,
+}
+
+/// A running `lean-beam-mcp` with piped stdio.
+pub struct StdioChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl StdioChild {
+    pub fn spawn(launch: &Launch) -> StdioChild {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("LEAN_BEAM_LOG", "info");
+        if launch.isolate {
+            for (key, _) in std::env::vars_os() {
+                if key.to_string_lossy().starts_with("LEAN_BEAM_") && key != "LEAN_BEAM_LOG" {
+                    command.env_remove(&key);
+                }
+            }
+        }
+        for key in &launch.env_remove {
+            command.env_remove(key);
+        }
+        for (key, value) in &launch.env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn lean-beam-mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        if launch.close_stdout {
+            drop(stdout);
+            drop(tx);
+        } else {
+            thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { return };
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let stderr_pipe = child.stderr.take().expect("stderr");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let stdin = child.stdin.take();
+        StdioChild {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything the child wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn stdin(&mut self) -> &mut ChildStdin {
+        self.stdin.as_mut().expect("stdin is open")
+    }
+
+    /// Write one raw line (a newline is appended). Returns false when the
+    /// child no longer reads its input.
+    pub fn send_raw(&mut self, line: &str) -> bool {
+        let stdin = self.stdin();
+        stdin.write_all(line.as_bytes()).is_ok()
+            && stdin.write_all(b"\n").is_ok()
+            && stdin.flush().is_ok()
+    }
+
+    /// Write raw bytes as they are (no newline added).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin();
+        stdin.write_all(bytes).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Write one message as a line.
+    pub fn send(&mut self, message: &Value) {
+        assert!(
+            self.send_raw(&message.to_string()),
+            "the server stopped reading stdin"
+        );
+    }
+
+    /// Write several messages in one write (they arrive as a burst).
+    pub fn send_all(&mut self, messages: &[Value]) {
+        let mut text = String::new();
+        for m in messages {
+            text.push_str(&m.to_string());
+            text.push('\n');
+        }
+        let stdin = self.stdin();
+        stdin.write_all(text.as_bytes()).expect("write burst");
+        stdin.flush().expect("flush burst");
+    }
+
+    /// The next stdout line, or None at EOF / after `limit`.
+    pub fn next_line(&mut self, limit: Duration) -> Option<String> {
+        self.lines.recv_timeout(limit).ok()
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Wait for the process to exit, within `limit` (killed, and a panic, past it).
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "the server did not exit within {limit:?}\nstderr:\n{}",
+                    self.stderr()
+                );
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The polite shutdown: close stdin (EOF) and give the child `grace` to
+    /// exit on its own; kill it past that.
+    pub fn shut_down(&mut self, grace: Duration) {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        self.stdin = None;
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Drop for StdioChild {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
