@@ -12,17 +12,29 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// How a child is spawned. `LEAN_BEAM_LOG=info` is always set first; then the
-/// inherited `LEAN_BEAM_*` variables are dropped (if `isolate`), `env_remove`
-/// removed and `env` set, in that order.
+/// The environment of a spawned server: `env_remove` is removed, then `env`
+/// set, both after `LEAN_BEAM_LOG=info`.
 #[derive(Debug, Clone, Default)]
-pub struct Launch {
+pub struct Spawn {
     pub env: Vec<(String, String)>,
     pub env_remove: Vec<String>,
-    /// Drop the test process's `LEAN_BEAM_*` variables, `LEAN_BEAM_LOG` excepted.
-    pub isolate: bool,
-    /// Close the stdout read end at once (nothing is ever read).
-    pub close_stdout: bool,
+}
+
+impl Spawn {
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Spawn {
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub fn envs(mut self, pairs: Vec<(String, String)>) -> Spawn {
+        self.env.extend(pairs);
+        self
+    }
+
+    pub fn remove(mut self, key: &str) -> Spawn {
+        self.env_remove.push(key.to_string());
+        self
+    }
 }
 
 /// A running `lean-beam-mcp` with piped stdio.
@@ -34,33 +46,33 @@ pub struct StdioChild {
 }
 
 impl StdioChild {
-    pub fn spawn(launch: &Launch) -> StdioChild {
+    /// Spawn with `spawn`'s environment. `isolate` drops the test process's
+    /// `LEAN_BEAM_*` variables (`LEAN_BEAM_LOG` excepted) first; without
+    /// `read_stdout` the stdout read end is closed at once.
+    pub fn spawn(spawn: &Spawn, isolate: bool, read_stdout: bool) -> StdioChild {
         let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env("LEAN_BEAM_LOG", "info");
-        if launch.isolate {
+        if isolate {
             for (key, _) in std::env::vars_os() {
                 if key.to_string_lossy().starts_with("LEAN_BEAM_") && key != "LEAN_BEAM_LOG" {
                     command.env_remove(&key);
                 }
             }
         }
-        for key in &launch.env_remove {
+        for key in &spawn.env_remove {
             command.env_remove(key);
         }
-        for (key, value) in &launch.env {
+        for (key, value) in &spawn.env {
             command.env(key, value);
         }
         let mut child = command.spawn().expect("spawn lean-beam-mcp");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
-        if launch.close_stdout {
-            drop(stdout);
-            drop(tx);
-        } else {
+        if read_stdout {
             thread::spawn(move || {
                 for line in BufReader::new(stdout).lines() {
                     let Ok(line) = line else { return };
@@ -69,6 +81,9 @@ impl StdioChild {
                     }
                 }
             });
+        } else {
+            drop(stdout);
+            drop(tx);
         }
         let stderr_pipe = child.stderr.take().expect("stderr");
         let stderr = Arc::new(Mutex::new(String::new()));

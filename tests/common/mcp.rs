@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::check_line;
-use super::child::{Launch, StdioChild};
+pub use super::child::Spawn;
+use super::child::StdioChild;
 
 /// The longest any single awaited message may take (Lean elaboration under a
 /// loaded CI machine included).
@@ -62,30 +63,6 @@ pub struct Mcp {
     next_id: u64,
 }
 
-/// How a spawned server is set up.
-#[derive(Debug, Clone, Default)]
-pub struct Spawn {
-    pub env: Vec<(String, String)>,
-    pub env_remove: Vec<String>,
-}
-
-impl Spawn {
-    pub fn env(mut self, key: &str, value: impl Into<String>) -> Spawn {
-        self.env.push((key.to_string(), value.into()));
-        self
-    }
-
-    pub fn envs(mut self, pairs: Vec<(String, String)>) -> Spawn {
-        self.env.extend(pairs);
-        self
-    }
-
-    pub fn remove(mut self, key: &str) -> Spawn {
-        self.env_remove.push(key.to_string());
-        self
-    }
-}
-
 fn id_key(id: &Value) -> String {
     id.to_string()
 }
@@ -95,14 +72,8 @@ impl Mcp {
     /// completed here). `LEAN_BEAM_*` variables of the test process are not
     /// inherited unless set in `spawn`.
     pub fn start(era: Era, spawn: Spawn) -> Mcp {
-        let child = StdioChild::spawn(&Launch {
-            env: spawn.env,
-            env_remove: spawn.env_remove,
-            isolate: true,
-            close_stdout: false,
-        });
         let mut mcp = Mcp {
-            child,
+            child: StdioChild::spawn(&spawn, true, true),
             era,
             received: Vec::new(),
             taken: HashSet::new(),

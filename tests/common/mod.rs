@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use child::{Launch, StdioChild};
+use child::{Spawn, StdioChild};
 
 /// How long any single expected message may take. A failure guard, never an
 /// assertion about speed.
@@ -83,26 +83,18 @@ impl Server {
     }
 
     pub fn spawn_with(env: &[(&str, &str)]) -> Server {
-        Self::launch(Launch {
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Launch::default()
-        })
+        let spawn = env.iter().fold(Spawn::default(), |s, (k, v)| s.env(k, *v));
+        Self::launch(&spawn, true)
     }
 
     /// A server whose stdout read end is closed at once.
     pub fn spawn_with_closed_stdout() -> Server {
-        Self::launch(Launch {
-            close_stdout: true,
-            ..Launch::default()
-        })
+        Self::launch(&Spawn::default(), false)
     }
 
-    fn launch(launch: Launch) -> Server {
+    fn launch(spawn: &Spawn, read_stdout: bool) -> Server {
         Server {
-            child: StdioChild::spawn(&launch),
+            child: StdioChild::spawn(spawn, false, read_stdout),
             transcript: Vec::new(),
         }
     }
