@@ -73,7 +73,15 @@ pub struct Doc {
     live: watch::Sender<Snapshot>,
     /// Lean RPC session (for structured goals).
     rpc: Mutex<Option<Arc<RpcSession>>>,
+    /// `$/lean/plainGoal` answers for positions of one version (how probes
+    /// tell proof mode from command mode): Lean finds a position's snapshot in
+    /// time proportional to the commands before it, and an agent probes the
+    /// same place again and again.
+    probe_goals: Mutex<(u64, Vec<((u64, u64), Value)>)>,
 }
+
+/// Positions remembered per version in `Doc::probe_goals`.
+const PROBE_GOALS_KEPT: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct DocState {
@@ -109,7 +117,28 @@ impl Doc {
             }),
             live,
             rpc: Mutex::new(None),
+            probe_goals: Mutex::new((0, Vec::new())),
         }
+    }
+
+    /// Lean's `plainGoal` answer at a position of `version`, if asked before.
+    pub fn probe_goal(&self, version: u64, line: u64, character: u64) -> Option<Value> {
+        let memo = self.probe_goals.lock().unwrap_or_else(|e| e.into_inner());
+        (memo.0 == version)
+            .then(|| memo.1.iter().find(|(at, _)| *at == (line, character)))
+            .flatten()
+            .map(|(_, answer)| answer.clone())
+    }
+
+    pub fn remember_probe_goal(&self, version: u64, line: u64, character: u64, answer: &Value) {
+        let mut memo = self.probe_goals.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.0 != version {
+            *memo = (version, Vec::new());
+        }
+        if memo.1.len() >= PROBE_GOALS_KEPT {
+            memo.1.remove(0);
+        }
+        memo.1.push(((line, character), answer.clone()));
     }
 
     /// The RPC session id opened in Lean session `generation`, if any.

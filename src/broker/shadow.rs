@@ -57,6 +57,25 @@ struct Slot {
     busy: std::sync::atomic::AtomicBool,
     /// When it was last given back.
     last_used: Mutex<Instant>,
+    /// The first line (a prefix base's import) that Lean imported without
+    /// error in this slot's current worker.
+    confirmed_header: Mutex<Option<String>>,
+}
+
+/// When a shadow's elaboration counts as complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// At Lean's final progress plus its publish (see [`elaborate`]).
+    Fast,
+    /// Fast only if the slot stays open on the same first line, whose import
+    /// was confirmed; else at `waitForDiagnostics`, so that an import failure
+    /// is seen for certain.
+    FastIfHeaderConfirmed,
+}
+
+/// The first line of a text.
+pub fn first_line(text: &str) -> &str {
+    text.split('\n').next().unwrap_or("")
 }
 
 /// Exclusive use of one slot; dropping it (also by cancellation) frees the slot.
@@ -81,6 +100,25 @@ impl Drop for SlotGuard {
 impl SlotGuard {
     pub fn doc(&self) -> &Arc<Doc> {
         &self.slot.doc
+    }
+
+    /// Record that `header` imported without error (or, `None`, that it did
+    /// not).
+    pub fn confirm_header(&self, header: Option<&str>) {
+        *self
+            .slot
+            .confirmed_header
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = header.map(str::to_string);
+    }
+
+    fn header_confirmed(&self, header: &str) -> bool {
+        self.slot
+            .confirmed_header
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_deref()
+            == Some(header)
     }
 }
 
@@ -125,6 +163,7 @@ impl Pool {
                     doc: rt.doc(&shadow_path(&self.path, k)),
                     busy: std::sync::atomic::AtomicBool::new(false),
                     last_used: Mutex::new(Instant::now()),
+                    confirmed_header: Mutex::new(None),
                 });
                 slots.push(Arc::clone(&slot));
                 slot
@@ -215,19 +254,30 @@ impl Pool {
 /// the reporter has also sent the whole file's `.ilean` reference index, which
 /// costs time in proportion to the file, not to the probe (about 0.4 s at the
 /// end of a 2,000-line file); it stays the fallback for failures (a crashed
-/// worker, a fatal report). With `fast: false` only that barrier counts: for
-/// a shadow on a prefix base, whose index is small and whose import failure
-/// must be seen for certain.
+/// worker, a fatal report). The fast path can precede the publish of a
+/// failed import, hence [`Completion::FastIfHeaderConfirmed`] for shadows on
+/// prefix bases.
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
     slot: &SlotGuard,
     text: String,
-    fast: bool,
+    completion: Completion,
 ) -> Result<(u64, Snapshot), ToolError> {
     let doc = slot.doc();
     let _edit = doc.edit.lock().await;
+    let fast = match completion {
+        Completion::Fast => true,
+        Completion::FastIfHeaderConfirmed => {
+            let old = doc.state();
+            let header = first_line(&text);
+            old.open_in == Some(session.generation)
+                && !old.needs_reopen
+                && first_line(&old.text) == header
+                && slot.header_confirmed(header)
+        }
+    };
     let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged)?;
     let version = applied.version;
     let mut forwarder = Forwarder::new(ctx, doc, version, None);

@@ -10,7 +10,7 @@ use crate::broker::goals::{self, query_position};
 use crate::broker::handles::{HandleState, HandleStore};
 use crate::broker::outline;
 use crate::broker::runtime::{Runtime, Session};
-use crate::broker::shadow::{self, Pool, SlotGuard};
+use crate::broker::shadow::{self, Completion, Pool, SlotGuard};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::text::LineIndex;
 use crate::broker::workspace;
@@ -164,9 +164,13 @@ async fn elaborate_step(
 ) -> Result<(SlotGuard, Exec, u64, Snapshot), ToolError> {
     let exec = exec_text(rt, step);
     let slot = pool.acquire(rt, &exec.text).await;
-    let fast = exec.base.is_none();
+    let completion = if exec.base.is_some() {
+        Completion::FastIfHeaderConfirmed
+    } else {
+        Completion::Fast
+    };
     let (version, snap) =
-        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), fast).await?;
+        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), completion).await?;
     let Some(key) = exec.base else {
         return Ok((slot, exec, version, snap));
     };
@@ -174,9 +178,11 @@ async fn elaborate_step(
         diagnostics::severity(d) == ERROR && d.pointer("/range/start/line") == Some(&json!(0))
     });
     if !import_failed {
+        slot.confirm_header(Some(shadow::first_line(&exec.text)));
         rt.base_imported();
         return Ok((slot, exec, version, snap));
     }
+    slot.confirm_header(None);
     rt.base_failed(key);
     let exec = Exec {
         text: step.shadow.clone(),
@@ -184,7 +190,7 @@ async fn elaborate_step(
         base: None,
     };
     let (version, snap) =
-        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), true).await?;
+        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), Completion::Fast).await?;
     Ok((slot, exec, version, snap))
 }
 
@@ -293,12 +299,21 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
     let before = &text[line_start..offset];
 
     // Inside a tactic block Lean shows goals at the position: proof mode.
-    let goal = bound
-        .request(
-            "$/lean/plainGoal",
-            bound.position_params(at.line, at.character),
-        )
-        .await?;
+    let goal = match bound.doc.probe_goal(at.version, at.line, at.character) {
+        Some(goal) => goal,
+        None => {
+            let goal = bound
+                .request(
+                    "$/lean/plainGoal",
+                    bound.position_params(at.line, at.character),
+                )
+                .await?;
+            bound
+                .doc
+                .remember_probe_goal(at.version, at.line, at.character, &goal);
+            goal
+        }
+    };
     // At the start of a blank line where Lean shows "no goals" (after a
     // finished proof) the position is between commands.
     let no_goals = goal
