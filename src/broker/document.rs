@@ -77,7 +77,14 @@ pub struct Doc {
     /// tell proof mode from command mode): Lean finds a position's snapshot in
     /// time proportional to the commands before it, and an agent probes the
     /// same place again and again.
-    probe_goals: Mutex<(u64, Vec<((u64, u64), Value)>)>,
+    probe_goals: Mutex<ProbeGoals>,
+}
+
+/// `plainGoal` answers of one version, by (line, character).
+#[derive(Debug, Default)]
+struct ProbeGoals {
+    version: u64,
+    answers: Vec<((u64, u64), Value)>,
 }
 
 /// Positions remembered per version in `Doc::probe_goals`.
@@ -117,28 +124,31 @@ impl Doc {
             }),
             live,
             rpc: Mutex::new(None),
-            probe_goals: Mutex::new((0, Vec::new())),
+            probe_goals: Mutex::new(ProbeGoals::default()),
         }
     }
 
     /// Lean's `plainGoal` answer at a position of `version`, if asked before.
     pub fn probe_goal(&self, version: u64, line: u64, character: u64) -> Option<Value> {
         let memo = self.probe_goals.lock().unwrap_or_else(|e| e.into_inner());
-        (memo.0 == version)
-            .then(|| memo.1.iter().find(|(at, _)| *at == (line, character)))
+        (memo.version == version)
+            .then(|| memo.answers.iter().find(|(at, _)| *at == (line, character)))
             .flatten()
             .map(|(_, answer)| answer.clone())
     }
 
     pub fn remember_probe_goal(&self, version: u64, line: u64, character: u64, answer: &Value) {
         let mut memo = self.probe_goals.lock().unwrap_or_else(|e| e.into_inner());
-        if memo.0 != version {
-            *memo = (version, Vec::new());
+        if memo.version != version {
+            *memo = ProbeGoals {
+                version,
+                answers: Vec::new(),
+            };
         }
-        if memo.1.len() >= PROBE_GOALS_KEPT {
-            memo.1.remove(0);
+        if memo.answers.len() >= PROBE_GOALS_KEPT {
+            memo.answers.remove(0);
         }
-        memo.1.push(((line, character), answer.clone()));
+        memo.answers.push(((line, character), answer.clone()));
     }
 
     /// The RPC session id opened in Lean session `generation`, if any.
