@@ -1225,3 +1225,36 @@ fn idle_shadow_slots_give_their_lean_workers_back() {
     );
     assert_eq!(again, first);
 }
+
+#[test]
+fn a_probe_in_a_file_whose_imports_fail_does_not_succeed() {
+    let tmp = TempWorkspace::copy("basic");
+    let root = tmp.root_str();
+    tmp.write(
+        "Fix/Broken.lean",
+        "prelude\nimport Fix.Missing\n\ntheorem t : True := by\n  exact True.intro\n\n",
+    );
+    let mut mcp = spawn();
+    let v = sync(&mut mcp, &root, "Fix/Broken.lean");
+    // Twice: the second probe reuses the slot (and its worker).
+    for text in ["def x : N := N.zero", "def y : N := N.zero"] {
+        let r = mcp.call(
+            "lean_run_at",
+            at_args(&root, "Fix/Broken.lean", v, 5, 0, text),
+        );
+        assert_eq!(r["success"], false, "{r}");
+        let errors = texts(&r, "error");
+        assert!(
+            errors.iter().any(|t| t.contains("Fix.Missing")),
+            "the import error is the answer: {r}"
+        );
+        assert!(
+            r["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|m| m["before_step"] == true),
+            "{r}"
+        );
+    }
+}

@@ -248,6 +248,46 @@ fn commands(lines: &Lines) -> Result<Vec<(Command, usize)>, String> {
     Ok(out)
 }
 
+/// Where the module header of `text` (`prelude`, `import`s and the comments
+/// among them) ends: the start of the first command after it.
+pub fn header_end(text: &str) -> usize {
+    // Headers are short: read a growing window, not the whole file. A window
+    // that ends inside the header says nothing; the next one decides.
+    let mut window = 4096;
+    loop {
+        if window >= text.len() {
+            return header_end_in(text).unwrap_or(text.len());
+        }
+        let mut cut = window;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if let Some(end) = header_end_in(&text[..cut]) {
+            return end;
+        }
+        window *= 16;
+    }
+}
+
+/// The start of the first command after the header, if `text` has one.
+fn header_end_in(text: &str) -> Option<usize> {
+    let lines = Lines::new(text);
+    let mut in_import = false;
+    for i in 0..lines.lexemes.len() {
+        let lexeme = lines.lexemes[i];
+        if lexeme.kind == (LexemeKind::Comment { doc: false }) {
+            continue;
+        }
+        match lines.str(i) {
+            "prelude" | "import" if lexeme.kind == LexemeKind::Word => in_import = true,
+            // The module name of an import, on the line of its `import`.
+            _ if in_import && !lines.at_column_0(i) => {}
+            _ => return Some(lexeme.start),
+        }
+    }
+    None
+}
+
 /// Where the command holding byte `pos` of `text` starts, with the docstring
 /// and attribute lines above it; `None` before the first command.
 pub fn enclosing_command_start(text: &str, pos: usize) -> Option<usize> {
@@ -435,6 +475,16 @@ mod tests {
         ] {
             assert!(Skeleton::of(text).is_err(), "accepted: {text:?}");
         }
+    }
+
+    #[test]
+    fn the_header_ends_at_the_first_command() {
+        assert_eq!(&SAMPLE[header_end(SAMPLE)..][..3], "/-!");
+        let text = "-- c\nprelude import A.B\nimport C\n\ndef x := 1\n";
+        assert_eq!(&text[header_end(text)..], "def x := 1\n");
+        assert_eq!(header_end("import A\n"), "import A\n".len());
+        let long = format!("import A\n/-{}-/\ndef x := 1\n", "c".repeat(10_000));
+        assert_eq!(&long[header_end(&long)..], "def x := 1\n");
     }
 
     #[test]

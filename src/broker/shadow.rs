@@ -57,25 +57,14 @@ struct Slot {
     busy: std::sync::atomic::AtomicBool,
     /// When it was last given back.
     last_used: Mutex<Instant>,
-    /// The first line (a prefix base's import) that Lean imported without
-    /// error in this slot's current worker.
+    /// The module header that Lean imported without error in this slot's
+    /// current worker.
     confirmed_header: Mutex<Option<String>>,
 }
 
-/// When a shadow's elaboration counts as complete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
-    /// At Lean's final progress plus its publish (see [`elaborate`]).
-    Fast,
-    /// Fast only if the slot stays open on the same first line, whose import
-    /// was confirmed; else at `waitForDiagnostics`, so that an import failure
-    /// is seen for certain.
-    FastIfHeaderConfirmed,
-}
-
-/// The first line of a text.
-pub fn first_line(text: &str) -> &str {
-    text.split('\n').next().unwrap_or("")
+/// The module header of a shadow text (its imports).
+pub fn header(text: &str) -> &str {
+    &text[..super::outline::header_end(text)]
 }
 
 /// Exclusive use of one slot; dropping it (also by cancellation) frees the slot.
@@ -102,8 +91,8 @@ impl SlotGuard {
         &self.slot.doc
     }
 
-    /// Record that `header` imported without error (or, `None`, that it did
-    /// not).
+    /// Record that the header `header` imported without error in the slot's
+    /// current worker (or, `None`, that the last one did not).
     pub fn confirm_header(&self, header: Option<&str>) {
         *self
             .slot
@@ -254,29 +243,27 @@ impl Pool {
 /// the reporter has also sent the whole file's `.ilean` reference index, which
 /// costs time in proportion to the file, not to the probe (about 0.4 s at the
 /// end of a 2,000-line file); it stays the fallback for failures (a crashed
-/// worker, a fatal report). The fast path can precede the publish of a
-/// failed import, hence [`Completion::FastIfHeaderConfirmed`] for shadows on
-/// prefix bases.
+/// worker, a fatal report). The fast path can also precede the publish of a
+/// failed import, so it is taken only while the slot stays open in the same
+/// worker on a header whose import was confirmed (see
+/// [`SlotGuard::confirm_header`]); otherwise the barrier decides.
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
     slot: &SlotGuard,
     text: String,
-    completion: Completion,
 ) -> Result<(u64, Snapshot), ToolError> {
     let doc = slot.doc();
     let _edit = doc.edit.lock().await;
-    let fast = match completion {
-        Completion::Fast => true,
-        Completion::FastIfHeaderConfirmed => {
-            let old = doc.state();
-            let header = first_line(&text);
-            old.open_in == Some(session.generation)
-                && !old.needs_reopen
-                && first_line(&old.text) == header
-                && slot.header_confirmed(header)
-        }
+    let fast = {
+        let old = doc.state();
+        let header = header(&text);
+        old.open_in == Some(session.generation)
+            && !old.needs_reopen
+            && old.text.starts_with(header)
+            && super::outline::header_end(&old.text) == header.len()
+            && slot.header_confirmed(header)
     };
     let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged)?;
     let version = applied.version;

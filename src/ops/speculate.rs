@@ -10,7 +10,7 @@ use crate::broker::goals::{self, query_position};
 use crate::broker::handles::{HandleState, HandleStore};
 use crate::broker::outline;
 use crate::broker::runtime::{Runtime, Session};
-use crate::broker::shadow::{self, Completion, Pool, SlotGuard};
+use crate::broker::shadow::{self, Pool, SlotGuard};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::text::LineIndex;
 use crate::broker::workspace;
@@ -153,6 +153,20 @@ fn exec_text(rt: &Runtime, step: &Step) -> Exec {
     }
 }
 
+/// Whether Lean could not take the shadow's header: it stopped processing
+/// the file, or reported an error within the header (a module that does not
+/// import). Nothing after the header was elaborated then.
+fn header_failed(snap: &Snapshot, text: &str) -> bool {
+    let header = shadow::header(text);
+    let line = header.matches('\n').count() as u32;
+    let character = header.len() - header.rfind('\n').map_or(0, |i| i + 1);
+    snap.progress.fatal
+        || snap.diagnostics.iter().any(|d| {
+            diagnostics::severity(d) == ERROR
+                && !shadow::starts_at_or_after(d, line, character as u32)
+        })
+}
+
 /// Elaborate a step in a slot of `pool`; on a base that did not import (an
 /// error on its import line), again on the whole shadow.
 async fn elaborate_step(
@@ -164,33 +178,25 @@ async fn elaborate_step(
 ) -> Result<(SlotGuard, Exec, u64, Snapshot), ToolError> {
     let exec = exec_text(rt, step);
     let slot = pool.acquire(rt, &exec.text).await;
-    let completion = if exec.base.is_some() {
-        Completion::FastIfHeaderConfirmed
-    } else {
-        Completion::Fast
-    };
-    let (version, snap) =
-        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), completion).await?;
+    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let import_failed = header_failed(&snap, &exec.text);
+    slot.confirm_header((!import_failed).then(|| shadow::header(&exec.text)));
     let Some(key) = exec.base else {
         return Ok((slot, exec, version, snap));
     };
-    let import_failed = snap.diagnostics.iter().any(|d| {
-        diagnostics::severity(d) == ERROR && d.pointer("/range/start/line") == Some(&json!(0))
-    });
     if !import_failed {
-        slot.confirm_header(Some(shadow::first_line(&exec.text)));
         rt.base_imported();
         return Ok((slot, exec, version, snap));
     }
-    slot.confirm_header(None);
     rt.base_failed(key);
     let exec = Exec {
         text: step.shadow.clone(),
         start: step.start,
         base: None,
     };
-    let (version, snap) =
-        shadow::elaborate(rt, session, ctx, &slot, exec.text.clone(), Completion::Fast).await?;
+    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let import_failed = header_failed(&snap, &exec.text);
+    slot.confirm_header((!import_failed).then(|| shadow::header(&exec.text)));
     Ok((slot, exec, version, snap))
 }
 
@@ -209,6 +215,9 @@ async fn run_step(
     baseline: &[Value],
 ) -> Result<Value, ToolError> {
     let (slot, exec, version, snap) = elaborate_step(rt, session, ctx, pool, step).await?;
+    // Lean could not take the file's imports: the step never ran, and the
+    // errors that say why are the answer.
+    let blocked = header_failed(&snap, &exec.text);
     let index = LineIndex::new(&exec.text);
     let (start_line, start_char) = index.position(&exec.text, exec.start);
     let known = |d: &Value| {
@@ -218,7 +227,7 @@ async fn run_step(
     };
     let mut messages = Vec::new();
     let mut traces = Vec::new();
-    let mut success = true;
+    let mut success = !blocked;
     for d in snap.diagnostics.iter() {
         let severity = diagnostics::severity(d);
         let text = diagnostics::message(d);
@@ -234,6 +243,8 @@ async fn run_step(
             if severity == ERROR {
                 success = false;
             }
+        } else if blocked && severity == ERROR {
+            entry["before_step"] = Value::Bool(true);
         } else if severity == ERROR || known(d) {
             continue;
         } else {
