@@ -324,3 +324,26 @@ fn under_lake_serve_bases_turn_off_when_they_do_not_import() {
     assert_eq!(stats["enabled"], false, "{stats}");
     assert_eq!(stats["ready"], 0, "{stats}");
 }
+
+#[test]
+fn base_directories_of_killed_servers_are_removed_and_unused_runtimes_make_none() {
+    let mut on = spawn(true);
+    let v = sync(&mut on);
+    warm(&mut on, v, SHOW, "exact Eq.refl _");
+    let dir = bases(&mut on)["dir"].as_str().expect("dir").to_string();
+    assert!(std::path::Path::new(&dir).join("LeanBeamBase").is_dir());
+    // Killed, a server cannot clean up: its directory stays behind...
+    std::process::Command::new("kill")
+        .args(["-9", &on.pid().to_string()])
+        .status()
+        .unwrap();
+    drop(on); // reaps it
+    assert!(std::path::Path::new(&dir).exists());
+    // ...until the next server's first runtime removes it.
+    let mut next = spawn(true);
+    sync(&mut next);
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} is still there");
+    // A runtime that never built a base has made no directory.
+    let unused = bases(&mut next)["dir"].as_str().expect("dir").to_string();
+    assert!(!std::path::Path::new(&unused).exists(), "{unused}");
+}

@@ -32,6 +32,9 @@ use super::outline::Skeleton;
 use super::workspace::Root;
 use crate::{log_debug, log_info};
 
+/// The name of every base directory: this prefix, the server's pid, a tag.
+const DIR_PREFIX: &str = "lean-beam-bases-";
+
 /// The first component of every base module name.
 const MODULE_ROOT: &str = "LeanBeamBase";
 /// Fewer commands than this before a declaration cost a probe too little for
@@ -91,19 +94,16 @@ struct Ready {
 }
 
 impl Bases {
-    /// Bases in a fresh private directory, or off.
+    /// Bases in a fresh private directory (created with the first base), or
+    /// off.
     pub fn new(enabled: bool) -> Self {
         let hasher = std::collections::hash_map::RandomState::new();
-        let dir = enabled
-            .then(|| {
-                let tag = hasher.hash_one(std::time::SystemTime::now());
-                let dir = std::env::temp_dir()
-                    .join(format!("lean-beam-bases-{}-{tag:016x}", std::process::id()));
-                std::fs::create_dir_all(dir.join(MODULE_ROOT))
-                    .ok()
-                    .map(|_| dir)
-            })
-            .flatten();
+        let dir = enabled.then(|| {
+            let temp = std::env::temp_dir();
+            remove_orphans(&temp);
+            let tag = hasher.hash_one(std::time::SystemTime::now());
+            temp.join(format!("{DIR_PREFIX}{}-{tag:016x}", std::process::id()))
+        });
         Bases {
             dir,
             hasher,
@@ -273,6 +273,30 @@ impl Drop for Bases {
     }
 }
 
+/// Remove the base directories of servers that are gone (killed before they
+/// could clean up): those whose pid names no running process.
+fn remove_orphans(temp: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return; // no way to tell a live pid here
+    }
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("");
+        if !pid.is_empty()
+            && pid.bytes().all(|b| b.is_ascii_digit())
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 fn olean_path(dir: &Path, module: &str) -> PathBuf {
     let mut path = dir.to_path_buf();
     path.extend(module.split('.'));
@@ -294,6 +318,9 @@ async fn compile(
     let module = format!("{MODULE_ROOT}.P{key:016x}");
     let target = olean_path(&dir, &module);
     let staged = target.with_extension("olean.partial");
+    if let Err(e) = std::fs::create_dir_all(dir.join(MODULE_ROOT)) {
+        log_debug!("cannot create {}: {e}", dir.display());
+    }
     let args = vec![
         "--stdin".to_string(),
         "-o".to_string(),
