@@ -274,20 +274,25 @@ def next_index():
     return COUNTER[0]
 
 
+def probe_args(version, k):
+    """lean_run_at arguments of a new probe at block k's `show` tactic."""
+    line, character = show_position(k)
+    return {
+        "workspace": {"root": str(ROOT)},
+        "path": FILE,
+        "version": version,
+        "line": line,
+        "character": character,
+        "text": probe_text(k, next_index()),
+    }
+
+
 def run_probes(mcp, version, k, count, pace=0.0):
     """`count` sequential probes at block k, `pace` seconds apart; returns
     their latencies (s)."""
-    line, character = show_position(k)
     times = []
     for _ in range(count):
-        args = {
-            "workspace": {"root": str(ROOT)},
-            "path": FILE,
-            "version": version,
-            "line": line,
-            "character": character,
-            "text": probe_text(k, next_index()),
-        }
+        args = probe_args(version, k)
         started = time.perf_counter()
         result = mcp.call("lean_run_at", args)
         times.append(time.perf_counter() - started)
@@ -315,16 +320,7 @@ def parallel(mcp, version, blocks, total, width=4):
     started = time.perf_counter()
     in_flight = []
     for i in range(total):
-        k = blocks[i % len(blocks)]
-        line, character = show_position(k)
-        args = {
-            "workspace": {"root": str(ROOT)},
-            "path": FILE,
-            "version": version,
-            "line": line,
-            "character": character,
-            "text": probe_text(k, next_index()),
-        }
+        args = probe_args(version, blocks[i % len(blocks)])
         in_flight.append(mcp.start("lean_run_at", args))
         if len(in_flight) == width:
             result = mcp.wait(in_flight.pop(0))

@@ -167,6 +167,36 @@ fn header_failed(snap: &Snapshot, text: &str) -> bool {
         })
 }
 
+/// A step elaborated in a slot (held until its goals are read).
+struct Elaborated {
+    slot: SlotGuard,
+    exec: Exec,
+    version: u64,
+    snap: Snapshot,
+    /// Lean could not take the header (see [`header_failed`]).
+    blocked: bool,
+}
+
+/// Elaborate `exec` in `slot` and record whether its header imported.
+async fn elaborate_in(
+    rt: &Runtime,
+    session: &Session,
+    ctx: &CallContext,
+    slot: SlotGuard,
+    exec: Exec,
+) -> Result<Elaborated, ToolError> {
+    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let blocked = header_failed(&snap, &exec.text);
+    slot.confirm_header((!blocked).then(|| shadow::header(&exec.text)));
+    Ok(Elaborated {
+        slot,
+        exec,
+        version,
+        snap,
+        blocked,
+    })
+}
+
 /// Elaborate a step in a slot of `pool`; on a base that did not import (an
 /// error on its import line), again on the whole shadow.
 async fn elaborate_step(
@@ -175,29 +205,24 @@ async fn elaborate_step(
     ctx: &CallContext,
     pool: &Pool,
     step: &Step,
-) -> Result<(SlotGuard, Exec, u64, Snapshot), ToolError> {
+) -> Result<Elaborated, ToolError> {
     let exec = exec_text(rt, step);
     let slot = pool.acquire(rt, &exec.text).await;
-    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
-    let import_failed = header_failed(&snap, &exec.text);
-    slot.confirm_header((!import_failed).then(|| shadow::header(&exec.text)));
-    let Some(key) = exec.base else {
-        return Ok((slot, exec, version, snap));
+    let done = elaborate_in(rt, session, ctx, slot, exec).await?;
+    let Some(key) = done.exec.base else {
+        return Ok(done);
     };
-    if !import_failed {
+    if !done.blocked {
         rt.base_imported();
-        return Ok((slot, exec, version, snap));
+        return Ok(done);
     }
     rt.base_failed(key);
-    let exec = Exec {
+    let whole = Exec {
         text: step.shadow.clone(),
         start: step.start,
         base: None,
     };
-    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
-    let import_failed = header_failed(&snap, &exec.text);
-    slot.confirm_header((!import_failed).then(|| shadow::header(&exec.text)));
-    Ok((slot, exec, version, snap))
+    elaborate_in(rt, session, ctx, done.slot, whole).await
 }
 
 /// Run one step in a shadow slot and build the run result. `baseline` holds
@@ -214,10 +239,15 @@ async fn run_step(
     step: &Step,
     baseline: &[Value],
 ) -> Result<Value, ToolError> {
-    let (slot, exec, version, snap) = elaborate_step(rt, session, ctx, pool, step).await?;
-    // Lean could not take the file's imports: the step never ran, and the
-    // errors that say why are the answer.
-    let blocked = header_failed(&snap, &exec.text);
+    let Elaborated {
+        slot,
+        exec,
+        version,
+        snap,
+        // Lean could not take the file's imports: the step never ran, and
+        // the errors that say why are the answer.
+        blocked,
+    } = elaborate_step(rt, session, ctx, pool, step).await?;
     let index = LineIndex::new(&exec.text);
     let (start_line, start_char) = index.position(&exec.text, exec.start);
     let known = |d: &Value| {
