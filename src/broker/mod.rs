@@ -40,6 +40,7 @@ pub struct Broker {
     /// a version returned before a drop never names different content after it.
     version_floors: Arc<runtime::VersionFloors>,
     runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
+    resolver: workspace::Resolver,
 }
 
 /// A random number per process, without a randomness crate: std's hasher
@@ -61,6 +62,7 @@ impl Broker {
             next_runtime_id: std::sync::atomic::AtomicU64::new(1),
             version_floors: Arc::default(),
             runtimes: Mutex::new(HashMap::new()),
+            resolver: workspace::Resolver::default(),
         }
     }
 
@@ -75,6 +77,23 @@ impl Broker {
     /// Refuse a handle that is malformed or from another server process.
     pub fn check_handle_origin(&self, handle: &str) -> Result<(), crate::surface::ToolError> {
         handles::check_process(handle, self.process_nonce)
+    }
+
+    /// The canonical root of a descriptor (see [`workspace::resolve`]).
+    pub fn resolve_root(
+        &self,
+        workspace: &crate::surface::Workspace,
+    ) -> Result<Root, crate::surface::ToolError> {
+        self.resolver.root(workspace)
+    }
+
+    /// A document path under `root` (see [`workspace::resolve_path`]).
+    pub fn resolve_path(
+        &self,
+        root: &Root,
+        path: &str,
+    ) -> Result<workspace::DocPath, crate::surface::ToolError> {
+        self.resolver.path(root, path)
     }
 
     pub fn launcher(&self) -> &Launcher {

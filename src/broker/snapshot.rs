@@ -9,7 +9,7 @@ use super::document::{Doc, DocState, Snapshot};
 use super::runtime::{Runtime, Session};
 use super::sync::{STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
-use super::workspace::{self, Root};
+use super::workspace::Root;
 use crate::broker::Broker;
 use crate::surface::{ErrorCode, ToolError, Workspace};
 
@@ -77,8 +77,8 @@ pub async fn bind(
     path: &str,
     version: u64,
 ) -> Result<Bound, ToolError> {
-    let root: Root = workspace::resolve(workspace)?;
-    let doc_path = workspace::resolve_path(&root, path)?;
+    let root: Root = broker.resolve_root(workspace)?;
+    let doc_path = broker.resolve_path(&root, path)?;
     let rt = broker
         .cached(&root)
         .ok_or_else(|| never_synced(&doc_path.shown))?;
@@ -127,6 +127,7 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
     doc.update_state(|s| {
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
+        s.unsettle();
     });
     doc.reset_report(version);
     doc.clear_rpc_session();

@@ -5,7 +5,10 @@
 //! resolve under the canonical root, absolute paths are canonicalized on their own
 //! and may name files outside it (dependency sources, for example).
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
@@ -107,12 +110,7 @@ pub fn resolve_path(root: &Root, path: &str) -> Result<DocPath, ToolError> {
     if path.is_empty() {
         return Err(invalid("path", path, "must name a .lean file"));
     }
-    let joined = if Path::new(path).is_absolute() {
-        PathBuf::from(path)
-    } else {
-        root.path().join(path)
-    };
-    let file = joined.canonicalize().map_err(|e| {
+    let file = joined(root, path).canonicalize().map_err(|e| {
         invalid(
             "path",
             path,
@@ -134,10 +132,238 @@ pub fn resolve_path(root: &Root, path: &str) -> Result<DocPath, ToolError> {
     })
 }
 
+/// A document path as given, made absolute against the root.
+fn joined(root: &Root, path: &str) -> PathBuf {
+    if Path::new(path).is_absolute() {
+        PathBuf::from(path)
+    } else {
+        root.path().join(path)
+    }
+}
+
 /// How a file is named in results: workspace-relative when inside the root.
 pub fn shown_path(root: &Root, file: &Path) -> String {
     match file.strip_prefix(root.path()) {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => file.to_string_lossy().into_owned(),
+    }
+}
+
+/// Remembered resolutions, so that the steady state of a session costs a
+/// `stat` or two per call instead of `canonicalize`'s `readlink` per path
+/// component (seven for a typical document path) plus the checks.
+///
+/// A remembered answer is used only after it is re-checked against the file
+/// system: the raw path and the canonical path must both still lead to the
+/// same device and inode, of the same kind, and a root's project marker must
+/// still be there. Anything else (a moved symlink, a file replaced by an
+/// editor's rename, a deleted marker) falls back to the full resolution, whose
+/// errors are the ones reported.
+#[derive(Default)]
+pub struct Resolver {
+    roots: Mutex<HashMap<String, KnownRoot>>,
+    paths: Mutex<HashMap<(Root, String), KnownFile>>,
+}
+
+/// More distinct raw spellings than any session uses; past it the table
+/// starts over rather than grow without bound.
+const REMEMBERED: usize = 4096;
+
+#[derive(Clone)]
+struct KnownRoot {
+    root: Root,
+    id: FileId,
+    marker: PathBuf,
+}
+
+#[derive(Clone)]
+struct KnownFile {
+    doc: DocPath,
+    id: FileId,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    dir: bool,
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(FileId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        dir: meta.is_dir(),
+    })
+}
+
+/// Both names still lead to the object that was resolved.
+fn still_same(raw: &Path, canonical: &Path, id: FileId) -> bool {
+    file_id(raw) == Some(id) && (raw == canonical || file_id(canonical) == Some(id))
+}
+
+fn remember<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, value: V) {
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= REMEMBERED {
+        map.clear();
+    }
+    map.insert(key, value);
+}
+
+impl Resolver {
+    /// [`resolve`], answered from memory when the file system agrees.
+    pub fn root(&self, workspace: &Workspace) -> Result<Root, ToolError> {
+        let raw = workspace.root.as_str();
+        let known = self
+            .roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(raw)
+            .cloned();
+        if let Some(known) = known {
+            if still_same(Path::new(raw), known.root.path(), known.id) && known.marker.is_file() {
+                return Ok(known.root);
+            }
+        }
+        let root = resolve(workspace)?;
+        let marker = PROJECT_MARKERS
+            .iter()
+            .map(|m| root.path().join(m))
+            .find(|m| m.is_file());
+        if let (Some(id), Some(marker)) = (file_id(root.path()), marker) {
+            let known = KnownRoot {
+                root: root.clone(),
+                id,
+                marker,
+            };
+            remember(&self.roots, raw.to_owned(), known);
+        }
+        Ok(root)
+    }
+
+    /// [`resolve_path`], answered from memory when the file system agrees.
+    pub fn path(&self, root: &Root, path: &str) -> Result<DocPath, ToolError> {
+        let key = (root.clone(), path.to_owned());
+        let known = self
+            .paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some(known) = known {
+            if still_same(&joined(root, path), &known.doc.file, known.id) {
+                return Ok(known.doc);
+            }
+        }
+        let doc = resolve_path(root, path)?;
+        if let Some(id) = file_id(&doc.file) {
+            let known = KnownFile {
+                doc: doc.clone(),
+                id,
+            };
+            remember(&self.paths, key, known);
+        }
+        Ok(doc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Self {
+            let dir = std::env::temp_dir()
+                .join(format!("lean-beam-resolver-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(dir.join("proj/Sub")).unwrap();
+            std::fs::write(dir.join("proj/lean-toolchain"), "x").unwrap();
+            std::fs::write(dir.join("proj/Sub/A.lean"), "a").unwrap();
+            std::fs::write(dir.join("proj/Sub/B.lean"), "b").unwrap();
+            Scratch(dir.canonicalize().unwrap())
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn ws(root: &Path) -> Workspace {
+        Workspace {
+            root: root.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Every answer of the resolver is the one the uncached resolution gives,
+    /// however the files change between calls.
+    fn agree(resolver: &Resolver, root: &Path, path: &str) {
+        let cached = resolver
+            .root(&ws(root))
+            .and_then(|r| resolver.path(&r, path).map(|d| (r, d)));
+        let direct = resolve(&ws(root)).and_then(|r| resolve_path(&r, path).map(|d| (r, d)));
+        match (cached, direct) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Err(a), Err(b)) => assert_eq!(a.code, b.code),
+            (a, b) => panic!("resolver {:?} but resolution {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
+
+    #[test]
+    fn remembered_answers_follow_the_file_system() {
+        let s = Scratch::new("follow");
+        let resolver = Resolver::default();
+        let proj = s.0.join("proj");
+        std::os::unix::fs::symlink(&proj, s.0.join("alias")).unwrap();
+        std::os::unix::fs::symlink("A.lean", proj.join("Sub/L.lean")).unwrap();
+        let alias = s.0.join("alias");
+        for _ in 0..2 {
+            agree(&resolver, &proj, "Sub/A.lean");
+            agree(&resolver, &alias, "Sub/L.lean");
+            agree(
+                &resolver,
+                &alias,
+                &proj.join("Sub/B.lean").to_string_lossy(),
+            );
+        }
+        assert_eq!(
+            resolver.root(&ws(&alias)).unwrap().path(),
+            proj.as_path(),
+            "an alias resolves to the canonical root"
+        );
+
+        // A file replaced by an editor's rename (a new inode).
+        std::fs::write(proj.join("Sub/new"), "a2").unwrap();
+        std::fs::rename(proj.join("Sub/new"), proj.join("Sub/A.lean")).unwrap();
+        agree(&resolver, &proj, "Sub/A.lean");
+
+        // A symlink moved to another file.
+        std::fs::remove_file(proj.join("Sub/L.lean")).unwrap();
+        std::os::unix::fs::symlink("B.lean", proj.join("Sub/L.lean")).unwrap();
+        agree(&resolver, &alias, "Sub/L.lean");
+        assert!(
+            resolver
+                .path(&resolver.root(&ws(&alias)).unwrap(), "Sub/L.lean")
+                .unwrap()
+                .file
+                .ends_with("Sub/B.lean")
+        );
+
+        // A file deleted, a root alias moved to another directory.
+        std::fs::remove_file(proj.join("Sub/B.lean")).unwrap();
+        agree(&resolver, &alias, "Sub/L.lean");
+        std::fs::create_dir_all(s.0.join("other")).unwrap();
+        std::fs::remove_file(&alias).unwrap();
+        std::os::unix::fs::symlink(s.0.join("other"), &alias).unwrap();
+        agree(&resolver, &alias, "Sub/A.lean");
+
+        // The project marker removed.
+        std::fs::remove_file(proj.join("lean-toolchain")).unwrap();
+        agree(&resolver, &proj, "Sub/A.lean");
     }
 }

@@ -14,8 +14,8 @@ fn locate(
     workspace: &Workspace,
     path: &str,
 ) -> Result<(Arc<Runtime>, DocPath), crate::surface::ToolError> {
-    let root: Root = workspace::resolve(workspace)?;
-    let doc_path = workspace::resolve_path(&root, path)?;
+    let root: Root = broker.resolve_root(workspace)?;
+    let doc_path = broker.resolve_path(&root, path)?;
     let rt = broker.runtime(&root);
     rt.record_request();
     Ok((rt, doc_path))
@@ -54,8 +54,8 @@ pub async fn sync(
 }
 
 pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
-    let root = workspace::resolve(workspace)?;
-    let doc_path = workspace::resolve_path(&root, path)?;
+    let root = broker.resolve_root(workspace)?;
+    let doc_path = broker.resolve_path(&root, path)?;
     let mut result = json!({ "workspace": root.descriptor(), "path": doc_path.shown, "closed": true, "wasOpen": false });
     // Closing never starts a runtime: a document of an absent runtime is closed.
     let Some(rt) = broker.cached(&root) else {

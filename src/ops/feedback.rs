@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::bundle::{self, Entry};
 use super::redact::Redactor;
 use crate::broker::Broker;
-use crate::broker::workspace::{self, Root};
+use crate::broker::workspace::Root;
 use crate::identity;
 use crate::surface::{BeamFeedbackReportArgs, Bundle, ErrorCode, ToolError, ToolOutcome};
 
@@ -158,7 +158,7 @@ fn slug(title: &str) -> String {
 }
 
 pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
-    let root = workspace::resolve(&args.workspace)?;
+    let root = broker.resolve_root(&args.workspace)?;
     let mut warnings = Vec::new();
     let collected = (!args.confidential).then(|| collect(broker, &root, &mut warnings));
     let evidence: Vec<Value> = args

@@ -155,7 +155,7 @@ pub async fn document_symbols(
 }
 
 pub async fn workspace_symbols(broker: &Broker, ws: &Workspace, query: &str) -> ToolOutcome {
-    let root = workspace::resolve(ws)?;
+    let root = broker.resolve_root(ws)?;
     let rt = broker.runtime(&root);
     rt.record_request();
     let session = rt.session().await?;

@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use crate::broker::Broker;
 use crate::broker::checkpoint;
 use crate::broker::sync::{self, Mode, SyncOptions};
-use crate::broker::workspace;
 use crate::surface::{CallContext, DiagnosticScope, ErrorCode, ToolError, ToolOutcome, Workspace};
 
 /// What agents must tell their users about a successful save.
@@ -18,8 +17,8 @@ pub async fn save(
     path: &str,
     scope: DiagnosticScope,
 ) -> ToolOutcome {
-    let root = workspace::resolve(ws)?;
-    let doc_path = workspace::resolve_path(&root, path)?;
+    let root = broker.resolve_root(ws)?;
+    let doc_path = broker.resolve_path(&root, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
     checkpoint::check_setup(&root)?;
     let rt = broker.runtime(&root);

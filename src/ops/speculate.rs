@@ -13,7 +13,6 @@ use crate::broker::runtime::{Runtime, Session};
 use crate::broker::shadow::{self, Pool, SlotGuard};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::text::LineIndex;
-use crate::broker::workspace;
 use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, ToolOutcome, Workspace};
 
 /// Where a step starts in its shadow, and what the shadow is.
@@ -463,8 +462,8 @@ pub async fn run_with(
     text: &str,
     linear: bool,
 ) -> ToolOutcome {
-    let root = workspace::resolve(ws)?;
-    let doc_path = workspace::resolve_path(&root, path)?;
+    let root = broker.resolve_root(ws)?;
+    let doc_path = broker.resolve_path(&root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
@@ -516,8 +515,8 @@ fn unknown_runtime(handle: &str) -> ToolError {
 }
 
 pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) -> ToolOutcome {
-    let root = workspace::resolve(ws)?;
-    let doc_path = workspace::resolve_path(&root, path)?;
+    let root = broker.resolve_root(ws)?;
+    let doc_path = broker.resolve_path(&root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
