@@ -858,6 +858,83 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
     );
 }
 
+/// Whether Lean's report of `path` is final (`beam_stats`).
+fn settled(mcp: &mut Mcp, root: &str, path: &str) -> bool {
+    let stats = mcp.workspace_stats(root).expect("runtime");
+    let entry = stats["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["path"] == path)
+        .cloned()
+        .expect("document in stats");
+    entry["settled"].as_bool().unwrap()
+}
+
+/// An unchanged file whose report Lean finished is answered from that report,
+/// identically and with the same progress shape. An edit on disk, or a worker
+/// that dies while idle, unsettles it: the next sync waits for Lean again.
+#[test]
+fn an_unchanged_settled_file_is_answered_from_its_final_report() {
+    let tw = TempWorkspace::copy("basic");
+    let root = tw.root_str();
+    let errors = "Fix/Errors.lean";
+    let mut mcp = spawn(Era::Modern);
+    let first = mcp.call("lean_sync", doc(&root, errors));
+    assert!(count(&first, "error") >= 1, "{first}");
+    assert!(settled(&mut mcp, &root, errors));
+    let again = mcp.call("lean_sync", doc(&root, errors));
+    assert_eq!(again, first, "an unchanged sync answers the same report");
+
+    // With a token: the preparation and one done=true, before the response.
+    let token = json!("settled");
+    let id = mcp.start_call("lean_sync", doc(&root, errors), &CallOpts::token("settled"));
+    assert_eq!(mcp.ok(&id, "lean_sync", &Value::Null), first);
+    mcp.stats();
+    check_progress(&mcp, &id, &token);
+    let done = mcp
+        .progress_of(&token)
+        .iter()
+        .filter(|p| p["_meta"]["beam"]["done"] == true)
+        .count();
+    assert_eq!(done, 1, "the final report is announced once");
+
+    // An edit on disk is a new version with Lean's new report.
+    let source = std::fs::read_to_string(format!("{root}/{errors}")).unwrap();
+    tw.write(
+        errors,
+        &format!(
+            "{source}
+def addedLater : N := missingAgain\n"
+        ),
+    );
+    let edited = mcp.call("lean_sync", doc(&root, errors));
+    assert_eq!(edited["version"], 2);
+    assert_eq!(
+        count(&edited, "error"),
+        count(&first, "error") + 1,
+        "{edited}"
+    );
+    assert!(settled(&mut mcp, &root, errors));
+
+    // A worker that dies while idle: Lean reports it (fatal file progress) and
+    // the document is no longer settled; the next sync reopens the file.
+    let server = mcp.workspace_stats(&root).unwrap()["pid"].as_u64().unwrap();
+    let file = format!("{root}/{errors}");
+    let worker = worker_of(server, &file).expect("worker of Errors.lean");
+    kill9(worker as u64);
+    assert!(
+        eventually(GUARD, || !settled(&mut mcp, &root, errors)),
+        "the dead worker is noticed without a request"
+    );
+    let reopened = mcp.call("lean_sync", doc(&root, errors));
+    for key in ["version", "diagnostics", "readiness"] {
+        assert_eq!(reopened[key], edited[key], "same {key} from a new worker");
+    }
+    assert!(settled(&mut mcp, &root, errors));
+    assert!(worker_of(server, &file).is_some_and(|w| w != worker));
+}
+
 #[test]
 fn no_wait_is_unbounded_a_timeout_is_an_explicit_error() {
     let tw = TempWorkspace::copy("basic");

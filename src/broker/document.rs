@@ -103,6 +103,27 @@ pub struct DocState {
     pub open_in: Option<u64>,
     /// The worker crashed or imports changed: reopen before the next use.
     pub needs_reopen: bool,
+    /// Counts what Lean was sent for this document (opens and edits): each one
+    /// starts an elaboration whose report is not final yet.
+    pub sent: u64,
+    /// `Some(sent)` while Lean's report of the current text is final: Lean
+    /// answered `waitForDiagnostics` for `version` after the last thing it was
+    /// sent, and the document is open in a live worker.
+    pub settled: Option<u64>,
+}
+
+impl DocState {
+    /// Lean's report of the current version is complete and nothing has been
+    /// sent since: another `waitForDiagnostics` could only answer the same.
+    pub fn is_settled(&self) -> bool {
+        self.settled == Some(self.sent) && self.open_in.is_some() && !self.needs_reopen
+    }
+
+    /// Lean is about to be sent something for this document.
+    pub fn unsettle(&mut self) {
+        self.sent += 1;
+        self.settled = None;
+    }
 }
 
 impl Doc {
@@ -121,6 +142,8 @@ impl Doc {
                 index: Arc::new(LineIndex::new("")),
                 open_in: None,
                 needs_reopen: false,
+                sent: 0,
+                settled: None,
             }),
             live,
             rpc: Mutex::new(None),

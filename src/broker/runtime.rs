@@ -306,7 +306,7 @@ impl Runtime {
                 .filter(|d| !d.is_shadow())
                 .map(|d| {
                     let s = d.state();
-                    json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some() })
+                    json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some(), "settled": s.is_settled() })
                 })
                 .collect();
             docs.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));

@@ -47,6 +47,8 @@ pub fn worker_stopped(doc: &Doc, version: u64) -> ToolError {
 pub struct Applied {
     pub version: u64,
     pub changed: bool,
+    /// Lean was sent an edit or a (re)open.
+    pub sent: bool,
 }
 
 /// How an edit is applied.
@@ -97,6 +99,7 @@ pub fn apply(
         return Ok(Applied {
             version: old.version,
             changed: false,
+            sent: false,
         });
     }
     let version = if differs || mode == Mode::Reelaborate {
@@ -113,6 +116,7 @@ pub fn apply(
         s.index = Arc::clone(&index);
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
+        s.unsettle();
     });
     doc.reset_report(version);
     let client = &session.client;
@@ -156,6 +160,7 @@ pub fn apply(
     Ok(Applied {
         version,
         changed: differs,
+        sent: true,
     })
 }
 
@@ -409,7 +414,18 @@ pub async fn sync_locked(
     loop {
         let applied = apply(&session, doc, Arc::clone(&text), mode)?;
         let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
-        match barrier(rt, &session, doc, applied.version, &mut forwarder).await {
+        let state = doc.state();
+        // An unchanged file whose report Lean already finished needs no
+        // round trip: waiting again could only return the same report. A crash
+        // of its worker is reported by Lean as fatal progress, which makes the
+        // document unsettled (it must be reopened) before the next call.
+        let settled = !applied.sent && state.is_settled() && state.version == applied.version;
+        let waited = if settled {
+            Ok(())
+        } else {
+            barrier(rt, &session, doc, applied.version, &mut forwarder).await
+        };
+        match waited {
             Ok(()) => {}
             // The worker stopped while this sync waited (or just before, faster
             // than its report): the document is marked for reopening, so try
@@ -424,7 +440,14 @@ pub async fn sync_locked(
             }
             Err(error) => return Err(error),
         }
-        rt.settle(&session).await;
+        if !settled {
+            rt.settle(&session).await;
+            doc.update_state(|s| {
+                if s.sent == state.sent && s.version == applied.version {
+                    s.settled = Some(s.sent);
+                }
+            });
+        }
         let snapshot = doc.snapshot();
         forwarder.observe(&snapshot).await;
         let stale_imports = snapshot
