@@ -858,17 +858,28 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
     );
 }
 
-/// Whether Lean's report of `path` is final (`beam_stats`).
-fn settled(mcp: &mut Mcp, root: &str, path: &str) -> bool {
+/// The `beam_stats` entry of a document.
+fn doc_stats(mcp: &mut Mcp, root: &str, path: &str) -> Value {
     let stats = mcp.workspace_stats(root).expect("runtime");
-    let entry = stats["documents"]
+    stats["documents"]
         .as_array()
         .unwrap()
         .iter()
         .find(|d| d["path"] == path)
         .cloned()
-        .expect("document in stats");
-    entry["settled"].as_bool().unwrap()
+        .expect("document in stats")
+}
+
+/// Whether Lean's report of `path` is final.
+fn settled(mcp: &mut Mcp, root: &str, path: &str) -> bool {
+    doc_stats(mcp, root, path)["settled"].as_bool().unwrap()
+}
+
+/// The worker process the server knows for `path`.
+fn worker_pid(mcp: &mut Mcp, root: &str, path: &str) -> Option<u32> {
+    doc_stats(mcp, root, path)["workerPid"]
+        .as_u64()
+        .map(|p| p as u32)
 }
 
 /// An unchanged file whose report Lean finished is answered from that report,
@@ -883,6 +894,14 @@ fn an_unchanged_settled_file_is_answered_from_its_final_report() {
     let first = mcp.call("lean_sync", doc(&root, errors));
     assert!(count(&first, "error") >= 1, "{first}");
     assert!(settled(&mut mcp, &root, errors));
+    let server = mcp.workspace_stats(&root).unwrap()["pid"].as_u64().unwrap();
+    let file = format!("{root}/{errors}");
+    let worker = worker_of(server, &file).expect("worker of Errors.lean");
+    assert_eq!(
+        worker_pid(&mut mcp, &root, errors),
+        Some(worker),
+        "the document knows its worker process"
+    );
     let again = mcp.call("lean_sync", doc(&root, errors));
     assert_eq!(again, first, "an unchanged sync answers the same report");
 
@@ -919,9 +938,11 @@ def addedLater : N := missingAgain\n"
 
     // A worker that dies while idle: Lean reports it (fatal file progress) and
     // the document is no longer settled; the next sync reopens the file.
-    let server = mcp.workspace_stats(&root).unwrap()["pid"].as_u64().unwrap();
-    let file = format!("{root}/{errors}");
-    let worker = worker_of(server, &file).expect("worker of Errors.lean");
+    assert_eq!(
+        worker_pid(&mut mcp, &root, errors),
+        Some(worker),
+        "an edit keeps the worker"
+    );
     kill9(worker as u64);
     assert!(
         eventually(GUARD, || !settled(&mut mcp, &root, errors)),
@@ -932,7 +953,9 @@ def addedLater : N := missingAgain\n"
         assert_eq!(reopened[key], edited[key], "same {key} from a new worker");
     }
     assert!(settled(&mut mcp, &root, errors));
-    assert!(worker_of(server, &file).is_some_and(|w| w != worker));
+    let new_worker = worker_of(server, &file);
+    assert!(new_worker.is_some_and(|w| w != worker));
+    assert_eq!(worker_pid(&mut mcp, &root, errors), new_worker);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use super::diagnostics;
 use super::text::LineIndex;
 use super::workspace::DocPath;
+use crate::lsp::tree::Seen;
 
 /// What Lean has reported for the document's current version. Published through
 /// a watch channel so that waiting calls see every change.
@@ -110,6 +111,10 @@ pub struct DocState {
     /// answered `waitForDiagnostics` for `version` after the last thing it was
     /// sent, and the document is open in a live worker.
     pub settled: Option<u64>,
+    /// The file worker process Lean runs for this document, once seen. Lean
+    /// reports a crash as fatal progress, but only after it noticed: the
+    /// process itself tells at once.
+    pub worker: Option<Seen>,
 }
 
 impl DocState {
@@ -144,6 +149,7 @@ impl Doc {
                 needs_reopen: false,
                 sent: 0,
                 settled: None,
+                worker: None,
             }),
             live,
             rpc: Mutex::new(None),

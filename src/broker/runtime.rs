@@ -306,7 +306,7 @@ impl Runtime {
                 .filter(|d| !d.is_shadow())
                 .map(|d| {
                     let s = d.state();
-                    json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some(), "settled": s.is_settled() })
+                    json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some(), "settled": s.is_settled(), "workerPid": s.worker.map(|w| w.pid) })
                 })
                 .collect();
             docs.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));

@@ -9,7 +9,6 @@ use super::document::{Doc, DocState, Snapshot};
 use super::runtime::{Runtime, Session};
 use super::sync::{STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
-use super::workspace::Root;
 use crate::broker::Broker;
 use crate::surface::{ErrorCode, ToolError, Workspace};
 
@@ -77,8 +76,7 @@ pub async fn bind(
     path: &str,
     version: u64,
 ) -> Result<Bound, ToolError> {
-    let root: Root = broker.resolve_root(workspace)?;
-    let doc_path = broker.resolve_path(&root, path)?;
+    let (root, doc_path) = broker.resolve_document(workspace, path)?;
     let rt = broker
         .cached(&root)
         .ok_or_else(|| never_synced(&doc_path.shown))?;
@@ -128,6 +126,7 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
         s.unsettle();
+        s.worker = None;
     });
     doc.reset_report(version);
     doc.clear_rpc_session();

@@ -108,6 +108,7 @@ pub fn apply(
         old.version
     };
     let index = Arc::new(LineIndex::new(&text));
+    let edit_in_place = open && mode == Mode::IfChanged;
     // The new version is recorded before Lean hears of it, so that none of its
     // notifications is mistaken for a stale one.
     doc.update_state(|s| {
@@ -117,10 +118,13 @@ pub fn apply(
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
         s.unsettle();
+        if !edit_in_place {
+            s.worker = None;
+        }
     });
     doc.reset_report(version);
     let client = &session.client;
-    let sent = if open && mode == Mode::IfChanged {
+    let sent = if edit_in_place {
         let (start, end, insert) = minimal_change(&old.text, &text).expect("texts differ");
         let (sl, sc) = old.index.position(&old.text, start);
         let (el, ec) = old.index.position(&old.text, end);
@@ -416,10 +420,13 @@ pub async fn sync_locked(
         let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
         let state = doc.state();
         // An unchanged file whose report Lean already finished needs no
-        // round trip: waiting again could only return the same report. A crash
-        // of its worker is reported by Lean as fatal progress, which makes the
-        // document unsettled (it must be reopened) before the next call.
-        let settled = !applied.sent && state.is_settled() && state.version == applied.version;
+        // round trip while its worker runs: waiting again could only return
+        // the same report. A worker that died is left to the barrier, which
+        // learns it from Lean and reopens the file.
+        let settled = !applied.sent
+            && state.is_settled()
+            && state.version == applied.version
+            && state.worker.is_some_and(|w| w.is_running());
         let waited = if settled {
             Ok(())
         } else {
@@ -442,9 +449,16 @@ pub async fn sync_locked(
         }
         if !settled {
             rt.settle(&session).await;
+            // The worker answered for this version, so it runs now; it is
+            // looked up once per worker (a scan of the server's processes).
+            let worker = state
+                .worker
+                .filter(|w| w.is_running())
+                .or_else(|| session.client.find_in_tree(&doc.uri));
             doc.update_state(|s| {
                 if s.sent == state.sent && s.version == applied.version {
                     s.settled = Some(s.sent);
+                    s.worker = worker;
                 }
             });
         }

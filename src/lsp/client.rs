@@ -334,6 +334,12 @@ impl LspClient {
     pub fn process_tree(&self) -> Vec<u32> {
         tree::processes_with_token(&self.shared.tree_token)
     }
+
+    /// The live process of this server's tree with `arg` on its command line
+    /// (the file worker of a URI), if any.
+    pub fn find_in_tree(&self, arg: &str) -> Option<tree::Seen> {
+        tree::find_with_arg(&self.shared.tree_token, arg)
+    }
 }
 
 impl Drop for LspClient {

@@ -62,6 +62,47 @@ pub fn processes_with_token(_token: &str) -> Vec<u32> {
     Vec::new()
 }
 
+/// One process as seen once: its pid and start time, so that a pid the kernel
+/// has since given to another process is not taken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub pid: u32,
+    start: u64,
+}
+
+impl Seen {
+    /// The process still runs: it has not exited, is not a zombie waiting for
+    /// its parent, and its pid was not reused.
+    pub fn is_running(&self) -> bool {
+        stat_of(self.pid)
+            .is_some_and(|(state, start)| start == self.start && !matches!(state, 'Z' | 'X' | 'x'))
+    }
+}
+
+/// State and start time from `/proc/<pid>/stat`. The command name (field 2)
+/// may hold spaces and parentheses, so fields are counted after its last `)`.
+fn stat_of(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
+    let state = fields.next()?.chars().next()?;
+    // Field 3 is the state; field 22 the start time.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// The live process of tree `token` that has `arg` among its command-line
+/// arguments: a document's file worker is `lean --worker ... <uri>`.
+pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
+    processes_with_token(token).into_iter().find_map(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        cmdline
+            .split(|&b| b == 0)
+            .any(|a| a == arg.as_bytes())
+            .then(|| stat_of(pid).map(|(_, start)| Seen { pid, start }))
+            .flatten()
+    })
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -85,5 +126,36 @@ mod tests {
         marked.wait().unwrap();
         other.wait().unwrap();
         assert!(processes_with_token(&token).is_empty());
+    }
+
+    #[test]
+    fn a_seen_process_runs_until_it_exits_even_as_a_zombie() {
+        let token = new_token();
+        let mut child = std::process::Command::new("sleep")
+            .args(["30", "--marker-arg"])
+            .env(TREE_ENV, &token)
+            .spawn()
+            .unwrap();
+        assert_eq!(find_with_arg(&token, "--other"), None);
+        let seen = find_with_arg(&token, "--marker-arg").expect("found by its argument");
+        assert_eq!(seen.pid, child.id());
+        assert!(seen.is_running());
+        let reused = Seen {
+            start: seen.start + 1,
+            ..seen
+        };
+        assert!(
+            !reused.is_running(),
+            "another start time is another process"
+        );
+        child.kill().unwrap();
+        // Not reaped yet: a zombie does not run.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while seen.is_running() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!seen.is_running());
+        child.wait().unwrap();
+        assert!(!seen.is_running());
     }
 }
