@@ -87,13 +87,14 @@ impl Broker {
         self.resolver.root(workspace)
     }
 
-    /// A document path under `root` (see [`workspace::resolve_path`]).
-    pub fn resolve_path(
+    /// The canonical root of a descriptor and a document path under it (see
+    /// [`workspace::resolve_path`]).
+    pub fn resolve_document(
         &self,
-        root: &Root,
+        workspace: &crate::surface::Workspace,
         path: &str,
-    ) -> Result<workspace::DocPath, crate::surface::ToolError> {
-        self.resolver.path(root, path)
+    ) -> Result<(Root, workspace::DocPath), crate::surface::ToolError> {
+        self.resolver.document(workspace, path)
     }
 
     pub fn launcher(&self) -> &Launcher {

@@ -149,20 +149,23 @@ pub fn shown_path(root: &Root, file: &Path) -> String {
     }
 }
 
-/// Remembered resolutions, so that the steady state of a session costs a
-/// `stat` or two per call instead of `canonicalize`'s `readlink` per path
-/// component (seven for a typical document path) plus the checks.
+/// Remembered resolutions, so that the steady state of a session costs one
+/// `stat` per call instead of `canonicalize`'s `readlink` per path component
+/// (seven for a typical document path) plus the checks of the root.
 ///
 /// A remembered answer is used only after it is re-checked against the file
-/// system: the raw path and the canonical path must both still lead to the
-/// same device and inode, of the same kind, and a root's project marker must
-/// still be there. Anything else (a moved symlink, a file replaced by an
-/// editor's rename, a deleted marker) falls back to the full resolution, whose
-/// errors are the ones reported.
+/// system: the raw name and the canonical name must both still lead to the
+/// same device and inode, of the same kind, and the root's project marker
+/// must still be there. A document path given relative to the root proves the
+/// root too (the root is how the raw name reaches the file), so that is two
+/// `stat`s. Anything else (a moved symlink, a file replaced by an editor's
+/// rename, a deleted marker) falls back to the full resolution, whose errors
+/// are the ones reported.
 #[derive(Default)]
 pub struct Resolver {
     roots: Mutex<HashMap<String, KnownRoot>>,
-    paths: Mutex<HashMap<(Root, String), KnownFile>>,
+    /// By (raw root, relative raw path).
+    documents: Mutex<HashMap<(String, String), KnownDocument>>,
 }
 
 /// More distinct raw spellings than any session uses; past it the table
@@ -177,7 +180,8 @@ struct KnownRoot {
 }
 
 #[derive(Clone)]
-struct KnownFile {
+struct KnownDocument {
+    root: KnownRoot,
     doc: DocPath,
     id: FileId,
 }
@@ -203,6 +207,13 @@ fn still_same(raw: &Path, canonical: &Path, id: FileId) -> bool {
     file_id(raw) == Some(id) && (raw == canonical || file_id(canonical) == Some(id))
 }
 
+fn recall<K: std::hash::Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
+    map.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .cloned()
+}
+
 fn remember<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, value: V) {
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
     if map.len() >= REMEMBERED {
@@ -215,13 +226,7 @@ impl Resolver {
     /// [`resolve`], answered from memory when the file system agrees.
     pub fn root(&self, workspace: &Workspace) -> Result<Root, ToolError> {
         let raw = workspace.root.as_str();
-        let known = self
-            .roots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(raw)
-            .cloned();
-        if let Some(known) = known {
+        if let Some(known) = recall(&self.roots, &workspace.root) {
             if still_same(Path::new(raw), known.root.path(), known.id) && known.marker.is_file() {
                 return Ok(known.root);
             }
@@ -242,29 +247,37 @@ impl Resolver {
         Ok(root)
     }
 
-    /// [`resolve_path`], answered from memory when the file system agrees.
-    pub fn path(&self, root: &Root, path: &str) -> Result<DocPath, ToolError> {
-        let key = (root.clone(), path.to_owned());
-        let known = self
-            .paths
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        if let Some(known) = known {
-            if still_same(&joined(root, path), &known.doc.file, known.id) {
-                return Ok(known.doc);
+    /// [`resolve`] and [`resolve_path`], answered from memory when the file
+    /// system agrees.
+    pub fn document(
+        &self,
+        workspace: &Workspace,
+        path: &str,
+    ) -> Result<(Root, DocPath), ToolError> {
+        let raw_root = Path::new(&workspace.root);
+        let relative = !path.is_empty() && !Path::new(path).is_absolute();
+        let key = (workspace.root.clone(), path.to_owned());
+        if relative && raw_root.is_absolute() {
+            if let Some(known) = recall(&self.documents, &key) {
+                if still_same(&raw_root.join(path), &known.doc.file, known.id)
+                    && known.root.marker.is_file()
+                {
+                    return Ok((known.root.root, known.doc));
+                }
             }
         }
-        let doc = resolve_path(root, path)?;
-        if let Some(id) = file_id(&doc.file) {
-            let known = KnownFile {
+        let root = self.root(workspace)?;
+        let doc = resolve_path(&root, path)?;
+        let known_root = recall(&self.roots, &workspace.root).filter(|k| k.root == root);
+        if let (Some(id), Some(root), true) = (file_id(&doc.file), known_root, relative) {
+            let known = KnownDocument {
+                root,
                 doc: doc.clone(),
                 id,
             };
-            remember(&self.paths, key, known);
+            remember(&self.documents, key, known);
         }
-        Ok(doc)
+        Ok((root, doc))
     }
 }
 
@@ -303,9 +316,7 @@ mod tests {
     /// Every answer of the resolver is the one the uncached resolution gives,
     /// however the files change between calls.
     fn agree(resolver: &Resolver, root: &Path, path: &str) {
-        let cached = resolver
-            .root(&ws(root))
-            .and_then(|r| resolver.path(&r, path).map(|d| (r, d)));
+        let cached = resolver.document(&ws(root), path);
         let direct = resolve(&ws(root)).and_then(|r| resolve_path(&r, path).map(|d| (r, d)));
         match (cached, direct) {
             (Ok(a), Ok(b)) => assert_eq!(a, b),
@@ -348,8 +359,9 @@ mod tests {
         agree(&resolver, &alias, "Sub/L.lean");
         assert!(
             resolver
-                .path(&resolver.root(&ws(&alias)).unwrap(), "Sub/L.lean")
+                .document(&ws(&alias), "Sub/L.lean")
                 .unwrap()
+                .1
                 .file
                 .ends_with("Sub/B.lean")
         );

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::broker::Broker;
 use crate::broker::runtime::Runtime;
 use crate::broker::sync::{self, Mode, SyncOptions};
-use crate::broker::workspace::{self, DocPath, Root};
+use crate::broker::workspace::{self, DocPath};
 use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
 use std::sync::Arc;
 
@@ -14,8 +14,7 @@ fn locate(
     workspace: &Workspace,
     path: &str,
 ) -> Result<(Arc<Runtime>, DocPath), crate::surface::ToolError> {
-    let root: Root = broker.resolve_root(workspace)?;
-    let doc_path = broker.resolve_path(&root, path)?;
+    let (root, doc_path) = broker.resolve_document(workspace, path)?;
     let rt = broker.runtime(&root);
     rt.record_request();
     Ok((rt, doc_path))
@@ -54,8 +53,7 @@ pub async fn sync(
 }
 
 pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
-    let root = broker.resolve_root(workspace)?;
-    let doc_path = broker.resolve_path(&root, path)?;
+    let (root, doc_path) = broker.resolve_document(workspace, path)?;
     let mut result = json!({ "workspace": root.descriptor(), "path": doc_path.shown, "closed": true, "wasOpen": false });
     // Closing never starts a runtime: a document of an absent runtime is closed.
     let Some(rt) = broker.cached(&root) else {

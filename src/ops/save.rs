@@ -17,8 +17,7 @@ pub async fn save(
     path: &str,
     scope: DiagnosticScope,
 ) -> ToolOutcome {
-    let root = broker.resolve_root(ws)?;
-    let doc_path = broker.resolve_path(&root, path)?;
+    let (root, doc_path) = broker.resolve_document(ws, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
     checkpoint::check_setup(&root)?;
     let rt = broker.runtime(&root);

@@ -462,8 +462,7 @@ pub async fn run_with(
     text: &str,
     linear: bool,
 ) -> ToolOutcome {
-    let root = broker.resolve_root(ws)?;
-    let doc_path = broker.resolve_path(&root, path)?;
+    let (root, doc_path) = broker.resolve_document(ws, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
@@ -515,8 +514,7 @@ fn unknown_runtime(handle: &str) -> ToolError {
 }
 
 pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) -> ToolOutcome {
-    let root = broker.resolve_root(ws)?;
-    let doc_path = broker.resolve_path(&root, path)?;
+    let (root, doc_path) = broker.resolve_document(ws, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
