@@ -110,18 +110,22 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// The stdio server's runtime: one worker thread, unless TOKIO_WORKER_THREADS
-/// asks for more. One client and the I/O-bound proxying to Lean gain nothing
-/// from a second worker, but waking it to steal a just-woken task moved parts of
-/// a call to another thread: on a 2-core machine about 1.7 more context
-/// switches per `lean_sync` and `lean_goals` call, and 10-20 us more per call.
+/// The stdio server's runtime: every task on the main thread, unless
+/// TOKIO_WORKER_THREADS asks for worker threads. One client and the I/O-bound
+/// proxying to Lean gain nothing from a second thread, but waking it to steal
+/// a just-woken task moved parts of a call to another thread: on a 2-core
+/// machine about 1.7 more context switches per `lean_sync` and `lean_goals`
+/// call, and 10-20 us more per call. One thread that also drives the reactor
+/// spares the wake-ups between a worker and the thread in `block_on`.
 /// Blocking work still goes to tokio's blocking pool.
 fn stdio_runtime() -> tokio::runtime::Runtime {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        builder.worker_threads(1);
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
+        return runtime();
     }
-    builder.enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 fn print_stdout(text: &str) -> ExitCode {

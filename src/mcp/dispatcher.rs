@@ -441,7 +441,7 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let spec = ctx.tool.spec();
         let path = call.path().map(str::to_owned);
         let work = async {
-            if spec.progress != ProgressClass::Quiet {
+            if spec.progress != ProgressClass::Quiet && ctx.has_progress_token() {
                 ctx.progress(
                     &preparation_message(ctx.tool.name(), path.as_deref(), spec.fence),
                     None,
@@ -510,21 +510,29 @@ impl<O: Operations + 'static> Dispatcher<O> {
     /// `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":…}`:
     /// one result in two forms, serialized once.
     pub fn tool_result(&self, era: Era, outcome: &ToolOutcome) -> String {
-        let (structured, is_error) = match outcome {
-            Ok(value) => (value.to_string(), false),
-            Err(error) => (
-                serde_json::to_string(error).expect("tool error serializes"),
-                true,
-            ),
-        };
-        let text = Value::String(structured.clone()).to_string();
+        let structured = match outcome {
+            Ok(value) => serde_json::to_string(value),
+            Err(error) => serde_json::to_string(error),
+        }
+        .expect("a JSON value serializes");
         let suffix = match era {
             Era::Modern => self.cached.modern_suffix.as_str(),
             _ => "",
         };
-        format!(
-            r#"{{"content":[{{"type":"text","text":{text}}}],"structuredContent":{structured},"isError":{is_error}{suffix}}}"#
-        )
+        let mut result = String::with_capacity(2 * structured.len() + suffix.len() + 96);
+        result.push_str(r#"{"content":[{"type":"text","text":"#);
+        // The text form: the same JSON as a string literal.
+        result.push_str(&serde_json::to_string(structured.as_str()).expect("a string serializes"));
+        result.push_str(r#"}],"structuredContent":"#);
+        result.push_str(&structured);
+        result.push_str(if outcome.is_err() {
+            r#","isError":true"#
+        } else {
+            r#","isError":false"#
+        });
+        result.push_str(suffix);
+        result.push('}');
+        result
     }
 
     /// Wait until every admitted call has finished (transport shutdown).

@@ -131,10 +131,9 @@ where
         let _ = output.flush().await;
     });
 
-    // The reader runs as a task on a worker thread rather than on the thread
-    // that awaits `serve` (the `block_on` thread in `main`): calls it spawns
-    // then start on the worker's own queue instead of waking another thread,
-    // and a request costs fewer thread hand-offs.
+    // The reader runs as a task rather than in the future that awaits `serve`:
+    // on a multi-thread runtime (TOKIO_WORKER_THREADS) the calls it spawns then
+    // start on its worker's own queue instead of waking another thread.
     let session = Arc::new(Session::default());
     let reader = tokio::spawn(read_loop(
         Arc::clone(&dispatcher),
