@@ -136,8 +136,15 @@ mod tests {
             .env(TREE_ENV, &token)
             .spawn()
             .unwrap();
+        // Until the child has exec'd, /proc shows the parent's environment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut found = find_with_arg(&token, "--marker-arg");
+        while found.is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            found = find_with_arg(&token, "--marker-arg");
+        }
+        let seen = found.expect("found by its argument");
         assert_eq!(find_with_arg(&token, "--other"), None);
-        let seen = find_with_arg(&token, "--marker-arg").expect("found by its argument");
         assert_eq!(seen.pid, child.id());
         assert!(seen.is_running());
         let reused = Seen {
