@@ -25,6 +25,10 @@ of wall time per call from the client's write to the parsed answer.
   4. hover and goals (lean_goals vs $/lean/rpc/call getInteractiveGoals), >= 200
      calls each, target ratio <= 1.05 and < 200 us added
 
+For 2 and 4 a third client shows this machine's floor: the direct client
+through examples/forward.rs, a forwarder that only copies bytes both ways (the
+two extra pipe hops any server in between pays), interleaved with the others.
+
 Usage: scripts/bench-lean.py [--calls N] [--rounds N] [--no-build]
 """
 
@@ -58,10 +62,12 @@ def setup(build):
     )
     if build:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "forward"], cwd=REPO, check=True)
     binary = os.path.join(REPO, "target/release/lean-beam-mcp")
-    if not os.path.exists(binary):
-        sys.exit("no release binary: run cargo build --release")
-    return lean, binary
+    forwarder = os.path.join(REPO, "target/release/examples/forward")
+    if not os.path.exists(binary) or not os.path.exists(forwarder):
+        sys.exit("no release binaries: run cargo build --release && cargo build --release --example forward")
+    return lean, binary, forwarder
 
 
 def fixture(name):
@@ -77,12 +83,12 @@ def uri_of(path):
 
 
 class DirectLsp:
-    def __init__(self, lean, root):
+    def __init__(self, lean, root, forwarder=None):
         env = {k: v for k, v in os.environ.items() if k != "LAKE"}
         env["LEAN_PATH"] = os.path.join(root, ".lake/build/lib/lean")
         env["LEAN_SRC_PATH"] = root
         self.proc = subprocess.Popen(
-            [lean, "--server", "-Dserver.reportDelayMs=0"], cwd=root, env=env,
+            ([forwarder] if forwarder else []) + [lean, "--server", "-Dserver.reportDelayMs=0"], cwd=root, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         self.out = self.proc.stdin
@@ -219,7 +225,7 @@ def p90(xs):
     return sorted(xs)[int(0.9 * (len(xs) - 1))]
 
 
-def compare(name, mcp_us, direct_us, ratio_target, added_target_us):
+def compare(name, mcp_us, direct_us, ratio_target, added_target_us, label="MCP"):
     m, d = statistics.median(mcp_us), statistics.median(direct_us)
     ratio = m / d
     added = m - d
@@ -227,7 +233,7 @@ def compare(name, mcp_us, direct_us, ratio_target, added_target_us):
     # load: the median of those differences is less noisy than m - d.
     paired = statistics.median(a - b for a, b in zip(mcp_us, direct_us))
     ok_ratio = "ok" if ratio <= ratio_target else "MISSED"
-    line = (f"{name:<44} n={len(mcp_us):<4} MCP median {m:10.1f} us (p90 {p90(mcp_us):10.1f})"
+    line = (f"{name:<44} n={len(mcp_us):<4} {label:<3} median {m:10.1f} us (p90 {p90(mcp_us):10.1f})"
             f"   direct median {d:10.1f} us (p90 {p90(direct_us):10.1f})"
             f"   ratio {ratio:5.3f} (target <= {ratio_target}: {ok_ratio})   added {added:8.1f} us"
             f" (paired {paired:8.1f} us)")
@@ -238,17 +244,16 @@ def compare(name, mcp_us, direct_us, ratio_target, added_target_us):
             "ratio": ratio, "added_us": added, "paired_added_us": paired, "load": os.getloadavg()}
 
 
-def interleave(count, mcp_fn, direct_fn):
-    mcp_us, direct_us = [], []
+def interleave(count, *fns):
+    """Time each of `fns` `count` times, call by call, in turns; returns one
+    list of microseconds per function."""
+    times = [[] for _ in fns]
+    order = list(range(len(fns)))
     for i in range(count):
-        # Alternate which goes first, so neither always follows the other.
-        if i % 2 == 0:
-            mcp_us.append(timed(mcp_fn))
-            direct_us.append(timed(direct_fn))
-        else:
-            direct_us.append(timed(direct_fn))
-            mcp_us.append(timed(mcp_fn))
-    return mcp_us, direct_us
+        # Alternate the order, so that none always follows the same one.
+        for j in (order if i % 2 == 0 else order[::-1]):
+            times[j].append(timed(fns[j]))
+    return times
 
 
 def main():
@@ -258,7 +263,7 @@ def main():
     parser.add_argument("--no-build", action="store_true", help="use the existing release binary")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    lean, binary = setup(not args.no_build)
+    lean, binary, forwarder = setup(not args.no_build)
     basic, second, long = fixture("basic"), fixture("second"), fixture("long")
     figures = {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
     print(f"lean-beam-mcp benchmarks: {binary}\nLean: {lean}\ncpus {os.cpu_count()}, load {os.getloadavg()}",
@@ -266,6 +271,7 @@ def main():
 
     mcp = Mcp(binary, lean)
     direct = {basic: DirectLsp(lean, basic), long: DirectLsp(lean, long)}
+    forwarded = DirectLsp(lean, basic, forwarder)
     results = []
     try:
         # Warm up both sides: server started, imports loaded, files elaborated.
@@ -275,6 +281,7 @@ def main():
         for root, rel in [(basic, "Fix/Errors.lean"), (basic, "Fix/Goals.lean"), (long, "Long.lean")]:
             versions[(root, rel)] = 1
             direct[root].open(rel, 1)
+        forwarded.open("Fix/Goals.lean", 1)
 
         # 1. Time to diagnostics: a full elaboration.
         for root, rel, rounds in [(basic, "Fix/Errors.lean", args.rounds * 2), (long, "Long.lean", args.rounds)]:
@@ -291,24 +298,28 @@ def main():
         # 2. lean_sync of an unchanged file vs one waitForDiagnostics round trip.
         goals_uri = uri_of(os.path.join(basic, "Fix/Goals.lean"))
         sync_args = {"workspace": {"root": basic}, "path": "Fix/Goals.lean"}
-        m, d = interleave(
+        wait_params = {"uri": goals_uri, "version": versions[(basic, "Fix/Goals.lean")]}
+        m, d, f = interleave(
             args.calls,
             lambda: mcp.call("lean_sync", sync_args),
-            lambda: direct[basic].request("textDocument/waitForDiagnostics",
-                                          {"uri": goals_uri, "version": versions[(basic, "Fix/Goals.lean")]}),
+            lambda: direct[basic].request("textDocument/waitForDiagnostics", wait_params),
+            lambda: forwarded.request("textDocument/waitForDiagnostics", wait_params),
         )
         results.append(compare("lean_sync unchanged vs waitForDiagnostics", m, d, 1.10, 1000))
+        results.append(compare("  floor: waitForDiagnostics via forwarder", f, d, 1.10, None, "fwd"))
 
         # 4. Hover and goals.
         version = mcp.call("lean_sync", sync_args)["version"]
         hover_args = dict(sync_args, version=version, line=11, character=34)
         hover_params = {"textDocument": {"uri": goals_uri}, "position": {"line": 11, "character": 34}}
-        m, d = interleave(
+        m, d, f = interleave(
             args.calls,
             lambda: mcp.call("lean_hover", hover_args),
             lambda: direct[basic].request("textDocument/hover", hover_params),
+            lambda: forwarded.request("textDocument/hover", hover_params),
         )
         results.append(compare("hover Fix/Goals.lean 11:34", m, d, 1.05, 200))
+        results.append(compare("  floor: hover via forwarder", f, d, 1.05, None, "fwd"))
 
         goals_args = dict(sync_args, version=version, line=15, character=4, mode="after")
         first = mcp.call("lean_goals", goals_args)
@@ -357,7 +368,7 @@ def main():
         figures["rss_kib"] = rss
     finally:
         mcp.close()
-        for client in direct.values():
+        for client in [*direct.values(), forwarded]:
             client.close()
     figures["results"] = results
     figures["loadavg_end"] = os.getloadavg()

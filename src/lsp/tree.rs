@@ -131,20 +131,22 @@ mod tests {
     #[test]
     fn a_seen_process_runs_until_it_exits_even_as_a_zombie() {
         let token = new_token();
+        // The duration doubles as an argument no other process has.
+        let marker = format!("29.{}", std::process::id());
         let mut child = std::process::Command::new("sleep")
-            .args(["30", "--marker-arg"])
+            .arg(&marker)
             .env(TREE_ENV, &token)
             .spawn()
             .unwrap();
         // Until the child has exec'd, /proc shows the parent's environment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut found = find_with_arg(&token, "--marker-arg");
+        let mut found = find_with_arg(&token, &marker);
         while found.is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
-            found = find_with_arg(&token, "--marker-arg");
+            found = find_with_arg(&token, &marker);
         }
         let seen = found.expect("found by its argument");
-        assert_eq!(find_with_arg(&token, "--other"), None);
+        assert_eq!(find_with_arg(&token, "30"), None);
         assert_eq!(seen.pid, child.id());
         assert!(seen.is_running());
         let reused = Seen {
