@@ -13,8 +13,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use lean_beam_mcp::lsp::lean::{
-    self, DocumentPositionParams, FileProgressParams, PlainGoal, PublishDiagnosticsParams,
-    RpcCallParams, RpcConnected, RpcReleaseParams, WaitForDiagnosticsParams, methods,
+    self, DocumentPositionParams, PlainGoal, PublishDiagnosticsParams, RpcCallParams, RpcConnected,
+    RpcReleaseParams, WaitForDiagnosticsParams, methods,
 };
 use lean_beam_mcp::lsp::uri::{path_to_uri, uri_to_path};
 use lean_beam_mcp::lsp::{ExitInfo, LspClient, LspError, ServerCommand, ServerEvent};
@@ -323,9 +323,7 @@ async fn diagnostics_hover_and_goals_match_expected() {
         assert!(diags.diagnostics.iter().all(|d| !d.is_silent()));
         // File progress reached "done" for version 1.
         assert!(events.iter().any(|e| matches!(e,
-            ServerEvent::Notification { method, params } if method == methods::FILE_PROGRESS
-                && serde_json::from_value::<FileProgressParams>(params.clone())
-                    .is_ok_and(|p| p.text_document.uri == errors && p.is_done()))));
+            ServerEvent::FileProgress(p) if p.text_document.uri == errors && p.is_done())));
         // Diagnostics URIs are ours, byte for byte, and map back to the file.
         assert_eq!(
             uri_to_path(&diags.uri).unwrap(),

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use super::diagnostics;
 use super::text::LineIndex;
 use super::workspace::DocPath;
+use crate::lsp::lean::{FileProgressKind, FileProgressProcessingInfo};
 use crate::lsp::tree::Seen;
 
 /// What Lean has reported for the document's current version. Published through
@@ -272,7 +273,7 @@ impl Doc {
     }
 
     /// Apply `$/lean/fileProgress`.
-    pub fn on_progress(&self, version: Option<u64>, processing: &[Value]) {
+    pub fn on_progress(&self, version: Option<u64>, processing: &[FileProgressProcessingInfo]) {
         let state = self.state();
         if version.is_some_and(|v| v != state.version) {
             return;
@@ -282,7 +283,7 @@ impl Doc {
         // unchanged file must be reopened, or the next sync waits forever.
         let fatal = processing
             .iter()
-            .any(|r| r.get("kind").and_then(Value::as_u64) == Some(2));
+            .any(|r| r.kind == FileProgressKind::FATAL_ERROR);
         if fatal {
             self.update_state(|s| {
                 if s.version == state.version {
@@ -308,9 +309,9 @@ impl Doc {
                 p.done = false;
                 p.frontier_line = processing
                     .iter()
-                    .filter_map(|r| r.pointer("/range/start/line").and_then(Value::as_u64))
+                    .map(|r| r.range.start.line)
                     .min()
-                    .unwrap_or(0) as u32;
+                    .unwrap_or(0);
             }
         });
     }

@@ -389,16 +389,6 @@ async fn route_events(
                         doc.on_diagnostics(version, &list);
                     }
                 }
-                "$/lean/fileProgress" => {
-                    if let Some(doc) = doc_for(&docs, params.pointer("/textDocument/uri")) {
-                        let Some(version) = report_version(params.pointer("/textDocument/version"))
-                        else {
-                            continue;
-                        };
-                        let list = params.get("processing").and_then(Value::as_array);
-                        doc.on_progress(version, list.map_or(&[][..], Vec::as_slice));
-                    }
-                }
                 SETTLE_MARKER => {
                     if let Some(id) = params.as_u64() {
                         let waiter = docs
@@ -413,6 +403,19 @@ async fn route_events(
                 }
                 _ => {}
             },
+            ServerEvent::FileProgress(progress) => {
+                let document = &progress.text_document;
+                if let Some(doc) = doc_for_uri(&docs, &document.uri) {
+                    let Ok(version) = document.version.map(u64::try_from).transpose() else {
+                        log_warn!(
+                            "dropped a Lean report for the malformed version {:?}",
+                            document.version
+                        );
+                        continue;
+                    };
+                    doc.on_progress(version, &progress.processing);
+                }
+            }
             ServerEvent::Exited(info) if info.status == Some(0) => {
                 log_info!("Lean server of generation {generation} exited normally");
                 mark_closed(&docs, generation);
@@ -464,7 +467,10 @@ fn report_version(version: Option<&Value>) -> Option<Option<u64>> {
 }
 
 fn doc_for(docs: &Docs, uri: Option<&Value>) -> Option<Arc<Doc>> {
-    let uri = uri?.as_str()?;
+    doc_for_uri(docs, uri?.as_str()?)
+}
+
+fn doc_for_uri(docs: &Docs, uri: &str) -> Option<Arc<Doc>> {
     docs.by_uri
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -32,6 +32,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::framing::{self, FrameError};
+use super::lean::FileProgressParams;
 use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, tree, uri};
 use crate::{log_debug, log_warn};
 
@@ -377,15 +378,37 @@ fn is_null(v: &&Value) -> bool {
     v.is_null()
 }
 
-/// Any incoming message; which fields are present tells what it is.
+/// `$/lean/fileProgress`, the bulk of what Lean sends, parsed in one pass when
+/// its method comes first (Lean writes object members in key order, so
+/// `"method"` precedes `"params"`). Anything else, or anything unexpected,
+/// takes the general path.
+fn file_progress(body: &[u8]) -> Option<FileProgressParams> {
+    #[derive(Deserialize)]
+    struct Message {
+        #[serde(default)]
+        id: Option<serde::de::IgnoredAny>,
+        method: String,
+        params: FileProgressParams,
+    }
+    const METHOD: &[u8] = br#""method":"$/lean/fileProgress""#;
+    let head = &body[..body.len().min(64)];
+    if !head.windows(METHOD.len()).any(|w| w == METHOD) {
+        return None;
+    }
+    let msg: Message = serde_json::from_slice(body).ok()?;
+    (msg.id.is_none() && msg.method == super::lean::methods::FILE_PROGRESS).then_some(msg.params)
+}
+
+/// Any incoming message; which fields are present tells what it is. The
+/// params stay raw until the method says how to parse them.
 #[derive(Deserialize)]
-struct Incoming {
+struct Incoming<'a> {
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default)]
-    params: Option<Value>,
+    #[serde(default, borrow)]
+    params: Option<&'a serde_json::value::RawValue>,
     /// `Some(Value::Null)` for `"result": null`, `None` when absent.
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
@@ -576,6 +599,11 @@ impl Shared {
     }
 
     fn dispatch(&self, body: &[u8]) -> Result<(), String> {
+        if let Some(progress) = file_progress(body) {
+            self.notifications.fetch_add(1, Ordering::Relaxed);
+            let _ = self.events.send(ServerEvent::FileProgress(progress));
+            return Ok(());
+        }
         let msg: Incoming = serde_json::from_slice(body).map_err(|e| {
             let start = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
             format!("invalid JSON-RPC message ({e}): {start}")
@@ -595,10 +623,21 @@ impl Shared {
             }
             (Some(method), None) => {
                 self.notifications.fetch_add(1, Ordering::Relaxed);
-                let params = msg.params.unwrap_or(Value::Null);
-                let _ = self
-                    .events
-                    .send(ServerEvent::Notification { method, params });
+                let raw = msg.params.map_or("null", |p| p.get());
+                let event = if method == super::lean::methods::FILE_PROGRESS {
+                    match serde_json::from_str(raw) {
+                        Ok(progress) => ServerEvent::FileProgress(progress),
+                        Err(e) => {
+                            log_warn!("dropped a malformed {method} from {}: {e}", self.program);
+                            return Ok(());
+                        }
+                    }
+                } else {
+                    let params = serde_json::from_str(raw)
+                        .map_err(|e| format!("invalid params of {method}: {e}"))?;
+                    ServerEvent::Notification { method, params }
+                };
+                let _ = self.events.send(event);
             }
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else {
@@ -993,6 +1032,26 @@ fn exit_signal(_s: &std::process::ExitStatus) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_progress_is_parsed_in_one_pass_only_when_it_surely_is_one() {
+        let progress = r#""params":{"processing":[{"kind":1,"range":{"end":{"character":0,"line":9},"start":{"character":0,"line":3}}}],"textDocument":{"uri":"file:///a.lean","version":4}}"#;
+        let lean = format!(r#"{{"jsonrpc":"2.0","method":"$/lean/fileProgress",{progress}}}"#);
+        let parsed = file_progress(lean.as_bytes()).expect("Lean's own order");
+        assert_eq!(parsed.text_document.version, Some(4));
+        assert_eq!(parsed.processing[0].range.start.line, 3);
+        // A request with that method, params that do not fit, or a method
+        // after a long member: the general path decides.
+        let request = format!(r#"{{"id":1,"method":"$/lean/fileProgress",{progress}}}"#);
+        assert!(file_progress(request.as_bytes()).is_none());
+        let odd = r#"{"method":"$/lean/fileProgress","params":{"processing":7}}"#;
+        assert!(file_progress(odd.as_bytes()).is_none());
+        let late = format!(
+            r#"{{"jsonrpc":"2.0","x":"{}","method":"$/lean/fileProgress",{progress}}}"#,
+            "y".repeat(64)
+        );
+        assert!(file_progress(late.as_bytes()).is_none());
+    }
 
     /// Frames larger than the pipe, and frames sent while others wait, arrive
     /// whole and in order.

@@ -29,6 +29,7 @@ pub mod tree;
 pub mod uri;
 
 pub use client::{ClientStats, LspClient};
+use lean::FileProgressParams;
 
 /// How to start a language server process.
 ///
@@ -54,9 +55,14 @@ pub struct ServerCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEvent {
     /// A server → client notification (`textDocument/publishDiagnostics`,
-    /// `$/lean/fileProgress`, `window/logMessage`, …), params moved out unparsed
-    /// (`Value::Null` when absent).
+    /// `window/logMessage`, …), params moved out unparsed (`Value::Null` when
+    /// absent).
     Notification { method: String, params: Value },
+    /// `$/lean/fileProgress`, parsed typed. Each update lists every range
+    /// still pending, so an elaboration sends O(n²) bytes of them (14 MB for
+    /// a 2000-line file); as JSON trees they cost the server a fifth of a core
+    /// that Lean needs.
+    FileProgress(FileProgressParams),
     /// The server process has exited and been reaped; always the last event of a
     /// client. Sent whether the exit was requested (shutdown, kill) or not.
     Exited(ExitInfo),
