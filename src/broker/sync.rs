@@ -177,6 +177,9 @@ pub struct Forwarder<'a> {
     /// Which diagnostics go out live as `lean.diagnostic`; `None` for none.
     scope: Option<DiagnosticScope>,
     sent: HashSet<String>,
+    /// The diagnostic set last looked at: progress updates far outnumber
+    /// new sets, and each set is only looked at once.
+    seen_diagnostics: Option<Arc<Vec<Value>>>,
     last_progress: Option<Instant>,
     seen_updates: u64,
     done_sent: bool,
@@ -198,6 +201,7 @@ impl<'a> Forwarder<'a> {
             version,
             scope,
             sent: HashSet::new(),
+            seen_diagnostics: None,
             last_progress: None,
             seen_updates: 0,
             done_sent: false,
@@ -256,7 +260,14 @@ impl<'a> Forwarder<'a> {
         if snap.version != self.version {
             return;
         }
-        for diagnostic in snap.diagnostics.iter() {
+        let new_set = !self
+            .seen_diagnostics
+            .as_ref()
+            .is_some_and(|seen| Arc::ptr_eq(seen, &snap.diagnostics));
+        if new_set {
+            self.seen_diagnostics = Some(Arc::clone(&snap.diagnostics));
+        }
+        for diagnostic in snap.diagnostics.iter().filter(|_| new_set) {
             let Some(scope) = self.scope else { break };
             if !diagnostics::in_scope(diagnostic, scope) {
                 continue;
