@@ -484,3 +484,73 @@ fn redacted_reports_and_bundles_keep_secrets_and_home_out() {
         assert!(temps.is_empty(), "{temps:?}");
     }
 }
+
+/// A checkpoint reopens the open documents that may import its module,
+/// directly or through other sources of the workspace, and leaves the others
+/// (their workers and final reports) alone.
+#[test]
+fn a_save_reopens_only_the_documents_that_may_import_the_module() {
+    let w = TempWorkspace::copy("basic");
+    let root = w.root_str();
+    let mut mcp = spawn_with(&[]);
+    w.write(
+        "Fix/UseGoals.lean",
+        "prelude\nimport Fix.Goals\n\nnamespace Fix\n\ntheorem uses (n : N) : Eq (N.add N.zero n) n := zero_add' n\n\nend Fix\n",
+    );
+    w.write(
+        "Fix/UseUse.lean",
+        "prelude\nimport Fix.UseGoals\n\nnamespace Fix\n\ntheorem uses2 (n : N) : Eq (N.add N.zero n) n := uses n\n\nend Fix\n",
+    );
+    mcp.call("lean_save", doc(&root, "Fix/Goals.lean"));
+    mcp.call("lean_save", doc(&root, "Fix/UseGoals.lean"));
+    for path in ["Fix/UseUse.lean", "Fix/Errors.lean", "Fix/Sorry.lean"] {
+        mcp.call("lean_sync", doc(&root, path));
+    }
+    let entry = |mcp: &mut Mcp, path: &str| -> Value {
+        let stats = mcp.workspace_stats(&root).expect("runtime");
+        stats["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["path"] == path)
+            .cloned()
+            .unwrap_or_else(|| panic!("{path} in {stats}"))
+    };
+    let before: Vec<Value> = ["Fix/Errors.lean", "Fix/Sorry.lean"]
+        .iter()
+        .map(|p| entry(&mut mcp, p))
+        .collect();
+    for d in &before {
+        assert_eq!(d["settled"], true, "{d}");
+        assert!(d["workerPid"].is_u64(), "{d}");
+    }
+
+    let edited = format!("{}{NEW_THM}", w.read("Fix/Goals.lean"));
+    w.write("Fix/Goals.lean", &edited);
+    mcp.call("lean_save", doc(&root, "Fix/Goals.lean"));
+
+    for path in ["Fix/UseGoals.lean", "Fix/UseUse.lean"] {
+        assert_eq!(
+            entry(&mut mcp, path)["settled"],
+            false,
+            "{path} imports Fix.Goals and must be reopened"
+        );
+    }
+    for (path, old) in ["Fix/Errors.lean", "Fix/Sorry.lean"].iter().zip(&before) {
+        assert_eq!(
+            &entry(&mut mcp, path),
+            old,
+            "{path} does not import Fix.Goals"
+        );
+    }
+    // The importer sees the new checkpoint; the others answer as before.
+    w.write(
+        "Fix/UseUse.lean",
+        "prelude\nimport Fix.UseGoals\n\nnamespace Fix\n\ntheorem uses2 (n : N) : Eq (N.add N.zero n) n := new_thm n\n\nend Fix\n",
+    );
+    let synced = mcp.call("lean_sync", doc(&root, "Fix/UseUse.lean"));
+    assert_eq!(synced["diagnostics"]["counts"]["error"], 0, "{synced}");
+    let errors = mcp.call("lean_sync", doc(&root, "Fix/Errors.lean"));
+    assert_eq!(errors["version"], before[0]["version"]);
+    assert_eq!(entry(&mut mcp, "Fix/Errors.lean"), before[0]);
+}

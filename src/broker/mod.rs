@@ -10,6 +10,7 @@ pub mod document;
 pub mod errors;
 pub mod goals;
 pub mod handles;
+pub mod importers;
 pub mod launch;
 pub mod lexer;
 pub mod outline;

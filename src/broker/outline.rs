@@ -288,6 +288,78 @@ fn header_end_in(text: &str) -> Option<usize> {
     None
 }
 
+/// Headers longer than this are not read (none is anywhere near it).
+const HEADER_WINDOW: usize = 64 * 1024;
+
+/// The modules `text` imports, read from its header: `module`, `prelude`, and
+/// `import` statements with their `public`/`meta` modifiers and `all`.
+/// `None` when the header holds anything else this reading does not know
+/// (escaped names, a header past the window, stray symbols): the caller then
+/// has to assume the worst.
+pub fn imports(text: &str) -> Option<Vec<String>> {
+    let mut cut = text.len().min(HEADER_WINDOW);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let lines = Lines::new(&text[..cut]);
+    let mut modules: Vec<String> = Vec::new();
+    // Inside an `import` statement; whether the last lexeme was a name part
+    // (and where it ended), so that `A`, `.`, `B` join into `A.B`.
+    let mut in_import = false;
+    let mut name_end: Option<usize> = None;
+    let mut after_modifier = false;
+    let mut seen_command = false;
+    for i in 0..lines.lexemes.len() {
+        let lexeme = lines.lexemes[i];
+        if matches!(lexeme.kind, LexemeKind::Comment { .. }) {
+            continue;
+        }
+        let word = lexeme.kind == LexemeKind::Word;
+        let s = lines.str(i);
+        if lines.at_column_0(i) {
+            in_import = false;
+            name_end = None;
+            if after_modifier {
+                return None;
+            }
+            match s {
+                "module" | "prelude" if word && !seen_command => {}
+                "public" | "meta" if word => after_modifier = true,
+                "import" if word => in_import = true,
+                _ => return Some(modules),
+            }
+            seen_command = true;
+            continue;
+        }
+        if after_modifier {
+            match s {
+                "meta" if word => {}
+                "import" if word => {
+                    after_modifier = false;
+                    in_import = true;
+                }
+                // `public section`, `meta def`: the first command.
+                _ => return Some(modules),
+            }
+            continue;
+        }
+        if !in_import {
+            return None;
+        }
+        let joins = name_end == Some(lexeme.start);
+        match (lexeme.kind, s) {
+            (LexemeKind::Word, "all") if name_end.is_none() && lines.str(i - 1) == "import" => {}
+            (LexemeKind::Word, _) if joins => modules.last_mut()?.push_str(s),
+            (LexemeKind::Word, _) => modules.push(s.to_owned()),
+            (LexemeKind::Symbol, ".") if joins => modules.last_mut()?.push('.'),
+            _ => return None,
+        }
+        name_end = Some(lexeme.end);
+    }
+    // The window ended inside the header, or the file is all header.
+    (cut == text.len()).then_some(modules)
+}
+
 /// Where the command holding byte `pos` of `text` starts, with the docstring
 /// and attribute lines above it; `None` before the first command.
 pub fn enclosing_command_start(text: &str, pos: usize) -> Option<usize> {
@@ -424,6 +496,34 @@ impl Skeleton {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn imports_are_read_from_the_header_or_not_at_all() {
+        let names = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(imports(SAMPLE), names(&["A.B"]));
+        assert_eq!(
+            imports("/- c -/\nimport A.B C\n  D.E.F -- note\nimport G\n\ndef x := A.B\n"),
+            names(&["A.B", "C", "D.E.F", "G"])
+        );
+        assert_eq!(
+            imports(
+                "module\n\npublic import A\nimport all B.C\npublic meta import D\nmeta import E\n\npublic section\n"
+            ),
+            names(&["A", "B.C", "D", "E"])
+        );
+        assert_eq!(imports("prelude\n"), names(&[]));
+        assert_eq!(
+            imports("def x := 1\nimport A\n"),
+            names(&[]),
+            "imports come first"
+        );
+        // Readings this does not know: the caller assumes the worst.
+        assert_eq!(imports("import «A B».C\n"), None);
+        assert_eq!(imports("public def x := 1\n"), names(&[]));
+        assert_eq!(imports("  import A\n"), None);
+        let long = format!("import A\n{}", "-- filler\n".repeat(HEADER_WINDOW / 10));
+        assert_eq!(imports(&long), None, "a header past the window");
+    }
 
     const SAMPLE: &str = "prelude\nimport A.B\n\n/-! Module doc. -/\n\nnamespace Foo\n\nopen Bar\n\nvariable (x : U)\n  (y : U)\n\n/-- Doc. -/\n@[simp]\ntheorem t : P := by\n  open Baz in exact h\n\nset_option pp.all true in\ndef d := 1\n\nsection S\nuniverse u\ndef e := 2\nend S\n\nmutual\n  def m := n\n  def n := m\nend\n\n";
 

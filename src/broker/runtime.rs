@@ -332,22 +332,34 @@ impl Runtime {
         })
     }
 
-    /// A checkpoint of `saved` was published: every other open document may
-    /// import it (directly or not), and Lean reads imports only when a file
-    /// is opened, so each is reopened at its next use instead of keeping the
-    /// old declarations.
-    pub fn imports_rebuilt(&self, saved: &std::path::Path) {
+    /// A checkpoint of module `module` (file `saved`) was published. Lean
+    /// reads imports only when a file is opened, so every other open document
+    /// that may import it, directly or through the workspace's sources, is
+    /// reopened at its next use instead of keeping the old declarations;
+    /// the others keep their workers and reports. Shadow slots are all
+    /// reopened: a prefix base imports the module's old `.olean` under a name
+    /// that says nothing of it. Returns how many documents were marked.
+    pub fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
         self.bases.clear();
-        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-        for (file, doc) in by_file.iter() {
-            if file.as_path() != saved {
-                doc.update_state(|s| {
-                    if s.open_in.is_some() {
-                        s.needs_reopen = true;
-                    }
-                });
+        let docs: Vec<Arc<Doc>> = {
+            let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+            by_file
+                .iter()
+                .filter(|(file, _)| file.as_path() != saved)
+                .map(|(_, doc)| Arc::clone(doc))
+                .collect()
+        };
+        let mut graph = super::importers::ImportGraph::new(self.root.path());
+        let mut marked = 0;
+        for doc in docs {
+            let state = doc.state();
+            if state.open_in.is_some() && (doc.is_shadow() || graph.may_import(&state.text, module))
+            {
+                doc.update_state(|s| s.needs_reopen = true);
+                marked += 1;
             }
         }
+        marked
     }
 
     /// Open documents, for feedback reports.

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use crate::broker::Broker;
 use crate::broker::checkpoint;
 use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::log_debug;
 use crate::surface::{CallContext, DiagnosticScope, ErrorCode, ToolError, ToolOutcome, Workspace};
 
 /// What agents must tell their users about a successful save.
@@ -60,7 +61,10 @@ pub async fn save(
         rt.timeouts.sync,
     )
     .await?;
-    rt.imports_rebuilt(&doc.path.file);
+    let reopened = rt.imports_rebuilt(&doc.path.file, &module);
+    log_debug!(
+        "{module} saved: {reopened} open document(s) that may import it reopen at their next use"
+    );
     let mut result = json!({
         "workspace": root.descriptor(),
         "path": doc.path.shown,
