@@ -184,10 +184,13 @@ impl Server {
 
 fn last_diagnostics(events: &[ServerEvent], uri: &str) -> Option<PublishDiagnosticsParams> {
     events.iter().rev().find_map(|e| match e {
-        ServerEvent::Notification { method, params }
-            if method == methods::PUBLISH_DIAGNOSTICS && params["uri"] == uri =>
-        {
-            Some(serde_json::from_value(params.clone()).expect("publishDiagnostics parses"))
+        ServerEvent::Diagnostics(published) if published.uri == uri => {
+            let params = json!({
+                "uri": published.uri,
+                "version": published.version,
+                "diagnostics": serde_json::from_str::<Value>(published.diagnostics.get()).unwrap(),
+            });
+            Some(serde_json::from_value(params).expect("publishDiagnostics parses"))
         }
         _ => None,
     })

@@ -1,14 +1,16 @@
 //! One document of a workspace runtime: the broker's mirror of the on-disk
 //! source, its version, and what Lean has reported for that version.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::diagnostics;
 use super::text::LineIndex;
 use super::workspace::DocPath;
+use crate::log_warn;
 use crate::lsp::lean::{FileProgressKind, FileProgressProcessingInfo};
 use crate::lsp::tree::Seen;
 
@@ -18,13 +20,97 @@ use crate::lsp::tree::Seen;
 pub struct Snapshot {
     /// The version this report belongs to.
     pub version: u64,
-    /// The latest complete diagnostic set (silent messages removed).
-    pub diagnostics: Arc<Vec<Value>>,
+    /// The latest complete diagnostic set.
+    pub diagnostics: Arc<DiagnosticSet>,
     /// Lean has published diagnostics for this version at least once.
     pub published: bool,
     pub progress: Progress,
     /// What the worker's `lake setup-file` reported for this version.
     pub lake_setup: LakeSetup,
+}
+
+/// One complete diagnostic set as Lean published it, read on first use. Lean
+/// republishes the whole set after each command that adds to it (44 MB of
+/// JSON over an elaboration of a file with 400 warnings), and usually only the
+/// last set of a version is ever read.
+#[derive(Debug, Default)]
+pub struct DiagnosticSet {
+    published: Option<Box<RawValue>>,
+    items: OnceLock<Vec<Value>>,
+}
+
+/// Sets larger than this cannot be one line of Lake's output.
+const LAKE_LINE_MAX: usize = 64 * 1024;
+
+impl DiagnosticSet {
+    pub fn published(raw: Box<RawValue>) -> Self {
+        DiagnosticSet {
+            published: Some(raw),
+            items: OnceLock::new(),
+        }
+    }
+
+    /// The diagnostics: objects only, silent ones (editor-only "Goals
+    /// accomplished!") dropped, in position order.
+    pub fn items(&self) -> &[Value] {
+        self.items.get_or_init(|| {
+            let Some(raw) = &self.published else {
+                return Vec::new();
+            };
+            let list: Vec<Value> = serde_json::from_str(raw.get()).unwrap_or_else(|e| {
+                log_warn!("Lean published diagnostics that are not a list ({e}); read as none");
+                Vec::new()
+            });
+            let mut kept: Vec<Value> = list
+                .into_iter()
+                .filter(|d| d.is_object() && !diagnostics::is_silent(d))
+                .collect();
+            // Lean's order varies between runs (elaboration, kernel and
+            // linters run in parallel); position order makes results
+            // reproducible.
+            kept.sort_by_key(|d| {
+                let at = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+                (
+                    at("/range/start/line"),
+                    at("/range/start/character"),
+                    diagnostics::severity(d),
+                )
+            });
+            kept
+        })
+    }
+
+    /// Whether some diagnostic of the set may be an error: read without
+    /// building the set, for callers that only want its errors.
+    pub fn may_hold_errors(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Severity {
+            #[serde(default)]
+            severity: Option<u64>,
+        }
+        if let Some(items) = self.items.get() {
+            return items
+                .iter()
+                .any(|d| diagnostics::severity(d) == diagnostics::ERROR);
+        }
+        let Some(raw) = &self.published else {
+            return false;
+        };
+        // Anything unreadable here is left to the full reading.
+        serde_json::from_str::<Vec<Severity>>(raw.get()).map_or(true, |list| {
+            list.iter()
+                .any(|d| d.severity.unwrap_or(diagnostics::ERROR) == diagnostics::ERROR)
+        })
+    }
+
+    /// The line of Lake's setup output this set stands for, if it is one.
+    fn lake_setup_line(&self) -> Option<&str> {
+        let raw = self.published.as_ref()?;
+        if raw.get().len() > LAKE_LINE_MAX {
+            return None;
+        }
+        diagnostics::lake_setup_line(self.items())
+    }
 }
 
 /// Lake's build output while the worker set up the imports (`lake setup-file`),
@@ -234,12 +320,12 @@ impl Doc {
     /// Apply `textDocument/publishDiagnostics` (a complete set for its version).
     /// A line of Lake's setup output is progress, not a diagnostic: it is
     /// recorded as such and leaves the diagnostics alone.
-    pub fn on_diagnostics(&self, version: Option<u64>, diagnostics: &[Value]) {
+    pub fn on_diagnostics(&self, version: Option<u64>, set: DiagnosticSet) {
         let current = self.state().version;
         if version.is_some_and(|v| v != current) {
             return; // a report for an older version
         }
-        if let Some(line) = diagnostics::lake_setup_line(diagnostics) {
+        if let Some(line) = set.lake_setup_line() {
             let line: Arc<str> = Arc::from(line.trim_end());
             self.live.send_modify(|snap| {
                 if snap.version == current {
@@ -249,24 +335,10 @@ impl Doc {
             });
             return;
         }
-        let mut kept: Vec<Value> = diagnostics
-            .iter()
-            .filter(|d| !diagnostics::is_silent(d))
-            .cloned()
-            .collect();
-        // Lean's order varies between runs (elaboration, kernel and linters run
-        // in parallel); position order makes results reproducible.
-        kept.sort_by_key(|d| {
-            let at = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-            (
-                at("/range/start/line"),
-                at("/range/start/character"),
-                diagnostics::severity(d),
-            )
-        });
+        let set = Arc::new(set);
         self.live.send_modify(|snap| {
             if snap.version == current {
-                snap.diagnostics = Arc::new(kept);
+                snap.diagnostics = set;
                 snap.published = true;
             }
         });
@@ -320,5 +392,48 @@ impl Doc {
     pub fn on_crash(&self) {
         self.update_state(|s| s.needs_reopen = true);
         self.live.send_modify(|snap| snap.progress.fatal = true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(json: &str) -> DiagnosticSet {
+        DiagnosticSet::published(RawValue::from_string(json.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn a_published_set_is_read_once_in_position_order_without_silent_ones() {
+        let warnings = set(
+            r#"[{"severity":2,"message":"b","range":{"start":{"line":3,"character":0},"end":{"line":3,"character":1}}},
+                {"severity":3,"isSilent":true,"message":"Goals accomplished!","range":{"start":{"line":1,"character":0},"end":{"line":1,"character":1}}},
+                {"severity":2,"message":"a","range":{"start":{"line":1,"character":4},"end":{"line":1,"character":5}}}]"#,
+        );
+        assert!(!warnings.may_hold_errors(), "read without building it");
+        let messages: Vec<&str> = warnings.items().iter().map(diagnostics::message).collect();
+        assert_eq!(messages, ["a", "b"]);
+        assert!(!warnings.may_hold_errors(), "and from the built set");
+        // A severity left out means an error, as everywhere else.
+        assert!(set(r#"[{"message":"m"}]"#).may_hold_errors());
+        assert!(
+            set(r#"{"not":"a list"}"#).may_hold_errors(),
+            "unreadable: read in full"
+        );
+        assert!(set(r#"{"not":"a list"}"#).items().is_empty());
+        assert!(set("[7]").may_hold_errors(), "unreadable: read in full");
+        assert!(
+            set("[7]").items().is_empty(),
+            "only objects are diagnostics"
+        );
+        assert!(DiagnosticSet::default().items().is_empty());
+    }
+
+    #[test]
+    fn only_a_small_set_can_be_a_line_of_lake_output() {
+        let line = r#"[{"severity":3,"message":"✔ [2/5] Built Fix.Basic","range":{"start":{"line":0,"character":0},"end":{"line":1,"character":0}},"fullRange":{"start":{"line":0,"character":0},"end":{"line":1,"character":0}}}]"#;
+        assert_eq!(set(line).lake_setup_line(), Some("✔ [2/5] Built Fix.Basic"));
+        let padded = line.replace("Built", &format!("Built{}", " ".repeat(LAKE_LINE_MAX)));
+        assert_eq!(set(&padded).lake_setup_line(), None);
     }
 }

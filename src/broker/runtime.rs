@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::bases::{Bases, Rewritten};
-use super::document::Doc;
+use super::document::{DiagnosticSet, Doc};
 use super::errors::{from_lsp, runtime_setup};
 use super::handles::HandleStore;
 use super::launch::{Launcher, Limits, Timeouts};
@@ -383,46 +383,31 @@ async fn route_events(
 ) {
     while let Some(event) = events.recv().await {
         match event {
-            ServerEvent::Notification { method, params } => match method.as_str() {
-                "textDocument/publishDiagnostics" => {
-                    if let Some(doc) = doc_for(&docs, params.get("uri")) {
-                        let Some(version) = report_version(params.get("version")) else {
-                            continue;
-                        };
-                        // Only objects are diagnostics.
-                        let list: Vec<Value> = params
-                            .get("diagnostics")
-                            .and_then(Value::as_array)
-                            .map_or(&[][..], Vec::as_slice)
-                            .iter()
-                            .filter(|d| d.is_object())
-                            .cloned()
-                            .collect();
-                        doc.on_diagnostics(version, &list);
+            ServerEvent::Notification { method, params } if method == SETTLE_MARKER => {
+                if let Some(id) = params.as_u64() {
+                    let waiter = docs
+                        .settle_waiters
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id);
+                    if let Some(tx) = waiter {
+                        let _ = tx.send(());
                     }
                 }
-                SETTLE_MARKER => {
-                    if let Some(id) = params.as_u64() {
-                        let waiter = docs
-                            .settle_waiters
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&id);
-                        if let Some(tx) = waiter {
-                            let _ = tx.send(());
-                        }
-                    }
+            }
+            ServerEvent::Notification { .. } => {}
+            ServerEvent::Diagnostics(published) => {
+                if let Some(doc) = doc_for(&docs, &published.uri) {
+                    let Some(version) = report_version(published.version) else {
+                        continue;
+                    };
+                    doc.on_diagnostics(version, DiagnosticSet::published(published.diagnostics));
                 }
-                _ => {}
-            },
+            }
             ServerEvent::FileProgress(progress) => {
                 let document = &progress.text_document;
-                if let Some(doc) = doc_for_uri(&docs, &document.uri) {
-                    let Ok(version) = document.version.map(u64::try_from).transpose() else {
-                        log_warn!(
-                            "dropped a Lean report for the malformed version {:?}",
-                            document.version
-                        );
+                if let Some(doc) = doc_for(&docs, &document.uri) {
+                    let Some(version) = report_version(document.version.map(i64::from)) else {
                         continue;
                     };
                     doc.on_progress(version, &progress.processing);
@@ -465,24 +450,17 @@ fn mark_closed(docs: &Docs, generation: u64) {
 /// The version a report is for: `Some(None)` when it names none, `None` when
 /// it names one that is not a version (such a report cannot be tied to the
 /// latest version, so it is dropped rather than taken for it).
-fn report_version(version: Option<&Value>) -> Option<Option<u64>> {
-    match version {
-        None | Some(Value::Null) => Some(None),
-        Some(v) => match v.as_u64() {
-            Some(n) => Some(Some(n)),
-            None => {
-                log_warn!("dropped a Lean report for the malformed version {v}");
-                None
-            }
-        },
+fn report_version(version: Option<i64>) -> Option<Option<u64>> {
+    match version.map(u64::try_from).transpose() {
+        Ok(version) => Some(version),
+        Err(_) => {
+            log_warn!("dropped a Lean report for the malformed version {version:?}");
+            None
+        }
     }
 }
 
-fn doc_for(docs: &Docs, uri: Option<&Value>) -> Option<Arc<Doc>> {
-    doc_for_uri(docs, uri?.as_str()?)
-}
-
-fn doc_for_uri(docs: &Docs, uri: &str) -> Option<Arc<Doc>> {
+fn doc_for(docs: &Docs, uri: &str) -> Option<Arc<Doc>> {
     docs.by_uri
         .lock()
         .unwrap_or_else(|e| e.into_inner())

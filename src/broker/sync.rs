@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
-use super::document::{Doc, Snapshot};
+use super::document::{DiagnosticSet, Doc, Snapshot};
 use super::errors::from_lsp;
 use super::runtime::{Runtime, Session};
 use super::text::{LineIndex, minimal_change, position_json};
-use crate::context::CallContext;
+use crate::context::{CallContext, LogLevel};
 use crate::surface::{DiagnosticScope, ErrorCode, StatusNotice, ToolError};
 
 /// Progress notifications are throttled to at most one per this interval
@@ -179,7 +179,7 @@ pub struct Forwarder<'a> {
     sent: HashSet<String>,
     /// The diagnostic set last looked at: progress updates far outnumber
     /// new sets, and each set is only looked at once.
-    seen_diagnostics: Option<Arc<Vec<Value>>>,
+    seen_diagnostics: Option<Arc<DiagnosticSet>>,
     last_progress: Option<Instant>,
     seen_updates: u64,
     done_sent: bool,
@@ -267,7 +267,20 @@ impl<'a> Forwarder<'a> {
         if new_set {
             self.seen_diagnostics = Some(Arc::clone(&snap.diagnostics));
         }
-        for diagnostic in snap.diagnostics.iter().filter(|_| new_set) {
+        // Reading a set costs; most sets have nothing to log (no level
+        // admitted, or errors only and none among them).
+        let worth_reading = match self.scope {
+            None => false,
+            Some(_) if !self.ctx.admits(LogLevel::Error) => false,
+            Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
+            Some(DiagnosticScope::All) => true,
+        };
+        let to_read = if new_set && worth_reading {
+            snap.diagnostics.items()
+        } else {
+            &[]
+        };
+        for diagnostic in to_read {
             let Some(scope) = self.scope else { break };
             if !diagnostics::in_scope(diagnostic, scope) {
                 continue;
@@ -391,7 +404,7 @@ pub async fn barrier(
                     "version": version,
                     "partial": true,
                     "document_progress": snap.progress.to_json(),
-                    "counts_so_far": diagnostics::counts(&snap.diagnostics),
+                    "counts_so_far": diagnostics::counts(snap.diagnostics.items()),
                 })));
             }
         }
@@ -477,6 +490,7 @@ pub async fn sync_locked(
         forwarder.observe(&snapshot).await;
         let stale_imports = snapshot
             .diagnostics
+            .items()
             .iter()
             .any(|d| diagnostics::message(d).contains(IMPORTS_OUT_OF_DATE));
         if stale_imports && !reopened_for_imports {
@@ -496,7 +510,7 @@ pub async fn sync_locked(
 
 /// The stable sync result shape (seed: "Stable Result Shapes").
 pub fn sync_result(rt: &Runtime, doc: &Doc, synced: &Synced, options: SyncOptions) -> Value {
-    let diags = &synced.snapshot.diagnostics;
+    let diags = synced.snapshot.diagnostics.items();
     let mut diagnostics = json!({ "counts": diagnostics::counts(diags) });
     if options.items {
         let items: Vec<Value> = diags

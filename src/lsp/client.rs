@@ -32,7 +32,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::framing::{self, FrameError};
-use super::lean::FileProgressParams;
+use super::lean::methods;
 use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, tree, uri};
 use crate::{log_debug, log_warn};
 
@@ -378,25 +378,44 @@ fn is_null(v: &&Value) -> bool {
     v.is_null()
 }
 
-/// `$/lean/fileProgress`, the bulk of what Lean sends, parsed in one pass when
-/// its method comes first (Lean writes object members in key order, so
-/// `"method"` precedes `"params"`). Anything else, or anything unexpected,
-/// takes the general path.
-fn file_progress(body: &[u8]) -> Option<FileProgressParams> {
+/// The notifications that make up the bulk of what Lean sends, as typed
+/// events (see [`ServerEvent::FileProgress`], [`ServerEvent::Diagnostics`]).
+fn typed_notification(method: &str, params: &str) -> Option<Result<ServerEvent, String>> {
+    let event = match method {
+        methods::FILE_PROGRESS => serde_json::from_str(params).map(ServerEvent::FileProgress),
+        methods::PUBLISH_DIAGNOSTICS => serde_json::from_str(params).map(ServerEvent::Diagnostics),
+        _ => return None,
+    };
+    Some(event.map_err(|e| e.to_string()))
+}
+
+/// A typed notification parsed in one pass, when its method comes first (Lean
+/// writes object members in key order, so `"method"` precedes `"params"`).
+/// Anything else, or anything unexpected, takes the general path.
+fn typed_notification_fast(body: &[u8]) -> Option<ServerEvent> {
     #[derive(Deserialize)]
-    struct Message {
+    struct Message<P> {
         #[serde(default)]
         id: Option<serde::de::IgnoredAny>,
         method: String,
-        params: FileProgressParams,
+        params: P,
     }
-    const METHOD: &[u8] = br#""method":"$/lean/fileProgress""#;
+    fn parse<P: serde::de::DeserializeOwned>(body: &[u8], method: &str) -> Option<P> {
+        let msg: Message<P> = serde_json::from_slice(body).ok()?;
+        (msg.id.is_none() && msg.method == method).then_some(msg.params)
+    }
+    const PREFIX: &[u8] = br#""method":""#;
     let head = &body[..body.len().min(64)];
-    if !head.windows(METHOD.len()).any(|w| w == METHOD) {
-        return None;
+    let at = head.windows(PREFIX.len()).position(|w| w == PREFIX)? + PREFIX.len();
+    let names =
+        |m: &str| body[at..].starts_with(m.as_bytes()) && body.get(at + m.len()) == Some(&b'"');
+    if names(methods::FILE_PROGRESS) {
+        parse(body, methods::FILE_PROGRESS).map(ServerEvent::FileProgress)
+    } else if names(methods::PUBLISH_DIAGNOSTICS) {
+        parse(body, methods::PUBLISH_DIAGNOSTICS).map(ServerEvent::Diagnostics)
+    } else {
+        None
     }
-    let msg: Message = serde_json::from_slice(body).ok()?;
-    (msg.id.is_none() && msg.method == super::lean::methods::FILE_PROGRESS).then_some(msg.params)
 }
 
 /// Any incoming message; which fields are present tells what it is. The
@@ -599,9 +618,9 @@ impl Shared {
     }
 
     fn dispatch(&self, body: &[u8]) -> Result<(), String> {
-        if let Some(progress) = file_progress(body) {
+        if let Some(event) = typed_notification_fast(body) {
             self.notifications.fetch_add(1, Ordering::Relaxed);
-            let _ = self.events.send(ServerEvent::FileProgress(progress));
+            let _ = self.events.send(event);
             return Ok(());
         }
         let msg: Incoming = serde_json::from_slice(body).map_err(|e| {
@@ -624,18 +643,17 @@ impl Shared {
             (Some(method), None) => {
                 self.notifications.fetch_add(1, Ordering::Relaxed);
                 let raw = msg.params.map_or("null", |p| p.get());
-                let event = if method == super::lean::methods::FILE_PROGRESS {
-                    match serde_json::from_str(raw) {
-                        Ok(progress) => ServerEvent::FileProgress(progress),
-                        Err(e) => {
-                            log_warn!("dropped a malformed {method} from {}: {e}", self.program);
-                            return Ok(());
-                        }
+                let event = match typed_notification(&method, raw) {
+                    Some(Ok(event)) => event,
+                    Some(Err(e)) => {
+                        log_warn!("dropped a malformed {method} from {}: {e}", self.program);
+                        return Ok(());
                     }
-                } else {
-                    let params = serde_json::from_str(raw)
-                        .map_err(|e| format!("invalid params of {method}: {e}"))?;
-                    ServerEvent::Notification { method, params }
+                    None => {
+                        let params = serde_json::from_str(raw)
+                            .map_err(|e| format!("invalid params of {method}: {e}"))?;
+                        ServerEvent::Notification { method, params }
+                    }
                 };
                 let _ = self.events.send(event);
             }
@@ -1034,23 +1052,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn file_progress_is_parsed_in_one_pass_only_when_it_surely_is_one() {
+    fn bulk_notifications_are_parsed_in_one_pass_only_when_they_surely_are() {
         let progress = r#""params":{"processing":[{"kind":1,"range":{"end":{"character":0,"line":9},"start":{"character":0,"line":3}}}],"textDocument":{"uri":"file:///a.lean","version":4}}"#;
         let lean = format!(r#"{{"jsonrpc":"2.0","method":"$/lean/fileProgress",{progress}}}"#);
-        let parsed = file_progress(lean.as_bytes()).expect("Lean's own order");
-        assert_eq!(parsed.text_document.version, Some(4));
-        assert_eq!(parsed.processing[0].range.start.line, 3);
-        // A request with that method, params that do not fit, or a method
-        // after a long member: the general path decides.
+        match typed_notification_fast(lean.as_bytes()) {
+            Some(ServerEvent::FileProgress(p)) => {
+                assert_eq!(p.text_document.version, Some(4));
+                assert_eq!(p.processing[0].range.start.line, 3);
+            }
+            other => panic!("Lean's own order: {other:?}"),
+        }
+        let diagnostics = r#"{"jsonrpc":"2.0","method":"textDocument/publishDiagnostics","params":{"diagnostics":[{"message":"m","range":{"end":{"character":1,"line":0},"start":{"character":0,"line":0}}}],"uri":"file:///a.lean","version":2}}"#;
+        match typed_notification_fast(diagnostics.as_bytes()) {
+            Some(ServerEvent::Diagnostics(p)) => {
+                assert_eq!((p.uri.as_str(), p.version), ("file:///a.lean", Some(2)));
+                assert!(p.diagnostics.get().starts_with(r#"[{"message":"m""#));
+            }
+            other => panic!("Lean's own order: {other:?}"),
+        }
+        // A request with that method, params that do not fit, a method that
+        // only starts alike, or a method after a long member: the general
+        // path decides.
         let request = format!(r#"{{"id":1,"method":"$/lean/fileProgress",{progress}}}"#);
-        assert!(file_progress(request.as_bytes()).is_none());
+        assert!(typed_notification_fast(request.as_bytes()).is_none());
         let odd = r#"{"method":"$/lean/fileProgress","params":{"processing":7}}"#;
-        assert!(file_progress(odd.as_bytes()).is_none());
+        assert!(typed_notification_fast(odd.as_bytes()).is_none());
+        let longer = format!(r#"{{"method":"$/lean/fileProgressX",{progress}}}"#);
+        assert!(typed_notification_fast(longer.as_bytes()).is_none());
         let late = format!(
             r#"{{"jsonrpc":"2.0","x":"{}","method":"$/lean/fileProgress",{progress}}}"#,
             "y".repeat(64)
         );
-        assert!(file_progress(late.as_bytes()).is_none());
+        assert!(typed_notification_fast(late.as_bytes()).is_none());
     }
 
     /// Frames larger than the pipe, and frames sent while others wait, arrive

@@ -134,6 +134,23 @@ impl Default for FileProgressKind {
     }
 }
 
+/// `textDocument/publishDiagnostics` as routed: the list left unparsed (see
+/// [`super::ServerEvent::Diagnostics`]).
+#[derive(Debug, Clone, Deserialize)]
+pub struct PublishedDiagnostics {
+    pub uri: String,
+    #[serde(default)]
+    pub version: Option<i64>,
+    pub diagnostics: Box<serde_json::value::RawValue>,
+}
+
+impl PartialEq for PublishedDiagnostics {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.uri, self.version, self.diagnostics.get())
+            == (&other.uri, other.version, other.diagnostics.get())
+    }
+}
+
 /// `textDocument/publishDiagnostics` with Lean's fields. With plain client
 /// capabilities each publish is the complete set for `version` (replace).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

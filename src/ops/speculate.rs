@@ -160,7 +160,7 @@ fn header_failed(snap: &Snapshot, text: &str) -> bool {
     let line = header.matches('\n').count() as u32;
     let character = header.len() - header.rfind('\n').map_or(0, |i| i + 1);
     snap.progress.fatal
-        || snap.diagnostics.iter().any(|d| {
+        || snap.diagnostics.items().iter().any(|d| {
             diagnostics::severity(d) == ERROR
                 && !shadow::starts_at_or_after(d, line, character as u32)
         })
@@ -257,7 +257,7 @@ async fn run_step(
     let mut messages = Vec::new();
     let mut traces = Vec::new();
     let mut success = !blocked;
-    for d in snap.diagnostics.iter() {
+    for d in snap.diagnostics.items() {
         let severity = diagnostics::severity(d);
         let text = diagnostics::message(d);
         let range = d.get("range").cloned().unwrap_or(Value::Null);
@@ -436,7 +436,15 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
     };
     let pool = bound.rt.shadow_pool(&bound.doc.path);
     let baseline = bound.doc.snapshot().diagnostics;
-    let mut result = run_step(&bound.rt, &bound.session, ctx, &pool, &step, &baseline).await?;
+    let mut result = run_step(
+        &bound.rt,
+        &bound.session,
+        ctx,
+        &pool,
+        &step,
+        baseline.items(),
+    )
+    .await?;
     if mint && result["success"] == true {
         let handle = bound.rt.handles.mint(HandleState {
             file: bound.doc.path.file.clone(),
@@ -494,7 +502,7 @@ pub async fn run_with(
     };
     let pool = rt.shadow_pool(&doc_path);
     let baseline = doc.snapshot().diagnostics;
-    let mut result = run_step(&rt, &session, ctx, &pool, &step, &baseline).await?;
+    let mut result = run_step(&rt, &session, ctx, &pool, &step, baseline.items()).await?;
     if result["success"] == true {
         let next = rt.handles.mint(HandleState {
             shadow: step.shadow,

@@ -127,7 +127,7 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
     }
 
     let mut range_diagnostics = Vec::new();
-    for diagnostic in snapshot.diagnostics.iter() {
+    for diagnostic in snapshot.diagnostics.items() {
         let start = lsp_pos(diagnostic, "range/start");
         let end = lsp_pos(diagnostic, "range/end");
         if !in_range(start, range_start, range_end) && !in_range(end, range_start, range_end) {
