@@ -858,26 +858,14 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
     );
 }
 
-/// The `beam_stats` entry of a document.
-fn doc_stats(mcp: &mut Mcp, root: &str, path: &str) -> Value {
-    let stats = mcp.workspace_stats(root).expect("runtime");
-    stats["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["path"] == path)
-        .cloned()
-        .expect("document in stats")
-}
-
 /// Whether Lean's report of `path` is final.
 fn settled(mcp: &mut Mcp, root: &str, path: &str) -> bool {
-    doc_stats(mcp, root, path)["settled"].as_bool().unwrap()
+    mcp.document_stats(root, path)["settled"].as_bool().unwrap()
 }
 
 /// The worker process the server knows for `path`.
 fn worker_pid(mcp: &mut Mcp, root: &str, path: &str) -> Option<u32> {
-    doc_stats(mcp, root, path)["workerPid"]
+    mcp.document_stats(root, path)["workerPid"]
         .as_u64()
         .map(|p| p as u32)
 }

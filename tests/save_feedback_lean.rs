@@ -506,16 +506,7 @@ fn a_save_reopens_only_the_documents_that_may_import_the_module() {
     for path in ["Fix/UseUse.lean", "Fix/Errors.lean", "Fix/Sorry.lean"] {
         mcp.call("lean_sync", doc(&root, path));
     }
-    let entry = |mcp: &mut Mcp, path: &str| -> Value {
-        let stats = mcp.workspace_stats(&root).expect("runtime");
-        stats["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["path"] == path)
-            .cloned()
-            .unwrap_or_else(|| panic!("{path} in {stats}"))
-    };
+    let entry = |mcp: &mut Mcp, path: &str| mcp.document_stats(&root, path);
     let before: Vec<Value> = ["Fix/Errors.lean", "Fix/Sorry.lean"]
         .iter()
         .map(|p| entry(&mut mcp, p))

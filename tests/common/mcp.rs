@@ -300,6 +300,16 @@ impl Mcp {
         stats["workspaces"].get(root).cloned()
     }
 
+    /// The `beam_stats` entry of one document of a cached workspace.
+    pub fn document_stats(&mut self, root: &str, path: &str) -> Value {
+        let stats = self.workspace_stats(root).expect("runtime of the root");
+        stats["documents"]
+            .as_array()
+            .and_then(|docs| docs.iter().find(|d| d["path"] == path))
+            .cloned()
+            .unwrap_or_else(|| panic!("{path} in {stats}"))
+    }
+
     /// Notifications received so far.
     pub fn notifications(&self) -> Vec<&Value> {
         self.received
