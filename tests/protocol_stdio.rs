@@ -656,6 +656,10 @@ fn parse_errors_have_a_null_id() {
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"",
         "nul",
         "\u{feff}",
+        // A form feed is no JSON white space (found by fuzzing: the message
+        // was read and its id answered).
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\u{c}",
+        "\u{c}{\"id\":7}",
     ] {
         assert!(s.send_raw(line));
         let response = s.recv();

@@ -123,7 +123,18 @@ impl Rejected {
 // would cost every caller an indirection for nothing.
 #[allow(clippy::result_large_err)]
 pub fn decode(line: &[u8]) -> Result<Incoming, Rejected> {
-    let trimmed = line.trim_ascii();
+    // JSON's own white space only: `trim_ascii` would also drop a form feed,
+    // and accept a line that is not JSON.
+    let is_json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let start = line
+        .iter()
+        .position(|b| !is_json_space(b))
+        .unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !is_json_space(b))
+        .map_or(start, |i| i + 1);
+    let trimmed = &line[start..end];
     if trimmed.is_empty() {
         return Err(Rejected::new(
             None,
