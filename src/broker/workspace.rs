@@ -225,10 +225,16 @@ fn remember<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, valu
 impl Resolver {
     /// [`resolve`], answered from memory when the file system agrees.
     pub fn root(&self, workspace: &Workspace) -> Result<Root, ToolError> {
-        let raw = workspace.root.as_str();
+        self.root_entry(workspace).map(|(root, _)| root)
+    }
+
+    /// The canonical root, with what is remembered of it (none when its
+    /// device, inode or marker could not be read).
+    fn root_entry(&self, workspace: &Workspace) -> Result<(Root, Option<KnownRoot>), ToolError> {
+        let raw = Path::new(&workspace.root);
         if let Some(known) = recall(&self.roots, &workspace.root) {
-            if still_same(Path::new(raw), known.root.path(), known.id) && known.marker.is_file() {
-                return Ok(known.root);
+            if still_same(raw, known.root.path(), known.id) && known.marker.is_file() {
+                return Ok((known.root.clone(), Some(known)));
             }
         }
         let root = resolve(workspace)?;
@@ -236,15 +242,17 @@ impl Resolver {
             .iter()
             .map(|m| root.path().join(m))
             .find(|m| m.is_file());
-        if let (Some(id), Some(marker)) = (file_id(root.path()), marker) {
-            let known = KnownRoot {
+        let known = file_id(root.path())
+            .zip(marker)
+            .map(|(id, marker)| KnownRoot {
                 root: root.clone(),
                 id,
                 marker,
-            };
-            remember(&self.roots, raw.to_owned(), known);
+            });
+        if let Some(known) = &known {
+            remember(&self.roots, workspace.root.clone(), known.clone());
         }
-        Ok(root)
+        Ok((root, known))
     }
 
     /// [`resolve`] and [`resolve_path`], answered from memory when the file
@@ -266,12 +274,11 @@ impl Resolver {
                 }
             }
         }
-        let root = self.root(workspace)?;
+        let (root, known_root) = self.root_entry(workspace)?;
         let doc = resolve_path(&root, path)?;
-        let known_root = recall(&self.roots, &workspace.root).filter(|k| k.root == root);
-        if let (Some(id), Some(root), true) = (file_id(&doc.file), known_root, relative) {
+        if let (Some(id), Some(known_root), true) = (file_id(&doc.file), known_root, relative) {
             let known = KnownDocument {
-                root,
+                root: known_root,
                 doc: doc.clone(),
                 id,
             };
