@@ -870,9 +870,9 @@ fn worker_pid(mcp: &mut Mcp, root: &str, path: &str) -> Option<u32> {
         .map(|p| p as u32)
 }
 
-/// An unchanged file whose report Lean finished is answered from that report,
-/// identically and with the same progress shape. An edit on disk, or a worker
-/// that dies while idle, unsettles it: the next sync waits for Lean again.
+/// An unchanged file answers the same final report, with the same progress
+/// shape, and `beam_stats` shows it settled with its worker. An edit on disk,
+/// or a worker that dies while idle, unsettles it.
 #[test]
 fn an_unchanged_settled_file_is_answered_from_its_final_report() {
     let tw = TempWorkspace::copy("basic");

@@ -198,9 +198,8 @@ pub struct DocState {
     /// answered `waitForDiagnostics` for `version` after the last thing it was
     /// sent, and the document is open in a live worker.
     pub settled: Option<u64>,
-    /// The file worker process Lean runs for this document, once seen. Lean
-    /// reports a crash as fatal progress, but only after it noticed: the
-    /// process itself tells at once.
+    /// The file worker process Lean runs for this document, once seen
+    /// (`beam_stats.workerPid`).
     pub worker: Option<Seen>,
 }
 

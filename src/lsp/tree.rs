@@ -91,16 +91,21 @@ fn stat_of(pid: u32) -> Option<(char, u64)> {
 }
 
 /// The live process of tree `token` that has `arg` among its command-line
-/// arguments: a document's file worker is `lean --worker ... <uri>`.
+/// arguments: a document's file worker is `lean --worker ... <uri>`. When
+/// there are several (the worker of a closed or crashed opening still
+/// exiting beside its successor), the one started last.
 pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
-    processes_with_token(token).into_iter().find_map(|pid| {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        cmdline
-            .split(|&b| b == 0)
-            .any(|a| a == arg.as_bytes())
-            .then(|| stat_of(pid).map(|(_, start)| Seen { pid, start }))
-            .flatten()
-    })
+    processes_with_token(token)
+        .into_iter()
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            if !cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+                return None;
+            }
+            let (state, start) = stat_of(pid)?;
+            (!matches!(state, 'Z' | 'X' | 'x')).then_some(Seen { pid, start })
+        })
+        .max_by_key(|seen| seen.start)
 }
 
 #[cfg(all(test, target_os = "linux"))]
