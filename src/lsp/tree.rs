@@ -71,23 +71,65 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// The process still runs: it has not exited, is not a zombie waiting for
-    /// its parent, and its pid was not reused.
+    /// The process still runs and will go on running: it has not exited, is
+    /// not a zombie waiting for its parent, is not on its way out (a SIGKILL
+    /// pending, or already exiting), and its pid was not reused. A process
+    /// somebody has killed counts as gone from the moment `kill` returned,
+    /// before its pipes close and before its parent notices: whoever saw the
+    /// kill must not then be told it runs.
     pub fn is_running(&self) -> bool {
-        stat_of(self.pid)
-            .is_some_and(|(state, start)| start == self.start && !matches!(state, 'Z' | 'X' | 'x'))
+        stat_of(self.pid).is_some_and(|stat| stat.start == self.start && stat.runs())
     }
 }
 
-/// State and start time from `/proc/<pid>/stat`. The command name (field 2)
-/// may hold spaces and parentheses, so fields are counted after its last `)`.
-fn stat_of(pid: u32) -> Option<(char, u64)> {
+/// What `/proc/<pid>/stat` and `/proc/<pid>/status` tell of a process's life.
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    state: char,
+    /// The kernel's `PF_*` flags.
+    flags: u64,
+    /// Signals pending for the process as a whole and for its main thread.
+    pending: u64,
+    /// Start time, in clock ticks since boot.
+    start: u64,
+}
+
+/// `PF_EXITING`: set as the process starts to exit, before it closes its files.
+const PF_EXITING: u64 = 0x4;
+/// SIGKILL's bit in a signal set. `kill` puts it into the process's shared
+/// pending set, where it stays until the process is reaped: the one mark of
+/// a kill that no step of dying takes away again (the main thread's own
+/// pending bit is cleared a moment before `PF_EXITING` is set).
+const SIGKILL_PENDING: u64 = 1 << (9 - 1);
+
+impl Stat {
+    fn runs(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X' | 'x')
+            && self.flags & PF_EXITING == 0
+            && self.pending & SIGKILL_PENDING == 0
+    }
+}
+
+/// Read both files of `pid`. The command name (field 2 of `stat`) may hold
+/// spaces and parentheses, so fields are counted after its last `)`.
+fn stat_of(pid: u32) -> Option<Stat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
-    let state = fields.next()?.chars().next()?;
-    // Field 3 is the state; field 22 the start time.
-    let start = fields.nth(18)?.parse().ok()?;
-    Some((state, start))
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    // Fields 3 (state), 9 (flags), 22 (start time), 31 (the main thread's
+    // pending signals).
+    let field = |n: usize| fields.get(n - 3).copied();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let shared = status
+        .lines()
+        .find_map(|line| line.strip_prefix("ShdPnd:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())?;
+    let own: u64 = field(31)?.parse().ok()?;
+    Some(Stat {
+        state: field(3)?.chars().next()?,
+        flags: field(9)?.parse().ok()?,
+        start: field(22)?.parse().ok()?,
+        pending: shared | own,
+    })
 }
 
 /// The live process of tree `token` that has `arg` among its command-line
@@ -102,8 +144,11 @@ pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
             if !cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
                 return None;
             }
-            let (state, start) = stat_of(pid)?;
-            (!matches!(state, 'Z' | 'X' | 'x')).then_some(Seen { pid, start })
+            let stat = stat_of(pid)?;
+            stat.runs().then_some(Seen {
+                pid,
+                start: stat.start,
+            })
         })
         .max_by_key(|seen| seen.start)
 }
@@ -125,6 +170,12 @@ mod tests {
             .env(TREE_ENV, format!("{token}0"))
             .spawn()
             .unwrap();
+        // Right after spawning, /proc can still show the environment of
+        // before the exec.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while processes_with_token(&token).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert_eq!(processes_with_token(&token), vec![marked.id()]);
         marked.kill().unwrap();
         other.kill().unwrap();
@@ -134,7 +185,7 @@ mod tests {
     }
 
     #[test]
-    fn a_seen_process_runs_until_it_exits_even_as_a_zombie() {
+    fn a_seen_process_stops_running_the_moment_it_is_killed() {
         let token = new_token();
         // The duration doubles as an argument no other process has.
         let marker = format!("29.{}", std::process::id());
@@ -163,12 +214,10 @@ mod tests {
             "another start time is another process"
         );
         child.kill().unwrap();
-        // Not reaped yet: a zombie does not run.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while seen.is_running() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert!(!seen.is_running());
+        // At once: killed but maybe not yet dead, and not reaped (so not
+        // gone from /proc either).
+        assert!(!seen.is_running(), "killed is not running");
+        assert_eq!(find_with_arg(&token, &marker), None);
         child.wait().unwrap();
         assert!(!seen.is_running());
     }
