@@ -524,6 +524,7 @@ impl Shared {
     /// Write one frame now (see [`Sink::send`]). A broken pipe kills the server:
     /// the waiter then reports its exit.
     fn write(&self, frame: Frame, bounded: bool) -> Result<(), LspError> {
+        trace_frame(self.pid, "->", &frame.bytes[frame.start..]);
         match self.outgoing.send(frame, bounded) {
             Ok(()) => Ok(()),
             Err(SendError::Full) => Err(LspError::Io(format!(
@@ -618,6 +619,7 @@ impl Shared {
     }
 
     fn dispatch(&self, body: &[u8]) -> Result<(), String> {
+        trace_frame(self.pid, "<-", body);
         if let Some(event) = typed_notification_fast(body) {
             self.notifications.fetch_add(1, Ordering::Relaxed);
             let _ = self.events.send(event);
@@ -693,6 +695,29 @@ impl Shared {
         Ok(())
     }
 }
+
+/// At debug level, the start of every frame to and from the server, for
+/// reconstructing what Lean was told and when (frames can be megabytes).
+fn trace_frame(pid: u32, direction: &str, bytes: &[u8]) {
+    if crate::logging::enabled(crate::logging::Level::Debug) {
+        let body = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(bytes, |at| &bytes[at + 4..]);
+        let shown = String::from_utf8_lossy(&body[..body.len().min(TRACE_BYTES)]);
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        log_debug!(
+            "lsp {pid} {direction} {}.{:06} {shown}",
+            since_epoch.as_secs(),
+            since_epoch.subsec_micros()
+        );
+    }
+}
+
+/// How much of each frame the debug trace shows.
+const TRACE_BYTES: usize = 320;
 
 fn serialize(msg: &Outgoing<'_>) -> Result<Frame, LspError> {
     Frame::encode(msg)
