@@ -786,19 +786,26 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
         doc(&root, "Fix/Sleepy.lean"),
         &CallOpts::token("w"),
     );
-    mcp.wait_notification("Sleepy.lean elaborating", |m| {
-        m["method"] == "notifications/progress" && m["params"]["_meta"]["beam"]["done"] == false
+    // Killed once it elaborates the sleep (line 5), so that Lean surely holds
+    // the sync's wait: Lean reports progress (line 0) before it even starts
+    // the worker, and a worker killed before Lean has passed the wait on is a
+    // worker that stopped *before* the call, which the call retries once, on
+    // a new worker, sleeping as long again.
+    mcp.wait_notification("Sleepy.lean elaborating its sleep", |m| {
+        m["method"] == "notifications/progress"
+            && m["params"]["_meta"]["beam"]["done"] == false
+            && m["params"]["_meta"]["beam"]["line"].as_u64() >= Some(5)
     });
-    // The first progress can come from the server before the worker exists.
     let sleepy_file = format!("{root}/Fix/Sleepy.lean");
-    assert!(
-        eventually(GUARD, || worker_of(server, &sleepy_file).is_some()),
-        "no worker for Sleepy.lean"
-    );
-    let worker = worker_of(server, &sleepy_file).unwrap();
+    let worker = worker_of(server, &sleepy_file).expect("a worker for Sleepy.lean");
     kill9(worker as u64);
     let error = mcp.err(&id, "lean_sync", &Value::Null);
-    assert_eq!(error["code"], "workerCrashed", "{error}");
+    assert_eq!(
+        error["code"],
+        "workerCrashed",
+        "{error}\nstderr:\n{}",
+        mcp.stderr()
+    );
     assert!(
         error["message"].as_str().unwrap().contains("lean_sync"),
         "says what to do next: {error}"
@@ -870,9 +877,10 @@ fn worker_pid(mcp: &mut Mcp, root: &str, path: &str) -> Option<u32> {
         .map(|p| p as u32)
 }
 
-/// An unchanged file answers the same final report, with the same progress
-/// shape, and `beam_stats` shows it settled with its worker. An edit on disk,
-/// or a worker that dies while idle, unsettles it.
+/// An unchanged file whose report Lean finished is answered from that report,
+/// identically, with the same progress shape and without asking Lean. An edit
+/// on disk, or a worker that dies while idle, unsettles it: the next sync waits
+/// for Lean again.
 #[test]
 fn an_unchanged_settled_file_is_answered_from_its_final_report() {
     let tw = TempWorkspace::copy("basic");
@@ -890,8 +898,12 @@ fn an_unchanged_settled_file_is_answered_from_its_final_report() {
         Some(worker),
         "the document knows its worker process"
     );
+    let lsp_requests = |mcp: &mut Mcp| mcp.workspace_stats(&root).unwrap()["lspRequests"].clone();
+    let asked = lsp_requests(&mut mcp);
+    assert!(asked.as_u64().is_some_and(|n| n >= 1), "{asked}");
     let again = mcp.call("lean_sync", doc(&root, errors));
     assert_eq!(again, first, "an unchanged sync answers the same report");
+    assert_eq!(lsp_requests(&mut mcp), asked, "without asking Lean");
 
     // With a token: the preparation and one done=true, before the response.
     let token = json!("settled");
@@ -1214,6 +1226,38 @@ fn progress_precedes_the_response_strictly_increasing_with_at_most_one_done() {
     let id = legacy.start_call("beam_stats", json!({}), &CallOpts::token("quiet"));
     legacy.ok(&id, "beam_stats", &Value::Null);
     assert!(legacy.progress_of(&json!("quiet")).is_empty());
+}
+
+#[test]
+fn progress_shows_the_command_lean_is_on_even_when_lean_goes_quiet() {
+    let tw = TempWorkspace::copy("basic");
+    let root = tw.root_str();
+    // Lean reports twenty quick commands in a burst of updates (a few
+    // milliseconds), then nothing for the whole sleep that follows them
+    // (line 26): the last update of the burst, the one that reached the
+    // sleep, is held back by the throttle, and must still go out.
+    let checks = "#check one\n".repeat(20);
+    tw.write(
+        "Fix/Quiet.lean",
+        &format!("prelude\nimport Fix.Basic\n\nnamespace Fix\n\n{checks}\ntheorem quiet : Eq one one := by\n  sleep 3000\n  exact Eq.refl one\n\nend Fix\n"),
+    );
+    let mut mcp = spawn(Era::Modern);
+    let id = mcp.start_call(
+        "lean_sync",
+        doc(&root, "Fix/Quiet.lean"),
+        &CallOpts::token("quiet"),
+    );
+    let at_sleep = mcp.wait_notification("progress at the sleep", |m| {
+        m["method"] == "notifications/progress"
+            && m["params"]["_meta"]["beam"]["line"].as_u64() >= Some(26)
+    });
+    assert_eq!(
+        at_sleep["params"]["_meta"]["beam"]["done"], false,
+        "{at_sleep}"
+    );
+    let result = mcp.ok(&id, "lean_sync", &Value::Null);
+    assert_eq!(count(&result, "error"), 0, "{result}");
+    check_progress(&mcp, &id, &json!("quiet"));
 }
 
 const LEVELS_FILE: &str = "prelude\nimport Fix.Basic\n\nnamespace Fix\n\n#check one\n\ndef ignoresSecond' (n unused : N) : N := n\n\ndef broken' : N := missingThing\n\nend Fix\n";

@@ -199,7 +199,8 @@ pub struct DocState {
     /// sent, and the document is open in a live worker.
     pub settled: Option<u64>,
     /// The file worker process Lean runs for this document, once seen
-    /// (`beam_stats.workerPid`).
+    /// (`beam_stats.workerPid`). Lean reports a crash as fatal progress, but
+    /// only after it noticed: the process itself tells at once.
     pub worker: Option<Seen>,
 }
 

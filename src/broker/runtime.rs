@@ -322,6 +322,7 @@ impl Runtime {
             "uptimeMs": self.created.elapsed().as_millis() as u64,
             "documents": docs,
             "requests": self.requests.load(Ordering::Relaxed),
+            "lspRequests": session.as_ref().map(|s| s.client.stats().requests),
             "starts": starts,
             "restarts": starts.saturating_sub(1),
             "failedStarts": self.failed_starts.load(Ordering::Relaxed),

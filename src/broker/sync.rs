@@ -306,10 +306,10 @@ impl<'a> Forwarder<'a> {
         {
             return;
         }
-        self.seen_updates = snap.progress.updates;
         let p = &snap.progress;
         let lines = self.doc.state().index.line_count();
         if p.done {
+            self.seen_updates = p.updates;
             self.done_sent = true;
             let message = format!("{}: elaborated ({lines} lines)", self.doc.path.shown);
             self.ctx
@@ -322,6 +322,7 @@ impl<'a> Forwarder<'a> {
             .last_progress
             .is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL)
         {
+            self.seen_updates = p.updates;
             self.last_progress = Some(Instant::now());
             let message = format!(
                 "{}: elaborating, line {} of {lines}",
@@ -335,6 +336,20 @@ impl<'a> Forwarder<'a> {
                 )
                 .await;
         }
+    }
+}
+
+impl Forwarder<'_> {
+    /// When the newest file progress, held back by the throttle, is due: it
+    /// goes out then even if Lean reports nothing more (a long command
+    /// elaborates for minutes without a word, and the client must see where).
+    fn progress_due(&self, snap: &Snapshot) -> Option<tokio::time::Instant> {
+        let held_back = self.ctx.has_progress_token()
+            && !self.done_sent
+            && snap.version == self.version
+            && snap.progress.updates != self.seen_updates;
+        let last = self.last_progress.filter(|_| held_back)?;
+        Some(tokio::time::Instant::from_std(last + PROGRESS_INTERVAL))
     }
 }
 
@@ -363,8 +378,10 @@ pub async fn barrier(
     };
     let mut stopped = stopped_since(&snap, None);
     forwarder.observe(&snap).await;
+    let mut snap = snap;
     loop {
         let give_up = stopped.map(|since| since + STOPPED_WORKER_GRACE);
+        let progress_due = forwarder.progress_due(&snap);
         tokio::select! {
             answer = &mut wait => {
                 return match answer {
@@ -382,8 +399,11 @@ pub async fn barrier(
                 if changed.is_err() {
                     continue;
                 }
-                let snap = live.borrow_and_update().clone();
+                snap = live.borrow_and_update().clone();
                 stopped = stopped_since(&snap, stopped);
+                forwarder.observe(&snap).await;
+            }
+            () = tokio::time::sleep_until(progress_due.unwrap_or_else(tokio::time::Instant::now)), if progress_due.is_some() => {
                 forwarder.observe(&snap).await;
             }
             () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
@@ -443,11 +463,22 @@ pub async fn sync_locked(
         let applied = apply(&session, doc, Arc::clone(&text), mode)?;
         let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
         let state = doc.state();
-        // Every sync asks Lean, also for an unchanged file whose report is
-        // final: answering those from the report (with the worker process
-        // checked alive) let a sync succeed while Lean already held the file
-        // as crashed, in about 1 of 6 runs of broker_lean's dead-worker test.
-        match barrier(rt, &session, doc, applied.version, &mut forwarder).await {
+        // An unchanged file whose final report Lean already gave needs no
+        // round trip while its worker runs: another wait could only return the
+        // same report. Lean holds a file as crashed only once its worker is
+        // gone (its pipe closed, or unwritable), and a worker counts as gone
+        // from the moment it was killed (`Seen::is_running`), so a sync never
+        // answers "fine" after anybody could have seen the worker die.
+        let settled = !applied.sent
+            && state.is_settled()
+            && state.version == applied.version
+            && state.worker.is_some_and(|w| w.is_running());
+        let waited = if settled {
+            Ok(())
+        } else {
+            barrier(rt, &session, doc, applied.version, &mut forwarder).await
+        };
+        match waited {
             Ok(()) => {}
             // The worker stopped while this sync waited (or just before, faster
             // than its report): the document is marked for reopening, so try
@@ -462,20 +493,21 @@ pub async fn sync_locked(
             }
             Err(error) => return Err(error),
         }
-        rt.settle(&session).await;
-        // The worker answered for this version, so it runs now; it is looked
-        // up once per worker (a scan of the server's processes), for
-        // `beam_stats`.
-        let worker = state
-            .worker
-            .filter(|w| w.is_running())
-            .or_else(|| session.client.find_in_tree(&doc.uri));
-        doc.update_state(|s| {
-            if s.sent == state.sent && s.version == applied.version {
-                s.settled = Some(s.sent);
-                s.worker = worker;
-            }
-        });
+        if !settled {
+            rt.settle(&session).await;
+            // The worker answered for this version, so it runs now; it is
+            // looked up once per worker (a scan of the server's processes).
+            let worker = state
+                .worker
+                .filter(|w| w.is_running())
+                .or_else(|| session.client.find_in_tree(&doc.uri));
+            doc.update_state(|s| {
+                if s.sent == state.sent && s.version == applied.version {
+                    s.settled = Some(s.sent);
+                    s.worker = worker;
+                }
+            });
+        }
         let snapshot = doc.snapshot();
         forwarder.observe(&snapshot).await;
         let stale_imports = snapshot
