@@ -1131,12 +1131,17 @@ fn eof_with_open_documents_and_a_call_in_flight_leaves_no_lean_process() {
     mcp.wait_notification("Sleepy.lean elaborating", |m| {
         m["method"] == "notifications/progress" && m["params"]["_meta"]["beam"]["done"] == false
     });
-    let running = lean_processes_of(tw.root());
+    // A process caught while it execs (or exits) shows no environment for a
+    // moment, so the picture is taken again until it is steady.
+    let visible = || {
+        let running = lean_processes_of(tw.root());
+        running.len() >= 2 && running.iter().all(|p| p.environ.contains(&root))
+    };
     assert!(
-        running.len() >= 2,
-        "the server and its workers are visible: {running:?}"
+        eventually(GUARD, visible),
+        "the server and its workers are visible: {:?}",
+        lean_processes_of(tw.root())
     );
-    assert!(running.iter().all(|p| p.environ.contains(&root)));
 
     mcp.close_stdin();
     let status = mcp.wait_exit(GUARD);
