@@ -39,6 +39,26 @@ pub struct DiagnosticSet {
     items: OnceLock<Vec<Value>>,
 }
 
+/// The diagnostics of a published list: objects only, silent ones
+/// (editor-only "Goals accomplished!") dropped, in position order.
+fn kept_in_position_order(list: Vec<Value>) -> Vec<Value> {
+    let mut kept: Vec<Value> = list
+        .into_iter()
+        .filter(|d| d.is_object() && !diagnostics::is_silent(d))
+        .collect();
+    // Lean's order varies between runs (elaboration, kernel and linters run
+    // in parallel); position order makes results reproducible.
+    kept.sort_by_key(|d| {
+        let at = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        (
+            at("/range/start/line"),
+            at("/range/start/character"),
+            diagnostics::severity(d),
+        )
+    });
+    kept
+}
+
 /// Sets larger than this cannot be one line of Lake's output.
 const LAKE_LINE_MAX: usize = 64 * 1024;
 
@@ -61,23 +81,34 @@ impl DiagnosticSet {
                 log_warn!("Lean published diagnostics that are not a list ({e}); read as none");
                 Vec::new()
             });
-            let mut kept: Vec<Value> = list
-                .into_iter()
-                .filter(|d| d.is_object() && !diagnostics::is_silent(d))
-                .collect();
-            // Lean's order varies between runs (elaboration, kernel and
-            // linters run in parallel); position order makes results
-            // reproducible.
-            kept.sort_by_key(|d| {
-                let at = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-                (
-                    at("/range/start/line"),
-                    at("/range/start/character"),
-                    diagnostics::severity(d),
-                )
-            });
-            kept
+            kept_in_position_order(list)
         })
+    }
+
+    /// The diagnostics this set adds to `earlier`, when Lean only appended
+    /// to it: its text is the earlier text with more elements after them.
+    /// Read without reading the rest (Lean republishes every diagnostic so
+    /// far after each command, so reading each set whole is quadratic).
+    /// `None` when this set is not such an extension.
+    pub fn appended_since(&self, earlier: &DiagnosticSet) -> Option<Vec<Value>> {
+        let now = self.published.as_ref()?.get();
+        let before = earlier.published.as_ref()?.get();
+        let before_open = before.strip_suffix(']')?;
+        let added = if before_open == "[" {
+            now
+        } else {
+            let rest = now.strip_prefix(before_open)?;
+            if rest == "]" {
+                return Some(Vec::new());
+            }
+            rest.strip_prefix(',')?
+        };
+        let list: Vec<Value> = if added.starts_with('[') {
+            serde_json::from_str(added).ok()?
+        } else {
+            serde_json::from_str(&format!("[{added}")).ok()?
+        };
+        Some(kept_in_position_order(list))
     }
 
     /// Whether some diagnostic of the set may be an error: read without
@@ -427,6 +458,42 @@ mod tests {
             "only objects are diagnostics"
         );
         assert!(DiagnosticSet::default().items().is_empty());
+    }
+
+    #[test]
+    fn a_set_that_appends_to_an_earlier_one_is_read_from_where_that_ended() {
+        let d = |line: u32, message: &str| {
+            format!(
+                r#"{{"severity":2,"message":"{message}","range":{{"start":{{"line":{line},"character":0}},"end":{{"line":{line},"character":1}}}}}}"#
+            )
+        };
+        let silent = r#"{"severity":3,"isSilent":true,"message":"Goals accomplished!"}"#;
+        let one = set(&format!("[{}]", d(1, "a")));
+        let three = set(&format!(
+            "[{},{},{silent},{}]",
+            d(1, "a"),
+            d(9, "c"),
+            d(4, "b")
+        ));
+        let added = three.appended_since(&one).expect("an extension");
+        let messages: Vec<&str> = added.iter().map(diagnostics::message).collect();
+        assert_eq!(
+            messages,
+            ["b", "c"],
+            "new ones only, no silent, in position order"
+        );
+        assert!(three.items.get().is_none(), "the whole set was not read");
+        assert_eq!(one.appended_since(&one).map(|a| a.len()), Some(0));
+        let from_empty = one.appended_since(&set("[]")).expect("all of it is new");
+        assert_eq!(from_empty.len(), 1);
+        // Not extensions: an element put in between, a last element that
+        // goes on past where the earlier one ended, a shorter set, no
+        // earlier text.
+        let between = set(&format!("[{},{},{}]", d(0, "z"), d(1, "a"), d(9, "c")));
+        assert!(between.appended_since(&one).is_none());
+        assert!(set("[12]").appended_since(&set("[1]")).is_none());
+        assert!(one.appended_since(&three).is_none());
+        assert!(one.appended_since(&DiagnosticSet::default()).is_none());
     }
 
     #[test]

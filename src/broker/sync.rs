@@ -1,6 +1,7 @@
 //! Bringing Lean's copy of a document up to date with the file on disk, and the
 //! elaboration barrier that makes diagnostics exact for one version.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -180,6 +181,9 @@ pub struct Forwarder<'a> {
     /// The diagnostic set last looked at: progress updates far outnumber
     /// new sets, and each set is only looked at once.
     seen_diagnostics: Option<Arc<DiagnosticSet>>,
+    /// The diagnostic set last read for logs: a later set that only appends
+    /// to it is read from there on.
+    read_diagnostics: Option<Arc<DiagnosticSet>>,
     last_progress: Option<Instant>,
     seen_updates: u64,
     done_sent: bool,
@@ -202,6 +206,7 @@ impl<'a> Forwarder<'a> {
             scope,
             sent: HashSet::new(),
             seen_diagnostics: None,
+            read_diagnostics: None,
             last_progress: None,
             seen_updates: 0,
             done_sent: false,
@@ -269,18 +274,24 @@ impl<'a> Forwarder<'a> {
         }
         // Reading a set costs; most sets have nothing to log (no level
         // admitted, or errors only and none among them).
-        let worth_reading = match self.scope {
-            None => false,
-            Some(_) if !self.ctx.admits(LogLevel::Error) => false,
-            Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
-            Some(DiagnosticScope::All) => true,
-        };
-        let to_read = if new_set && worth_reading {
-            snap.diagnostics.items()
+        let worth_reading = new_set
+            && match self.scope {
+                None => false,
+                Some(_) if !self.ctx.admits(LogLevel::Error) => false,
+                Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
+                Some(DiagnosticScope::All) => true,
+            };
+        let to_read: Cow<'_, [Value]> = if worth_reading {
+            let added = self
+                .read_diagnostics
+                .as_ref()
+                .and_then(|earlier| snap.diagnostics.appended_since(earlier));
+            self.read_diagnostics = Some(Arc::clone(&snap.diagnostics));
+            added.map_or_else(|| Cow::Borrowed(snap.diagnostics.items()), Cow::Owned)
         } else {
-            &[]
+            Cow::Borrowed(&[])
         };
-        for diagnostic in to_read {
+        for diagnostic in to_read.iter() {
             let Some(scope) = self.scope else { break };
             if !diagnostics::in_scope(diagnostic, scope) {
                 continue;
