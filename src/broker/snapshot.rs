@@ -177,12 +177,6 @@ impl Target<'_> {
             tokio::select! {
                 answer = &mut call => {
                     if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
-                        // Lean sent the crash's fatal report before this
-                        // answer, but reports reach the document on another
-                        // path: applied after a reopen of the same version,
-                        // it would mark the new worker's file for yet
-                        // another reopen.
-                        self.rt.settle(self.session).await;
                         self.doc.on_crash();
                     }
                     return answer;

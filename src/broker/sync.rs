@@ -400,9 +400,6 @@ pub async fn barrier(
                     Err(error) => {
                         let error = from_lsp(error, "textDocument/waitForDiagnostics");
                         if matches!(error.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited) {
-                            // The crash's fatal report came before this answer
-                            // but travels apart from it (see `Target::request_unchecked`).
-                            rt.settle(session).await;
                             doc.on_crash();
                         }
                         Err(error)
