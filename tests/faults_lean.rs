@@ -453,6 +453,12 @@ fn a_worker_crash_fails_its_call_and_the_file_reopens() {
         eprintln!("round {round}: {}", result["structuredContent"]["code"]);
         let synced = rig.call("lean_sync", wait.clone());
         assert_eq!(synced["diagnostics"]["counts"]["error"], 0, "{synced}");
+        // Recovered for good: the crash's fatal report, which Lean writes
+        // after the failed call's answer and which can reach the document
+        // after the reopen, does not leave the file marked for yet another
+        // reopen (and its new worker for an early exit).
+        let stats = rig.m.document_stats(&rig.ws.root_str(), "Fix/Wait.lean");
+        assert_eq!(stats["settled"], true, "round {round}: {stats}");
     }
     assert_eq!(
         rig.server_pid(),

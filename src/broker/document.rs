@@ -221,7 +221,13 @@ pub struct DocState {
     /// The Lean session generation in which the document is open, if any.
     pub open_in: Option<u64>,
     /// The worker crashed or imports changed: reopen before the next use.
+    /// Set through [`DocState::mark_for_reopen`] or by Lean's fatal report.
     pub needs_reopen: bool,
+    /// `needs_reopen` stands only for Lean's latest report of this version
+    /// being fatal. Lean writes a crash's answer before its fatal report, so
+    /// the report can reach the document after the next request already
+    /// reopened it; the new worker's reports of the version then end it.
+    pub stopped_by_report: bool,
     /// Counts what Lean was sent for this document (opens and edits): each one
     /// starts an elaboration whose report is not final yet.
     pub sent: u64,
@@ -240,6 +246,12 @@ impl DocState {
     /// sent since: another `waitForDiagnostics` could only answer the same.
     pub fn is_settled(&self) -> bool {
         self.settled == Some(self.sent) && self.open_in.is_some() && !self.needs_reopen
+    }
+
+    /// Reopen before the next use, whatever Lean reports meanwhile.
+    pub fn mark_for_reopen(&mut self) {
+        self.needs_reopen = true;
+        self.stopped_by_report = false;
     }
 
     /// Lean is about to be sent something for this document.
@@ -265,6 +277,7 @@ impl Doc {
                 index: Arc::new(LineIndex::new("")),
                 open_in: None,
                 needs_reopen: false,
+                stopped_by_report: false,
                 sent: 0,
                 settled: None,
                 worker: None,
@@ -387,10 +400,20 @@ impl Doc {
         let fatal = processing
             .iter()
             .any(|r| r.kind == FileProgressKind::FATAL_ERROR);
-        if fatal {
+        if fatal || state.stopped_by_report {
             self.update_state(|s| {
-                if s.version == state.version {
+                if s.version != state.version {
+                    return;
+                }
+                if fatal {
+                    // A reopen already asked for otherwise stays asked for.
+                    s.stopped_by_report = s.stopped_by_report || !s.needs_reopen;
                     s.needs_reopen = true;
+                } else if s.stopped_by_report {
+                    // A worker runs the file again: the fatal report was the
+                    // last word of the one before the latest (re)open.
+                    s.needs_reopen = false;
+                    s.stopped_by_report = false;
                 }
             });
         }
@@ -402,8 +425,8 @@ impl Doc {
             let p = &mut snap.progress;
             p.updates += 1;
             // Each report replaces the previous one. A crash report that
-            // overtook a reopen of the same version is followed by the new
-            // worker's reports, which end it.
+            // reaches the document after a reopen of the same version is
+            // followed by the new worker's reports, which end it.
             p.fatal = fatal;
             if processing.is_empty() {
                 p.done = true;
@@ -421,7 +444,7 @@ impl Doc {
 
     /// The worker of this document crashed: report it as fatal and reopen later.
     pub fn on_crash(&self) {
-        self.update_state(|s| s.needs_reopen = true);
+        self.update_state(DocState::mark_for_reopen);
         self.live.send_modify(|snap| snap.progress.fatal = true);
     }
 }
@@ -494,6 +517,45 @@ mod tests {
         assert!(set("[12]").appended_since(&set("[1]")).is_none());
         assert!(one.appended_since(&three).is_none());
         assert!(one.appended_since(&DiagnosticSet::default()).is_none());
+    }
+
+    #[test]
+    fn a_fatal_report_that_trails_a_reopen_is_ended_by_the_new_workers_reports() {
+        let doc = Doc::new(
+            DocPath {
+                file: "/w/F.lean".into(),
+                shown: "F.lean".into(),
+            },
+            "file:///w/F.lean".into(),
+            0,
+        );
+        doc.update_state(|s| {
+            s.version = 2;
+            s.open_in = Some(1);
+        });
+        doc.reset_report(2);
+        let report = |kind: u8| -> Vec<FileProgressProcessingInfo> {
+            serde_json::from_value(json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}, "kind": kind}])).unwrap()
+        };
+        // The crash's report arrives after the reopen: the file looks stopped...
+        doc.on_progress(Some(2), &report(2));
+        assert!(doc.state().needs_reopen);
+        assert!(doc.snapshot().progress.fatal);
+        // ...until the new worker reports the same version.
+        doc.on_progress(Some(2), &report(1));
+        assert!(!doc.state().needs_reopen);
+        assert!(!doc.snapshot().progress.fatal);
+        doc.on_progress(Some(2), &[]);
+        assert!(!doc.state().needs_reopen);
+        // A reopen asked for by anything else stays asked for.
+        doc.on_crash();
+        doc.on_progress(Some(2), &report(1));
+        assert!(doc.state().needs_reopen, "a crashed answer");
+        doc.update_state(|s| s.needs_reopen = false);
+        doc.update_state(DocState::mark_for_reopen);
+        doc.on_progress(Some(2), &report(2));
+        doc.on_progress(Some(2), &report(1));
+        assert!(doc.state().needs_reopen, "marked before the fatal report");
     }
 
     #[test]

@@ -356,7 +356,7 @@ impl Runtime {
             let state = doc.state();
             if state.open_in.is_some() && (doc.is_shadow() || graph.may_import(&state.text, module))
             {
-                doc.update_state(|s| s.needs_reopen = true);
+                doc.update_state(super::document::DocState::mark_for_reopen);
                 marked += 1;
             }
         }

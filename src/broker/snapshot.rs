@@ -125,6 +125,7 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
     doc.update_state(|s| {
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
+        s.stopped_by_report = false;
         s.unsettle();
         s.worker = None;
     });

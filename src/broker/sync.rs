@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
-use super::document::{DiagnosticSet, Doc, Snapshot};
+use super::document::{DiagnosticSet, Doc, DocState, Snapshot};
 use super::errors::from_lsp;
 use super::runtime::{Runtime, Session};
 use super::text::{LineIndex, minimal_change, position_json};
@@ -118,6 +118,7 @@ pub fn apply(
         s.index = Arc::clone(&index);
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
+        s.stopped_by_report = false;
         s.unsettle();
         if !edit_in_place {
             s.worker = None;
@@ -159,7 +160,7 @@ pub fn apply(
         })
     };
     if let Err(error) = sent {
-        doc.update_state(|s| s.needs_reopen = true);
+        doc.update_state(DocState::mark_for_reopen);
         return Err(from_lsp(error, "textDocument/didChange"));
     }
     Ok(Applied {
