@@ -447,6 +447,16 @@ impl Doc {
         self.update_state(DocState::mark_for_reopen);
         self.live.send_modify(|snap| snap.progress.fatal = true);
     }
+
+    /// A request sent when Lean had been sent `sent` things for this document
+    /// failed because the worker crashed. If the document was reopened or
+    /// edited since, that worker is not the one Lean runs now (an edit makes
+    /// Lean restart a crashed worker), and the answer is news of the past.
+    pub fn on_crash_of(&self, sent: u64) {
+        if self.state().sent == sent {
+            self.on_crash();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -547,8 +557,17 @@ mod tests {
         assert!(!doc.snapshot().progress.fatal);
         doc.on_progress(Some(2), &[]);
         assert!(!doc.state().needs_reopen);
+        // The crash answer of a request sent before the latest (re)open or
+        // edit is news of a worker Lean no longer runs.
+        let sent = doc.state().sent;
+        doc.update_state(DocState::unsettle);
+        doc.on_crash_of(sent);
+        assert!(
+            !doc.state().needs_reopen,
+            "an answer from before the reopen"
+        );
         // A reopen asked for by anything else stays asked for.
-        doc.on_crash();
+        doc.on_crash_of(sent + 1);
         doc.on_progress(Some(2), &report(1));
         assert!(doc.state().needs_reopen, "a crashed answer");
         doc.update_state(|s| s.needs_reopen = false);

@@ -171,6 +171,7 @@ impl Target<'_> {
         let mut live = self.doc.subscribe();
         let fatal = |snap: &Snapshot| snap.version == self.version && snap.progress.fatal;
         let mut stopped = fatal(&live.borrow_and_update()).then(tokio::time::Instant::now);
+        let sent = self.doc.state().sent;
         let call = self.rt.request(self.session, method, params);
         tokio::pin!(call);
         loop {
@@ -178,7 +179,7 @@ impl Target<'_> {
             tokio::select! {
                 answer = &mut call => {
                     if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
-                        self.doc.on_crash();
+                        self.doc.on_crash_of(sent);
                     }
                     return answer;
                 }

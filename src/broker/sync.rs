@@ -375,6 +375,7 @@ pub async fn barrier(
     forwarder: &mut Forwarder<'_>,
 ) -> Result<(), ToolError> {
     let mut live = doc.subscribe();
+    let sent = doc.state().sent;
     let wait = session.client.request(
         "textDocument/waitForDiagnostics",
         json!({ "uri": doc.uri, "version": version }),
@@ -401,7 +402,7 @@ pub async fn barrier(
                     Err(error) => {
                         let error = from_lsp(error, "textDocument/waitForDiagnostics");
                         if matches!(error.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited) {
-                            doc.on_crash();
+                            doc.on_crash_of(sent);
                         }
                         Err(error)
                     }
