@@ -1116,6 +1116,33 @@ fn versions_keep_growing_across_a_drop_so_old_versions_stay_stale() {
 }
 
 #[test]
+fn a_request_right_after_the_lean_server_was_killed_runs_on_a_new_one() {
+    let tw = TempWorkspace::copy("basic");
+    let root = tw.root_str();
+    let mut mcp = spawn(Era::Modern);
+    mcp.call("lean_sync", doc(&root, "Fix/Goals.lean"));
+    let server = mcp.workspace_stats(&root).unwrap()["pid"].as_u64().unwrap();
+    kill9(server);
+    // At once, while the killed server is still being torn down and before
+    // the broker could learn of it from its pipes: the call came after the
+    // death, so it is not a call the death interrupted.
+    let hover = mcp.call(
+        "lean_hover",
+        json!({"workspace": ws(&root), "path": "Fix/Goals.lean", "version": 1, "line": 11, "character": 34}),
+    );
+    assert!(
+        hover["contents"]["value"]
+            .as_str()
+            .unwrap()
+            .contains("N.add"),
+        "{hover}"
+    );
+    let stats = mcp.workspace_stats(&root).unwrap();
+    assert_eq!(stats["restarts"], 1, "{stats}");
+    assert_ne!(stats["pid"].as_u64(), Some(server));
+}
+
+#[test]
 fn eof_with_open_documents_and_a_call_in_flight_leaves_no_lean_process() {
     let tw = TempWorkspace::copy("basic");
     let root = tw.root_str();

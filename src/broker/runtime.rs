@@ -204,7 +204,7 @@ impl Runtime {
     pub async fn session(&self) -> Result<Session, ToolError> {
         let mut slot = self.session.lock().await;
         if let Some(session) = slot.as_ref() {
-            if session.client.is_alive() {
+            if session.client.is_running() {
                 return Ok(session.clone());
             }
             log_warn!(

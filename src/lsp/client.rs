@@ -255,6 +255,14 @@ impl LspClient {
         !self.shared.killed.load(Ordering::Acquire) && lock(&self.shared.state).closed.is_none()
     }
 
+    /// [`LspClient::is_alive`], and the process is not dying either: killed
+    /// by somebody else, it looks alive here until it is reaped and its
+    /// output drained (up to half a second), and a request sent meanwhile
+    /// fails although it came after the death.
+    pub fn is_running(&self) -> bool {
+        self.is_alive() && tree::runs(self.shared.pid)
+    }
+
     /// `serverInfo` from the `initialize` result (`{"name":"Lean 4 Server","version":…}`),
     /// or `Value::Null` if the server sent none.
     pub fn server_info(&self) -> Value {

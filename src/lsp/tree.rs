@@ -82,6 +82,19 @@ impl Seen {
     }
 }
 
+/// Whether child `pid` of ours runs and will go on running: [`Seen::is_running`]
+/// from `/proc/<pid>/stat` alone (one read, for every call), blind only for
+/// the moment between the kill's signal being taken and the exit starting.
+/// A child's pid is not reused before we reap it. Where `/proc` is missing,
+/// assumed running: the caller learns of a death by other means, only later.
+pub fn runs(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        stat_file(pid).is_some_and(|stat| stat.runs())
+    } else {
+        true
+    }
+}
+
 /// What `/proc/<pid>/stat` and `/proc/<pid>/status` tell of a process's life.
 #[derive(Debug, Clone, Copy)]
 struct Stat {
@@ -110,25 +123,34 @@ impl Stat {
     }
 }
 
-/// Read both files of `pid`. The command name (field 2 of `stat`) may hold
-/// spaces and parentheses, so fields are counted after its last `)`.
+/// Read both files of `pid`.
 fn stat_of(pid: u32) -> Option<Stat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
-    // Fields 3 (state), 9 (flags), 22 (start time), 31 (the main thread's
-    // pending signals).
-    let field = |n: usize| fields.get(n - 3).copied();
+    let stat = stat_file(pid)?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let shared = status
         .lines()
         .find_map(|line| line.strip_prefix("ShdPnd:"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())?;
-    let own: u64 = field(31)?.parse().ok()?;
+    Some(Stat {
+        pending: stat.pending | shared,
+        ..stat
+    })
+}
+
+/// `/proc/<pid>/stat` alone, with only the main thread's pending signals.
+/// The command name (field 2) may hold spaces and parentheses, so fields are
+/// counted after its last `)`.
+fn stat_file(pid: u32) -> Option<Stat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    // Fields 3 (state), 9 (flags), 22 (start time), 31 (the main thread's
+    // pending signals).
+    let field = |n: usize| fields.get(n - 3).copied();
     Some(Stat {
         state: field(3)?.chars().next()?,
         flags: field(9)?.parse().ok()?,
         start: field(22)?.parse().ok()?,
-        pending: shared | own,
+        pending: field(31)?.parse().ok()?,
     })
 }
 
@@ -205,6 +227,7 @@ mod tests {
         assert_eq!(find_with_arg(&token, "30"), None);
         assert_eq!(seen.pid, child.id());
         assert!(seen.is_running());
+        assert!(runs(seen.pid));
         let reused = Seen {
             start: seen.start + 1,
             ..seen
@@ -217,6 +240,7 @@ mod tests {
         // At once: killed but maybe not yet dead, and not reaped (so not
         // gone from /proc either).
         assert!(!seen.is_running(), "killed is not running");
+        assert!(!runs(seen.pid));
         assert_eq!(find_with_arg(&token, &marker), None);
         child.wait().unwrap();
         assert!(!seen.is_running());
