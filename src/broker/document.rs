@@ -94,19 +94,14 @@ impl DiagnosticSet {
         let now = self.published.as_ref()?.get();
         let before = earlier.published.as_ref()?.get();
         let before_open = before.strip_suffix(']')?;
-        let added = if before_open == "[" {
-            now
+        let list: Vec<Value> = if before_open == "[" {
+            serde_json::from_str(now).ok()?
         } else {
             let rest = now.strip_prefix(before_open)?;
             if rest == "]" {
                 return Some(Vec::new());
             }
-            rest.strip_prefix(',')?
-        };
-        let list: Vec<Value> = if added.starts_with('[') {
-            serde_json::from_str(added).ok()?
-        } else {
-            serde_json::from_str(&format!("[{added}")).ok()?
+            serde_json::from_str(&format!("[{}", rest.strip_prefix(',')?)).ok()?
         };
         Some(kept_in_position_order(list))
     }
