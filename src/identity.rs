@@ -5,13 +5,15 @@ use serde_json::{Value, json};
 pub const NAME: &str = "lean-beam-mcp";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Server instructions sent with discovery and initialize.
-pub const INSTRUCTIONS: &str = "lean-beam-mcp gives you a Lean 4 prover. Every Lean tool takes \
-an explicit workspace descriptor {\"root\": \"/absolute/project/path\"}. Call lean_sync on a file \
-after you edit it to get its diagnostics and version; pass that version to goals, hover, \
-navigation, todo and lean_run_at. lean_run_at tries tactic or command text without touching the \
-file; keep what works by editing the file yourself, then sync again. The server never writes \
-.lean files.";
+/// Server instructions sent with discovery and initialize: what an agent must
+/// know before its first call, said once here rather than in every tool.
+pub const INSTRUCTIONS: &str = "lean-beam-mcp gives you a Lean 4 prover. Lines and characters \
+are 0-based everywhere, characters counted in UTF-16 code units. The usual loop: edit the file \
+with your own tool, lean_sync it (diagnostics and a version), try lean_goals, lean_todo and \
+lean_run_at at that version, keep what works by editing the file, then lean_sync again. Every \
+Lean tool takes a workspace {\"root\": \"/absolute/project/path\"}; pass the same one each \
+time. The server never writes .lean files. Without _meta.progressToken, a call still running \
+after 2 s sends one `beam.status` log at level notice.";
 
 /// Build identity recorded by build.rs.
 pub fn build() -> Value {

@@ -1,9 +1,12 @@
-//! The tools/list catalog: the checked-in golden file, the number of tools, and
-//! the schema rules every client relies on.
+//! What an agent reads before its first call: the tools/list catalog (the
+//! checked-in golden file, the number of tools, the schema rules every client
+//! relies on, what the descriptions must say, its size) and the server
+//! instructions.
 
 mod common;
 
 use common::samples::valid_instance;
+use common::{Server, modern, request};
 use lean_beam_mcp::surface::{self, CATALOG_JSON, INPUT_SCHEMAS, ParseError, TOOL_COUNT, Tool};
 use serde_json::{Value, json};
 
@@ -121,9 +124,9 @@ fn every_schema_is_closed_typed_and_provider_friendly() {
     for entry in catalog() {
         let name = entry["name"].as_str().unwrap();
         let schema = &entry["inputSchema"];
-        assert_eq!(
-            schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
-            "{name}"
+        assert!(
+            schema.get("$schema").is_none(),
+            "{name}: no `$schema` key (MCP's default dialect applies)"
         );
         assert_eq!(
             schema["type"], "object",
@@ -200,6 +203,102 @@ fn every_tool_rejects_an_undeclared_field() {
                     tool.name()
                 );
             }
+        }
+    }
+}
+
+/// The whole tools/list result, as the server writes it in each era, stays at
+/// or below 20 KB: about 5k tokens in every agent's context.
+#[test]
+fn tools_list_result_is_at_most_20_kb() {
+    const LIMIT: usize = 20_000;
+    let mut server = Server::spawn();
+    let modern_result = server.result(&modern(1, "tools/list", Value::Null));
+    let mut legacy = Server::spawn();
+    legacy.legacy_init();
+    let legacy_result = legacy.result(&request(2, "tools/list", Value::Null));
+    for (era, result) in [("2026-07-28", modern_result), ("2025-11-25", legacy_result)] {
+        assert_eq!(result["tools"].as_array().map(Vec::len), Some(TOOL_COUNT));
+        let bytes = serde_json::to_string(&result).unwrap().len();
+        let schemas: usize = result["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| serde_json::to_string(&t["inputSchema"]).unwrap().len())
+            .sum();
+        println!(
+            "tools/list result ({era}): {bytes} bytes ({schemas} of them input schemas), limit {LIMIT}"
+        );
+        assert!(
+            bytes <= LIMIT,
+            "the {era} tools/list result is {bytes} bytes, above {LIMIT}: shorten descriptions or argument docs in operations.toml"
+        );
+    }
+}
+
+/// Every tool that reports progress says so in its description (MCP puts
+/// `_meta.progressToken` outside the arguments, so the schema cannot).
+#[test]
+fn every_reporting_tool_advertises_the_progress_token() {
+    for (entry, tool) in catalog().iter().zip(Tool::ALL) {
+        let description = entry["description"].as_str().unwrap();
+        let quiet = tool.spec().progress == surface::ProgressClass::Quiet;
+        assert_eq!(
+            description.contains("_meta.progressToken"),
+            !quiet,
+            "{}: {description}",
+            tool.name()
+        );
+    }
+}
+
+/// The read-only hint is not an OS sandbox: every speculative tool's
+/// description states the IO boundary (seed: "The generated descriptions for
+/// speculative tools state that boundary directly").
+#[test]
+fn speculative_tools_state_the_io_boundary() {
+    const BOUNDARY: &str = "user Lean code and project metaprogramming may still perform IO";
+    let speculative = [
+        "lean_run_at",
+        "lean_run_at_handle",
+        "lean_run_with",
+        "lean_run_with_linear",
+    ];
+    for entry in catalog() {
+        let name = entry["name"].as_str().unwrap();
+        let description = entry["description"].as_str().unwrap();
+        assert_eq!(
+            description.contains(BOUNDARY),
+            speculative.contains(&name),
+            "{name}: {description}"
+        );
+    }
+}
+
+/// The server instructions, in both eras (initialize and server/discover), say
+/// that positions are 0-based in UTF-16 code units and what the usual loop is.
+#[test]
+fn instructions_state_positions_and_the_loop_in_both_eras() {
+    let mut modern_server = Server::spawn();
+    let discover = modern_server.result(&modern("d", "server/discover", Value::Null));
+    let mut legacy_server = Server::spawn();
+    let initialize = legacy_server.legacy_init();
+    for (era, result) in [("2026-07-28", discover), ("2025-11-25", initialize)] {
+        let text = result["instructions"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{era}: no instructions in {result}"));
+        for fact in [
+            "Lines and characters are 0-based",
+            "UTF-16 code units",
+            "The usual loop: edit the file",
+            "lean_sync",
+            "lean_goals",
+            "lean_run_at",
+        ] {
+            assert!(
+                text.contains(fact),
+                "{era}: instructions lack {fact:?}: {text}"
+            );
         }
     }
 }

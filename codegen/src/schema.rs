@@ -1,21 +1,16 @@
 //! JSON Schemas and the tools/list catalog, computed from the checked table.
 //!
 //! Schemas are inlined (no `$ref`), every object is closed, and no `type` ever
-//! stands beside `anyOf`: several model providers reject anything else.
+//! stands beside `anyOf`: several model providers reject anything else. No
+//! `$schema` key either: MCP's default dialect (2020-12) applies, and the
+//! catalog is in every agent's context, so each byte counts.
 
 use serde_json::{Map, Value, json};
 
 use crate::table::{Arg, ArgType, Table, Tool, resolve_type};
 
-pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
-
 pub fn input_schema(table: &Table, tool: &Tool) -> Value {
-    let mut schema = object_schema(table, &tool.args, None);
-    let map = schema.as_object_mut().expect("object schema");
-    let mut top = Map::new();
-    top.insert("$schema".into(), json!(DIALECT));
-    top.append(map);
-    Value::Object(top)
+    object_schema(table, &tool.args, None)
 }
 
 fn object_schema(table: &Table, args: &[Arg], doc: Option<&str>) -> Value {
@@ -42,7 +37,7 @@ fn object_schema(table: &Table, args: &[Arg], doc: Option<&str>) -> Value {
 
 fn arg_schema(table: &Table, arg: &Arg) -> Value {
     let ty = resolve_type(table, arg).expect("checked table");
-    let mut schema = type_schema(table, &ty, arg.doc.as_str());
+    let mut schema = type_schema(table, &ty, arg.doc.as_deref());
     let map = schema.as_object_mut().expect("object schema");
     if let Some(values) = &arg.enum_values {
         let target = match ty {
@@ -66,24 +61,24 @@ fn arg_schema(table: &Table, arg: &Arg) -> Value {
     schema
 }
 
-fn type_schema(table: &Table, ty: &ArgType, doc: &str) -> Value {
-    match ty {
-        ArgType::String => json!({"type": "string", "description": doc}),
-        ArgType::Integer => json!({"type": "integer", "description": doc}),
-        ArgType::Natural => json!({"type": "integer", "minimum": 0, "description": doc}),
-        ArgType::Boolean => json!({"type": "boolean", "description": doc}),
-        ArgType::Object => json!({"type": "object", "description": doc}),
-        ArgType::Shape(name) => object_schema(table, &table.shape[name].fields, Some(doc)),
+/// The schema of one type; `doc` (absent for array items and undocumented
+/// shape arguments) becomes its `description`.
+fn type_schema(table: &Table, ty: &ArgType, doc: Option<&str>) -> Value {
+    let mut schema = match ty {
+        ArgType::String => json!({"type": "string"}),
+        ArgType::Integer => json!({"type": "integer"}),
+        ArgType::Natural => json!({"type": "integer", "minimum": 0}),
+        ArgType::Boolean => json!({"type": "boolean"}),
+        ArgType::Object => json!({"type": "object"}),
+        ArgType::Shape(name) => return object_schema(table, &table.shape[name].fields, doc),
         ArgType::Array(items) => {
-            let mut item = type_schema(table, items, "");
-            if let Some(map) = item.as_object_mut() {
-                if map.get("description").and_then(Value::as_str) == Some("") {
-                    map.remove("description");
-                }
-            }
-            json!({"type": "array", "description": doc, "items": item})
+            json!({"type": "array", "items": type_schema(table, items, None)})
         }
+    };
+    if let Some(doc) = doc {
+        schema["description"] = json!(doc);
     }
+    schema
 }
 
 pub fn toml_to_json(value: &toml::Value) -> Value {
@@ -102,14 +97,20 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
     }
 }
 
-/// The public description: the table's text plus its progress class sentence.
+/// The public description: the table's text, the speculative note when the tool
+/// is speculative, and its progress class sentence.
 pub fn description(table: &Table, tool: &Tool) -> String {
-    let progress = &table.progress[&tool.progress].text;
-    if progress.is_empty() {
-        tool.description.clone()
-    } else {
-        format!("{}\n\n{}", tool.description, progress)
+    let mut text = tool.description.clone();
+    if tool.speculative {
+        text.push(' ');
+        text.push_str(&table.speculative_note);
     }
+    let progress = &table.progress[&tool.progress].text;
+    if !progress.is_empty() {
+        text.push(' ');
+        text.push_str(progress);
+    }
+    text
 }
 
 /// MCP annotations, emitting only the hints that differ from the protocol defaults

@@ -13,6 +13,9 @@ use serde::Deserialize;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Table {
+    /// The sentence appended to the description of every `speculative` tool.
+    #[serde(default)]
+    pub speculative_note: String,
     pub progress: BTreeMap<String, ProgressClass>,
     #[serde(default)]
     pub shape: BTreeMap<String, Shape>,
@@ -61,6 +64,10 @@ pub struct Tool {
     pub destructive: Option<bool>,
     #[serde(default)]
     pub idempotent: bool,
+    /// Runs caller-supplied text in a shadow document: the description gets the
+    /// table's `speculative_note` (the IO boundary of the read-only hint).
+    #[serde(default)]
+    pub speculative: bool,
     pub args: Vec<Arg>,
 }
 
@@ -74,7 +81,10 @@ pub struct Arg {
     pub name: String,
     #[serde(rename = "type")]
     pub ty: String,
-    pub doc: String,
+    /// Omitted when the name says it all (the catalog is in every agent's
+    /// context); a shape-typed argument's fields carry their own docs.
+    #[serde(default)]
+    pub doc: Option<String>,
     #[serde(default)]
     pub required: bool,
     #[serde(default, rename = "enum")]
@@ -239,6 +249,11 @@ fn check(table: &Table) -> Result<(), TableError> {
                 "operations.toml: {entry}: a read-only tool carries no destructive/idempotent hint"
             )));
         }
+        if tool.speculative && table.speculative_note.trim().is_empty() {
+            return Err(TableError(format!(
+                "operations.toml: {entry}: `speculative` needs a top-level `speculative_note`"
+            )));
+        }
         if tool.fence && tool.cancellable {
             return Err(TableError(format!(
                 "operations.toml: {entry}: a fence cannot be rolled back, so it must be `cancellable = false`"
@@ -273,10 +288,12 @@ fn check_args(table: &Table, entry: &str, args: &[Arg]) -> Result<(), TableError
         if !seen.insert(arg.name.as_str()) {
             return Err(TableError(format!("{at}: duplicate argument")));
         }
-        if arg.doc.trim().is_empty() {
-            return Err(TableError(format!("{at}: empty doc")));
-        }
         let ty = resolve_type(table, arg).map_err(|why| TableError(format!("{at}: {why}")))?;
+        if arg.doc.as_deref().is_some_and(|doc| doc.trim().is_empty()) {
+            return Err(TableError(format!(
+                "{at}: empty doc (omit `doc` when the name says it all)"
+            )));
+        }
         if let Some(values) = &arg.enum_values {
             let element = match &ty {
                 ArgType::Array(inner) => inner.as_ref(),

@@ -227,3 +227,49 @@ args = []
         &["tool `chatty`", "unknown progress class `loud`"],
     );
 }
+
+#[test]
+fn a_doc_is_omitted_or_says_something() {
+    let message = error_of(&table(
+        r#"
+[[tool]]
+name = "blank"
+description = "Has an argument with a blank doc."
+progress = "quiet"
+args = [
+  { name = "path", type = "string", doc = "  " },
+]
+"#,
+    ));
+    assert_mentions(&message, &["tool `blank`", "argument `path`", "empty doc"]);
+    // An omitted doc is fine: the name says it, or a shape's fields do.
+    generate(&table(
+        r#"
+[[tool]]
+name = "terse"
+description = "Takes a workspace and a title."
+progress = "quiet"
+workspace_bound = true
+args = [
+  { name = "workspace", type = "Workspace", required = true },
+  { name = "title", type = "string" },
+]
+"#,
+    ))
+    .expect("arguments may omit their doc");
+}
+
+#[test]
+fn a_speculative_tool_needs_the_note() {
+    let message = error_of(&table(
+        r#"
+[[tool]]
+name = "probe"
+description = "Runs caller text."
+progress = "quiet"
+speculative = true
+args = []
+"#,
+    ));
+    assert_mentions(&message, &["tool `probe`", "speculative_note"]);
+}
