@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use lean_beam_mcp::broker::Broker;
+use lean_beam_mcp::broker::{Broker, workspace};
 use lean_beam_mcp::context::CallContext;
 use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::ops::Beam;
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::{self, ParseError, Tool};
+use lean_beam_mcp::surface::{self, ParseError, Tool, ToolCall, ToolError};
 
 mod cli_progress;
 
@@ -39,8 +39,10 @@ USAGE:
     --allowed-origin ORIGIN  also accept this Origin, e.g. https://app.example (repeatable)
     --session-idle-secs N    end an idle 2025-11-25 session after N seconds (default 1800)
 
+`validate` applies the schema and the server's workspace descriptor rules.
 `call` resolves a relative workspace root against the current directory (the MCP
-surface never does), shows progress on stderr and prints results on stdout.
+surface never does), shows progress on stderr and prints each result on stdout
+labelled with its tool: {\"tool\": TOOL, \"result\"|\"error\": ...}.
 Exit status: 0 success, 1 tool error or invalid arguments, 2 usage error.
 ";
 
@@ -163,11 +165,19 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
         }
     };
     match surface::parse(tool, Some(value)) {
-        Ok(_) => print_stdout(&format!("valid: arguments satisfy the `{tool}` schema\n")),
-        Err(ParseError::UnknownTool(name)) => {
-            eprintln!("lean-beam-mcp: unknown tool `{name}` (see `lean-beam-mcp tools`)");
-            ExitCode::from(2)
-        }
+        Ok(call) => match descriptor_error(&call) {
+            None => print_stdout(&format!(
+                "valid: arguments satisfy the `{tool}` schema and the workspace rules\n"
+            )),
+            Some(error) => {
+                print_stdout(&format!(
+                    "invalid: the workspace descriptor breaks the server's rules\n  /workspace/root: {}\n",
+                    error.message
+                ));
+                ExitCode::FAILURE
+            }
+        },
+        Err(ParseError::UnknownTool(name)) => unknown_tool(&name),
         Err(ParseError::Invalid(violations)) => {
             let mut report = format!(
                 "invalid: {} violation(s) of the `{tool}` schema\n",
@@ -185,6 +195,27 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The server's own descriptor check for this call (absolute, an existing
+/// Lean/Lake project; a drop also accepts a root that has since disappeared),
+/// or `None` for tools without a workspace.
+fn descriptor_error(call: &ToolCall) -> Option<ToolError> {
+    let descriptor = call.workspace()?;
+    let checked = if call.tool() == Tool::LeanDropWorkspace {
+        workspace::resolve_for_eviction(descriptor)
+    } else {
+        workspace::resolve(descriptor)
+    };
+    checked.err()
+}
+
+fn unknown_tool(name: &str) -> ExitCode {
+    let hint = surface::nearest_tool(name)
+        .map(|tool| format!("; did you mean `{}`?", tool.name()))
+        .unwrap_or_default();
+    eprintln!("lean-beam-mcp: unknown tool `{name}`{hint} (see `lean-beam-mcp tools`)");
+    ExitCode::from(2)
 }
 
 /// Resolve a relative `workspace.root` against the current directory: a
@@ -230,13 +261,14 @@ async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
     absolutize_root(&mut value);
     let call = match surface::parse(tool, Some(value)) {
         Ok(call) => call,
-        Err(ParseError::UnknownTool(name)) => {
-            eprintln!("lean-beam-mcp: unknown tool `{name}` (see `lean-beam-mcp tools`)");
-            return ExitCode::from(2);
-        }
+        Err(ParseError::UnknownTool(name)) => return unknown_tool(&name),
         Err(invalid) => {
             let error = invalid.into_tool_error(tool);
-            print_stdout(&(serde_json::to_string_pretty(&error).expect("error serializes") + "\n"));
+            print_result(
+                tool,
+                "error",
+                &serde_json::to_value(&error).expect("serializes"),
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -246,14 +278,23 @@ async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
     drop(ctx);
     let _ = progress.await;
     match outcome {
-        Ok(value) => {
-            print_stdout(&(serde_json::to_string_pretty(&value).expect("serializes") + "\n"))
-        }
+        Ok(value) => print_result(tool, "result", &value),
         Err(error) => {
-            print_stdout(&(serde_json::to_string_pretty(&error).expect("serializes") + "\n"));
+            print_result(
+                tool,
+                "error",
+                &serde_json::to_value(&error).expect("serializes"),
+            );
             ExitCode::FAILURE
         }
     }
+}
+
+/// One labelled result on stdout, `{"tool": ..., "result"|"error": ...}`, so
+/// a run of several calls reads (and parses, as a JSON stream) call by call.
+fn print_result(tool: &str, kind: &str, value: &Value) -> ExitCode {
+    let labelled = serde_json::json!({ "tool": tool, kind: value });
+    print_stdout(&(serde_json::to_string_pretty(&labelled).expect("serializes") + "\n"))
 }
 
 async fn serve() -> ExitCode {

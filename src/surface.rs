@@ -285,3 +285,64 @@ pub mod lenient {
 pub fn warm() {
     std::sync::LazyLock::force(&VALIDATORS);
 }
+
+/// The known tool whose name is nearest to `name`, if one is near enough to be
+/// a likely typo (`lean_synk`, `lean-goals`) or the name without its prefix
+/// (`hover`). Case and `-`/`_` do not count.
+pub fn nearest_tool(name: &str) -> Option<Tool> {
+    let wanted = name.to_ascii_lowercase().replace('-', "_");
+    Tool::ALL
+        .into_iter()
+        .map(|tool| {
+            let full = tool.name();
+            let bare = full.split_once('_').map_or(full, |(_, rest)| rest);
+            (
+                edit_distance(&wanted, full).min(edit_distance(&wanted, bare)),
+                tool,
+            )
+        })
+        .filter(|&(distance, tool)| distance <= 1 + tool.name().len() / 4)
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, tool)| tool)
+}
+
+/// Levenshtein distance over bytes (tool names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(x != y))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Tool, nearest_tool};
+
+    #[test]
+    fn nearest_tool_suggests_typos_and_bare_names_only() {
+        for (typed, expected) in [
+            ("lean_synk", Tool::LeanSync),
+            ("lean-goals", Tool::LeanGoals),
+            ("Lean_Hover", Tool::LeanHover),
+            ("hover", Tool::LeanHover),
+            ("run_at", Tool::LeanRunAt),
+            ("lean_run_with_linaer", Tool::LeanRunWithLinear),
+            ("beam_versions", Tool::BeamVersion),
+        ] {
+            assert_eq!(nearest_tool(typed), Some(expected), "{typed}");
+        }
+        for unrelated in ["", "x", "delete_everything", "textDocument/hover"] {
+            assert_eq!(nearest_tool(unrelated), None, "{unrelated}");
+        }
+    }
+}

@@ -543,6 +543,11 @@ fn snapshot_binding_errors_stale_never_synced_and_out_of_range() {
         message.contains("lean_update") && message.contains("lean_sync"),
         "{message}"
     );
+    // Version 2 was never returned (the file is at 1): say that, not "changed".
+    assert!(
+        message.contains("never returned") && !message.contains("changed since"),
+        "{message}"
+    );
     let mut goals = goals_args(&root, 15, 4, "before");
     goals["version"] = json!(7);
     assert_eq!(

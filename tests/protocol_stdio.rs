@@ -738,6 +738,18 @@ fn unknown_tools_and_raw_lsp_methods_are_invalid_params() {
             ),
             INVALID_PARAMS,
         );
+        // A near miss names the tool it was probably meant to be.
+        let typo = s.expect_error(
+            &make(json!(11), "tools/call", call_params("lean_synk", json!({}))),
+            INVALID_PARAMS,
+        );
+        assert!(
+            typo["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("did you mean `lean_sync`?"),
+            "{typo}"
+        );
         let hover = s.expect_error(
             &make(
                 json!(2),

@@ -281,6 +281,32 @@ pub fn emit(table: &Table) -> String {
         })
         .collect();
 
+    // Tools whose required `workspace` argument is the Workspace shape.
+    let workspace_arms: Vec<_> = table
+        .tool
+        .iter()
+        .filter(|t| {
+            t.args
+                .iter()
+                .any(|a| a.name == "workspace" && a.ty == "Workspace" && a.required)
+        })
+        .map(|t| {
+            let v = format_ident!("{}", camel(&t.name));
+            quote!(ToolCall::#v(args) => Some(&args.workspace),)
+        })
+        .collect();
+    let workspace_fn = (!workspace_arms.is_empty()).then(|| {
+        quote! {
+            /// The `workspace` descriptor, for tools that take one.
+            pub fn workspace(&self) -> Option<&Workspace> {
+                match self {
+                    #(#workspace_arms)*
+                    _ => None,
+                }
+            }
+        }
+    });
+
     let catalog = serde_json::to_string(&schema::catalog(table)).expect("catalog json");
     let schemas: Vec<String> = table
         .tool
@@ -397,6 +423,8 @@ pub fn emit(table: &Table) -> String {
                     _ => None,
                 }
             }
+
+            #workspace_fn
         }
 
         /// Parse and validate `arguments` (absent means `{}`) for the tool `name`.

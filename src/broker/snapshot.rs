@@ -23,10 +23,7 @@ pub struct Bound {
 pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> ToolError {
     ToolError::new(
         ErrorCode::ContentModified,
-        format!(
-            "{} is at version {current}, not {expected}: the file changed since that version was returned. Call lean_update or lean_sync and retry with the version it returns",
-            doc.path.shown
-        ),
+        mismatch_message(&doc.path.shown, expected, current),
     )
     .with_data(json!({
         "reason": "versionMismatch",
@@ -34,6 +31,20 @@ pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> ToolError {
         "expected": expected,
         "current": current,
     }))
+}
+
+/// Versions count up from 1 per document, so one above the current was never
+/// returned (a typo or another document's version), and one below it is stale.
+fn mismatch_message(path: &str, expected: u64, current: u64) -> String {
+    if expected > current {
+        format!(
+            "{path} has no version {expected}: this server never returned that version for it (the latest is {current}). Pass the version lean_update or lean_sync returned for this file"
+        )
+    } else {
+        format!(
+            "{path} is at version {current}, not {expected}: the file changed since that version was returned. Call lean_update or lean_sync and retry with the version it returns"
+        )
+    }
 }
 
 fn never_synced(path: &str) -> ToolError {
@@ -237,5 +248,23 @@ impl Bound {
 
     pub fn position_params(&self, line: u64, character: u64) -> Value {
         self.target().position_params(line, character)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mismatch_message;
+
+    #[test]
+    fn a_version_above_the_latest_is_called_never_returned() {
+        let future = mismatch_message("Fix/Goals.lean", 7, 2);
+        assert!(future.contains("never returned"), "{future}");
+        assert!(!future.contains("changed since"), "{future}");
+        assert!(future.contains("lean_update or lean_sync"), "{future}");
+        let stale = mismatch_message("Fix/Goals.lean", 1, 2);
+        assert!(
+            stale.contains("changed since that version was returned"),
+            "{stale}"
+        );
     }
 }

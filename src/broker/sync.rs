@@ -344,7 +344,7 @@ impl<'a> Forwarder<'a> {
             self.ctx
                 .progress(
                     &message,
-                    Some(json!({ "done": false, "line": p.frontier_line })),
+                    Some(json!({ "done": false, "line": p.frontier_line, "lines": lines })),
                 )
                 .await;
         }

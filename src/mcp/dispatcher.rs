@@ -644,6 +644,11 @@ fn unknown_tool(name: &str) -> RpcError {
         format!(
             "`{name}` is a raw LSP method, not a tool; raw LSP methods are not exposed (see tools/list)"
         )
+    } else if let Some(near) = surface::nearest_tool(name) {
+        format!(
+            "unknown tool `{name}`; did you mean `{}`? (see tools/list)",
+            near.name()
+        )
     } else {
         format!("unknown tool `{name}` (see tools/list)")
     };

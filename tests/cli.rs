@@ -1,0 +1,185 @@
+//! The command line a newcomer meets first: `validate` applies the server's own
+//! descriptor rules, an unknown tool name gets the nearest known one, and
+//! `call` labels each result with its tool on stdout while progress and
+//! diagnostics go to stderr, each on its own line, with a bar that shows how
+//! far Lean got.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_lean-beam-mcp");
+
+fn run(args: &[&str], env: &[(String, String)]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("LEAN_BEAM_LOG", "warn")
+        .output()
+        .expect("run lean-beam-mcp")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn fixture(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .canonicalize()
+        .expect("fixture")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn validate_applies_the_servers_descriptor_rules() {
+    let payload = |root: &str| format!(r#"{{"workspace":{{"root":"{root}"}},"path":"Main.lean"}}"#);
+
+    // The server rejects a relative root; so does validate (it used to say "valid").
+    let out = run(
+        &["validate", "lean_sync", &payload("tests/fixtures/basic")],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("invalid:") && stdout.contains("must be an absolute path"),
+        "{stdout}"
+    );
+
+    // An absolute root that is not a Lean project is rejected by the same rule.
+    let not_a_project = std::env::temp_dir().canonicalize().unwrap();
+    let out = run(
+        &[
+            "validate",
+            "lean_sync",
+            &payload(&not_a_project.to_string_lossy()),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("is not a Lean/Lake project"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A real project root passes.
+    let out = run(&["validate", "lean_sync", &payload(&fixture("basic"))], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).starts_with("valid:"));
+
+    // A drop accepts a vanished absolute root (an echoed canonical descriptor),
+    // as the server does, but not a relative one.
+    let gone = r#"{"workspace":{"root":"/nonexistent/lean-beam-gone"}}"#;
+    let out = run(&["validate", "lean_drop_workspace", gone], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let relative = r#"{"workspace":{"root":"gone"}}"#;
+    let out = run(&["validate", "lean_drop_workspace", relative], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+
+    // Tools without a workspace have no descriptor rule.
+    let out = run(&["validate", "beam_version", "{}"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+#[test]
+fn an_unknown_tool_name_suggests_the_nearest_one() {
+    for command in ["validate", "call"] {
+        let out = run(&[command, "lean_synk", "{}"], &[]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("unknown tool `lean_synk`; did you mean `lean_sync`?"),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+/// `[####......]  40% <message>` → 40, for the lines that carry a bar.
+fn percent(line: &str) -> Option<u32> {
+    let rest = line.split_once("] ")?.1.trim_start();
+    rest.split_once('%')?.0.parse().ok()
+}
+
+#[test]
+fn call_labels_results_and_puts_every_diagnostic_and_update_on_its_own_line() {
+    let lean = common::lean::lean();
+    let root = lean.fixture("basic");
+    let root = root.to_string_lossy();
+    let sync = format!(
+        r#"{{"workspace":{{"root":"{root}"}},"path":"Fix/Errors.lean","diagnostic_scope":"all"}}"#
+    );
+    let hover = format!(
+        r#"{{"workspace":{{"root":"{root}"}},"path":"Fix/Errors.lean","version":1,"line":0,"character":0}}"#
+    );
+    let out = run(
+        &["call", "lean_sync", &sync, "lean_hover", &hover],
+        &lean.server_env(),
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+
+    // stdout: one labelled JSON value per call, in order.
+    let results: Vec<Value> = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("stdout is not a stream of JSON values ({e}):\n{stdout}"));
+    let labels: Vec<&str> = results
+        .iter()
+        .map(|r| r["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["lean_sync", "lean_hover"], "{stdout}");
+    assert_eq!(results[0]["result"]["version"], 1, "{stdout}");
+    assert_eq!(
+        results[0]["result"]["diagnostics"]["counts"]["total"], 4,
+        "{stdout}"
+    );
+
+    // stderr (not a terminal): every diagnostic is a whole line of its own.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let diagnostics: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("lean_sync: Fix/Errors.lean:"))
+        .collect();
+    assert_eq!(diagnostics.len(), 4, "{stderr}");
+    assert!(
+        diagnostics
+            .iter()
+            .any(|l| l.contains(":9:28: error: Unknown identifier `missingThing`")),
+        "{stderr}"
+    );
+    // The bar shows real progress: the final update is full, and any earlier
+    // one matches the line it names ("line N of M" → (N-1)/M).
+    let bars: Vec<(&str, u32)> = lines
+        .iter()
+        .filter_map(|l| percent(l).map(|p| (*l, p)))
+        .collect();
+    assert!(
+        bars.iter()
+            .any(|(l, p)| *p == 100 && l.contains("[##########]")),
+        "{stderr}"
+    );
+    for (line, shown) in &bars {
+        if let Some((n, m)) = line
+            .split_once("line ")
+            .and_then(|(_, rest)| rest.split_once(" of "))
+            .and_then(|(n, rest)| {
+                let m = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+                Some((n.parse::<f64>().ok()?, m.parse::<f64>().ok()?))
+            })
+        {
+            let expected = ((n - 1.0) / m * 100.0).round() as u32;
+            assert_eq!(*shown, expected, "{line}");
+        }
+    }
+}
