@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Install the real MCP clients used by the client tests into a private virtual
-# environment: the official Python SDK (PyPI mcp==2.3.0) and pytest.
+# Install the real MCP clients used by the client tests:
+#   - the official Python SDK (PyPI mcp==2.3.0) and pytest, in a private venv;
+#   - the official TypeScript client (npm @modelcontextprotocol/client 2.4.0) and
+#     Node 22 to run it (npm `node`, as the conformance lane does: the machine's
+#     Node may be older), at the exact versions of
+#     tests/clients/typescript/package-lock.json.
 #
-# Idempotent: a stamp naming the pinned requirements makes re-runs instant; a
-# changed pin or a broken venv is rebuilt. Only PyPI is used, through pip.
+# Idempotent: a stamp naming the pinned requirements (Python) and a copy of the
+# lock file (TypeScript) make re-runs instant; a changed pin or a broken install
+# is rebuilt. Only PyPI (pip) and npm (npm ci) are used. Nothing is written
+# outside the repository: pip runs without its cache, npm's cache and logs go to
+# target/npm-cache.
 #
 # Layout (default ${LEAN_BEAM_TEST_CLIENTS_DIR:-<repo>/target/test-clients}):
-#   venv/            the virtual environment (venv/bin/python, venv/bin/pytest)
-#   venv/.stamp      written last, holds the requirements it was built from
+#   venv/                the virtual environment (venv/bin/python, venv/bin/pytest)
+#   venv/.stamp          written last, holds the requirements it was built from
+#   typescript/          node_modules/@modelcontextprotocol/client and
+#                        node_modules/node/bin/node; package-lock.json written last
 #
 # Stdout: only the venv's python path, at the end (PY=$(scripts/setup-test-clients.sh)).
 # Progress goes to stderr.
@@ -41,6 +50,29 @@ assert m.version("mcp") == "2.3.0"
 m.version("pytest")' >/dev/null 2>&1
 }
 
+# ---- TypeScript client and Node 22 (npm) --------------------------------------------
+ts_source="$repo_root/tests/clients/typescript"
+ts_dest="$dest/typescript"
+ts_stamp="$ts_dest/.stamp"
+ts_node="$ts_dest/node_modules/node/bin/node"
+export npm_config_cache="$repo_root/target/npm-cache" npm_config_update_notifier=false \
+  npm_config_fund=false npm_config_audit=false
+if cmp -s "$ts_source/package-lock.json" "$ts_stamp" && "$ts_node" --version >/dev/null 2>&1; then
+  log "up to date: $ts_dest (@modelcontextprotocol/client 2.4.0, Node $("$ts_node" --version))"
+else
+  command -v npm >/dev/null 2>&1 || die "npm is required (it installs the TypeScript client and Node 22)"
+  log "installing @modelcontextprotocol/client 2.4.0 and Node 22 from npm into $ts_dest (npm ci)"
+  rm -rf "$ts_dest"
+  mkdir -p "$ts_dest"
+  cp "$ts_source/package.json" "$ts_source/package-lock.json" "$ts_dest/"
+  (cd "$ts_dest" && npm ci --no-audit --no-fund --loglevel=error >&2) \
+    || die "npm ci of tests/clients/typescript failed"
+  "$ts_node" --version >/dev/null || die "the installed Node ($ts_node) does not run"
+  cp "$ts_source/package-lock.json" "$ts_stamp"
+  log "ready: $ts_dest (Node $("$ts_node" --version))"
+fi
+
+# ---- Python SDK (PyPI) ----------------------------------------------------------------
 if is_ready; then
   log "up to date: $venv ($REQUIREMENTS)"
   printf '%s\n' "$venv/bin/python"
@@ -59,7 +91,7 @@ if ! "$python" -m venv "$venv" >&2; then
 fi
 
 log "installing $REQUIREMENTS from PyPI"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input $REQUIREMENTS >&2 \
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --no-cache-dir $REQUIREMENTS >&2 \
   || die "pip install $REQUIREMENTS failed"
 
 "$venv/bin/python" - <<'PY' >&2 || die "the installed packages do not match the pins"

