@@ -190,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     binary = args.binary
     if binary is None:
-        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "lean-beam-mcp"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--release", "--bin", "lean-beam-mcp"], cwd=REPO, check=True)
         target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
         binary = str(target / "release" / "lean-beam-mcp")
 

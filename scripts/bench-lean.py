@@ -61,8 +61,8 @@ def setup(build):
         stdout=subprocess.DEVNULL,
     )
     if build:
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
-        subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "forward"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--release"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--release", "--example", "forward"], cwd=REPO, check=True)
     binary = os.path.join(REPO, "target/release/lean-beam-mcp")
     forwarder = os.path.join(REPO, "target/release/examples/forward")
     if not os.path.exists(binary) or not os.path.exists(forwarder):

@@ -343,7 +343,7 @@ def main():
 
     lean = toolchain()
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--release"], cwd=REPO, check=True)
     binary = str(REPO / "target/release/lean-beam-mcp")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_BEAM_")}
     env.update(LEAN_BEAM_LEAN=lean, LEAN_BEAM_LOG="warning", LEAN_BEAM_SHADOW_SLOTS="4")

@@ -45,7 +45,7 @@ else
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
 -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth \
 -Ccodegen-units=1 -Cdebug-assertions -Coverflow-checks" \
-    cargo build --quiet --manifest-path fuzz/Cargo.toml --target "$triple" --release --bins >&2
+    cargo build --manifest-path fuzz/Cargo.toml --target "$triple" --release --bins >&2
   bin_dir="fuzz/target/$triple/release"
   run_target() {
     "$bin_dir/$1" -artifact_prefix="fuzz/artifacts/$1/" "${libfuzzer_args[@]}" "fuzz/corpus/$1"

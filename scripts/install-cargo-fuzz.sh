@@ -14,5 +14,5 @@ if [[ -x "$bin" ]] && "$bin" --version 2>/dev/null | grep -q " $VERSION\$"; then
   exit 0
 fi
 printf 'install-cargo-fuzz: cargo install cargo-fuzz@%s into %s\n' "$VERSION" "$root" >&2
-cargo install --quiet --locked --root "$root" "cargo-fuzz@$VERSION" >&2
+cargo install --locked --root "$root" "cargo-fuzz@$VERSION" >&2
 printf '%s\n' "$bin"

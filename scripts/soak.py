@@ -492,7 +492,7 @@ def main():
 
     binary = args.binary
     if binary is None:
-        subprocess.run(["cargo", "build", "--release", "--locked", "--quiet"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=REPO, check=True)
         binary = os.path.join(REPO, "target/release/lean-beam-mcp")
     lean = args.lean or subprocess.run([os.path.join(REPO, "scripts/install-test-lean.sh")],
                                        check=True, capture_output=True, text=True).stdout.strip()
