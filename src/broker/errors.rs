@@ -118,6 +118,19 @@ pub fn timeout(method: &str, limit: Duration) -> ToolError {
     .with_data(json!({ "lspMethod": method, "timeoutSecs": limit.as_secs(), "partial": true }))
 }
 
+/// A configured bound was reached. `what` says what could not be done and
+/// why; the message adds the bound and how to raise it. `data.kind` names the
+/// resource, `data.env` the variable that sets the bound.
+pub fn resource_limit(kind: &str, env: &str, limit: u64, used: u64, what: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::ResourceLimit,
+        format!(
+            "{what}. The bound is {env}={limit}; raise it in the server's environment if this machine can afford more"
+        ),
+    )
+    .with_data(json!({ "kind": kind, "env": env, "limit": limit, "used": used }))
+}
+
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim().lines().collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")

@@ -154,8 +154,9 @@ impl Timeouts {
 pub struct Limits {
     /// Shadow slots (each a Lean worker) per document, for parallel probes.
     pub shadow_slots: usize,
-    /// Live proof handles per runtime (least recently used evicted past this).
-    pub handles: usize,
+    /// Live proof handles per runtime, by count and by bytes (least recently
+    /// used evicted past either).
+    pub handles: super::handles::HandleLimits,
     /// Probes may import a compiled prefix instead of carrying it
     /// (`LEAN_BEAM_PREFIX_BASES=0` turns this off).
     pub prefix_bases: bool,
@@ -163,6 +164,14 @@ pub struct Limits {
     /// the next probe that takes the slot).
     pub shadow_idle: Duration,
 }
+
+/// The names of the variables, for messages.
+pub mod env {
+    pub const MAX_HANDLES: &str = "LEAN_BEAM_MAX_HANDLES";
+    pub const MAX_HANDLE_BYTES: &str = "LEAN_BEAM_MAX_HANDLE_BYTES";
+}
+
+const MIB: usize = 1024 * 1024;
 
 impl Limits {
     pub fn from_env() -> Self {
@@ -175,7 +184,10 @@ impl Limits {
         };
         Limits {
             shadow_slots: n("LEAN_BEAM_SHADOW_SLOTS", 4),
-            handles: n("LEAN_BEAM_MAX_HANDLES", 4096),
+            handles: super::handles::HandleLimits {
+                count: n(env::MAX_HANDLES, 4096),
+                bytes: n(env::MAX_HANDLE_BYTES, 64 * MIB),
+            },
             prefix_bases: std::env::var("LEAN_BEAM_PREFIX_BASES").map_or(true, |v| v != "0"),
             shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300) as u64),
         }

@@ -35,7 +35,7 @@ pub struct Broker {
     timeouts: Timeouts,
     limits: Limits,
     /// Identifies this server process in proof handles.
-    process_nonce: u64,
+    process: handles::ProcessTag,
     next_runtime_id: std::sync::atomic::AtomicU64,
     /// Versions survive eviction: a recreated runtime continues above them, so
     /// a version returned before a drop never names different content after it.
@@ -44,22 +44,13 @@ pub struct Broker {
     resolver: workspace::Resolver,
 }
 
-/// A random number per process, without a randomness crate: std's hasher
-/// keys are drawn from the OS for every `RandomState`.
-fn process_nonce() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.finish()
-}
-
 impl Broker {
     pub fn new(launcher: Launcher, timeouts: Timeouts, limits: Limits) -> Self {
         Broker {
             launcher,
             timeouts,
             limits,
-            process_nonce: process_nonce(),
+            process: handles::ProcessTag::random(),
             next_runtime_id: std::sync::atomic::AtomicU64::new(1),
             version_floors: Arc::default(),
             runtimes: Mutex::new(HashMap::new()),
@@ -77,7 +68,7 @@ impl Broker {
 
     /// Refuse a handle that is malformed or from another server process.
     pub fn check_handle_origin(&self, handle: &str) -> Result<(), crate::surface::ToolError> {
-        handles::check_process(handle, self.process_nonce)
+        handles::check_process(handle, self.process)
     }
 
     /// The canonical root of a descriptor (see [`workspace::resolve`]).
@@ -114,7 +105,7 @@ impl Broker {
             let id = self
                 .next_runtime_id
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let handles = handles::HandleStore::new(self.process_nonce, id, self.limits.handles);
+            let handles = handles::HandleStore::new(self.process, id, self.limits.handles);
             let rt = Arc::new(Runtime::new(
                 Arc::clone(&self.version_floors),
                 root.clone(),
