@@ -2,20 +2,33 @@
 //! capabilities (issue 14, items 4 and 7), against the real Lean server.
 //!
 //! Per bound: set it low, check the eviction or the clear `resourceLimit`
-//! error (naming the variable that raises it).
+//! error (naming the variable that raises it), that `beam_stats` shows the
+//! bound and its use, and, where processes are involved, that the number of
+//! `lean` processes of the server never goes past the bound (a thread samples
+//! `/proc` for the whole test).
 //!
-//! Every test works on private copies of the fixtures.
+//! Every test works on private copies of the fixtures, so the process counts
+//! of parallel tests do not mix.
 
 mod common;
 #[path = "common/procfs.rs"]
 mod procfs;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use common::lean::{TempWorkspace, lean};
-use common::mcp::{Era, Mcp, Spawn, ws};
+use common::lean::{TempWorkspace, eventually, lean, lean_processes_of_server};
+use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
 
 const GOALS: &str = "Fix/Goals.lean";
+const ERRORS: &str = "Fix/Errors.lean";
+const SORRY: &str = "Fix/Sorry.lean";
+const WAIT: &str = "Fix/Wait.lean";
+
+const GUARD: Duration = Duration::from_secs(60);
 
 fn spawn(extra: &[(&str, &str)]) -> Mcp {
     // Bases compile with a batch `lean` outside the server's trees; probes
@@ -59,6 +72,13 @@ fn handle_of(result: &Value) -> String {
         .to_string()
 }
 
+/// A file whose elaboration takes `ms` (the fixtures' `sleep` tactic).
+fn waits(ms: u64) -> String {
+    format!(
+        "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem waits : Eq one one := by\n  sleep {ms}\n  exact Eq.refl one\n\nend Fix\n"
+    )
+}
+
 /// A `resourceLimit` error of `kind` that names `env` and the bound.
 fn assert_limit(error: &Value, kind: &str, env: &str, limit: u64) {
     assert_eq!(error["code"], "resourceLimit", "{error}");
@@ -69,6 +89,266 @@ fn assert_limit(error: &Value, kind: &str, env: &str, limit: u64) {
     assert!(
         message.contains(&format!("{env}={limit}")) && message.contains("raise"),
         "the message names the bound and how to raise it: {message}"
+    );
+}
+
+/// `beam_stats.limits[env]`.
+fn limit_stats(m: &mut Mcp, env: &str) -> Value {
+    let stats = m.stats();
+    stats["limits"][env].clone()
+}
+
+/// The `lean` processes of one server, sampled every few milliseconds from
+/// start to [`Sampler::finish`]: the most Lean servers, other processes of
+/// their trees (workers) and processes in all seen at once.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<(usize, usize, usize)>,
+}
+
+impl Sampler {
+    fn start(server: u32) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let (mut servers, mut workers, mut total) = (0, 0, 0);
+            while !flag.load(Ordering::Relaxed) {
+                let procs = lean_processes_of_server(server);
+                // A worker being started is, until its exec, a fork of the
+                // server that still shows the server's command line.
+                let started: Vec<u32> = procs
+                    .iter()
+                    .filter(|p| p.cmdline.contains("--server"))
+                    .map(|p| p.pid)
+                    .collect();
+                let top = procs
+                    .iter()
+                    .filter(|p| p.cmdline.contains("--server") && !started.contains(&p.ppid))
+                    .count();
+                servers = servers.max(top);
+                workers = workers.max(procs.len() - top);
+                total = total.max(procs.len());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            (servers, workers, total)
+        });
+        Sampler { stop, thread }
+    }
+
+    /// `(servers, workers, all)`: the most seen at once.
+    fn finish(self) -> (usize, usize, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("sampler")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Runtimes.
+
+#[test]
+fn the_least_recently_used_idle_runtime_is_evicted_at_the_runtime_bound() {
+    let (a, b, c) = (
+        TempWorkspace::copy("basic"),
+        TempWorkspace::copy("basic"),
+        TempWorkspace::copy("basic"),
+    );
+    let mut m = spawn(&[
+        ("LEAN_BEAM_MAX_RUNTIMES", "2"),
+        ("LEAN_BEAM_MAX_DOCUMENTS", "2"),
+    ]);
+    let sampler = Sampler::start(m.pid());
+    let va = sync(&mut m, &a, GOALS);
+    let h = handle_of(&m.call("lean_run_at_handle", at(&a, GOALS, va, 33, 2, "intro h")));
+    sync(&mut m, &b, GOALS);
+    // a is now the least recently used, and idle: c's runtime evicts it.
+    sync(&mut m, &c, GOALS);
+    let stats = m.stats();
+    let mut cached: Vec<&String> = stats["workspaces"].as_object().unwrap().keys().collect();
+    cached.sort();
+    let mut expected = [b.root_str(), c.root_str()];
+    expected.sort();
+    assert_eq!(cached, expected.iter().collect::<Vec<_>>(), "{stats}");
+    assert_eq!(
+        stats["limits"]["LEAN_BEAM_MAX_RUNTIMES"]["limit"], 2,
+        "{stats}"
+    );
+    assert_eq!(
+        stats["limits"]["LEAN_BEAM_MAX_RUNTIMES"]["used"], 2,
+        "{stats}"
+    );
+    assert!(
+        eventually(GUARD, || !common::lean::lean_processes_of(a.root())
+            .iter()
+            .any(|p| p.cmdline.contains("--server"))),
+        "the evicted runtime's Lean server is gone"
+    );
+    // As after lean_drop_workspace: its handles are invalid, with the
+    // documented error, and its versions continue above the old ones.
+    let e = m.call_err(
+        "lean_run_with",
+        json!({"workspace": ws(&a.root_str()), "path": GOALS, "handle": h, "text": "cases h"}),
+    );
+    assert_eq!(e["code"], "invalidParams", "{e}");
+    let va2 = sync(&mut m, &a, GOALS);
+    assert!(va2 > va, "versions continue: {va} then {va2}");
+    // a came back by evicting b (now the least recently used).
+    let stats = m.stats();
+    assert!(stats["workspaces"].get(b.root_str()).is_none(), "{stats}");
+    let (servers, workers, total) = sampler.finish();
+    assert!(
+        servers <= 2,
+        "{servers} Lean servers at once with LEAN_BEAM_MAX_RUNTIMES=2"
+    );
+    assert!(
+        workers <= 4 && total <= 6,
+        "{workers} workers, {total} lean processes at once with 2 runtimes of at most 2 documents"
+    );
+}
+
+#[test]
+fn at_the_runtime_bound_with_every_runtime_busy_the_call_gets_a_clear_error() {
+    let (a, b) = (TempWorkspace::copy("basic"), TempWorkspace::copy("basic"));
+    a.write(WAIT, &waits(4000));
+    let mut m = spawn(&[("LEAN_BEAM_MAX_RUNTIMES", "1")]);
+    let sampler = Sampler::start(m.pid());
+    let slow = m.start_call("lean_sync", doc(&a, WAIT), &CallOpts::default());
+    // The slow call holds a's runtime once a's Lean server works on it.
+    assert!(
+        eventually(GUARD, || {
+            common::lean::lean_processes_of(a.root())
+                .iter()
+                .any(|p| p.cmdline.contains("--worker"))
+        }),
+        "a's worker starts"
+    );
+    let e = m.call_err("lean_sync", doc(&b, GOALS));
+    assert_limit(&e, "runtimes", "LEAN_BEAM_MAX_RUNTIMES", 1);
+    assert_eq!(e["data"]["used"], 1, "{e}");
+    let limits = limit_stats(&mut m, "LEAN_BEAM_MAX_RUNTIMES");
+    assert_eq!(
+        (limits["limit"].as_u64(), limits["busy"].as_u64()),
+        (Some(1), Some(1)),
+        "{limits}"
+    );
+    let done = m.ok(&slow, "lean_sync", &doc(&a, WAIT));
+    assert!(done["version"].is_u64(), "{done}");
+    // Once a is idle, b's call evicts it.
+    sync(&mut m, &b, GOALS);
+    let (servers, _, _) = sampler.finish();
+    assert!(
+        servers <= 1,
+        "{servers} Lean servers at once with LEAN_BEAM_MAX_RUNTIMES=1"
+    );
+}
+
+#[test]
+fn an_idle_runtime_gives_its_lean_processes_back() {
+    let a = TempWorkspace::copy("basic");
+    let mut m = spawn(&[("LEAN_BEAM_RUNTIME_IDLE_SECS", "1")]);
+    let v = sync(&mut m, &a, GOALS);
+    assert!(!lean_processes_of_server(m.pid()).is_empty());
+    assert!(
+        eventually(GUARD, || lean_processes_of_server(m.pid()).is_empty()),
+        "an idle runtime's Lean processes are stopped: {:?}",
+        lean_processes_of_server(m.pid())
+    );
+    let rt = m
+        .workspace_stats(&a.root_str())
+        .expect("the runtime stays cached");
+    assert_eq!(rt["alive"], false, "{rt}");
+    assert_eq!(
+        limit_stats(&mut m, "LEAN_BEAM_RUNTIME_IDLE_SECS")["limit"],
+        1
+    );
+    // The next call starts a new server; the version still holds.
+    let r = m.call(
+        "lean_goals",
+        json!({"workspace": ws(&a.root_str()), "path": GOALS, "version": v, "line": 33, "character": 2, "mode": "before"}),
+    );
+    assert_eq!(r["version"], v, "{r}");
+    assert!(r["goals"].as_array().is_some_and(|g| !g.is_empty()), "{r}");
+}
+
+// ---------------------------------------------------------------------------
+// Documents.
+
+#[test]
+fn the_least_recently_used_idle_document_is_closed_at_the_document_bound() {
+    let a = TempWorkspace::copy("basic");
+    let root = a.root_str();
+    let mut m = spawn(&[("LEAN_BEAM_MAX_DOCUMENTS", "2")]);
+    let sampler = Sampler::start(m.pid());
+    let vg = sync(&mut m, &a, GOALS);
+    sync(&mut m, &a, ERRORS);
+    sync(&mut m, &a, SORRY);
+    let open = |m: &mut Mcp, path: &str| m.document_stats(&root, path)["open"].clone();
+    assert_eq!(
+        open(&mut m, GOALS),
+        false,
+        "the least recently used one was closed"
+    );
+    assert_eq!(
+        (open(&mut m, ERRORS), open(&mut m, SORRY)),
+        (json!(true), json!(true))
+    );
+    let rt = m.workspace_stats(&root).unwrap();
+    assert_eq!(rt["documentsOpenInLean"], 2, "{rt}");
+    let limits = limit_stats(&mut m, "LEAN_BEAM_MAX_DOCUMENTS");
+    assert_eq!(
+        (limits["limit"].as_u64(), limits["used"].as_u64()),
+        (Some(2), Some(2)),
+        "{limits}"
+    );
+
+    // A closed document's version still answers: it is reopened, and the
+    // least recently used other one (Errors) makes room.
+    let r = m.call(
+        "lean_goals",
+        json!({"workspace": ws(&root), "path": GOALS, "version": vg, "line": 33, "character": 2, "mode": "before"}),
+    );
+    assert!(r["goals"].as_array().is_some_and(|g| !g.is_empty()), "{r}");
+    assert_eq!(open(&mut m, ERRORS), false);
+    assert_eq!(open(&mut m, GOALS), true);
+
+    // Probe slots count too: a probe on Goals closes Sorry.
+    let r = m.call("lean_run_at", at(&a, GOALS, vg, 33, 2, "intro h"));
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(open(&mut m, SORRY), false);
+    assert_eq!(m.workspace_stats(&root).unwrap()["documentsOpenInLean"], 2);
+
+    let (servers, workers, total) = sampler.finish();
+    assert!(
+        servers <= 1 && workers <= 2 && total <= 3,
+        "{servers} servers, {workers} workers, {total} lean processes at once with LEAN_BEAM_MAX_DOCUMENTS=2"
+    );
+}
+
+#[test]
+fn at_the_document_bound_with_every_document_busy_the_call_gets_a_clear_error() {
+    let a = TempWorkspace::copy("basic");
+    a.write(WAIT, &waits(4000));
+    let root = a.root_str();
+    let mut m = spawn(&[("LEAN_BEAM_MAX_DOCUMENTS", "1")]);
+    let sampler = Sampler::start(m.pid());
+    let slow = m.start_call("lean_sync", doc(&a, WAIT), &CallOpts::default());
+    assert!(
+        eventually(GUARD, || {
+            lean_processes_of_server(m.pid())
+                .iter()
+                .any(|p| p.cmdline.contains("--worker"))
+        }),
+        "the slow document's worker starts"
+    );
+    let e = m.call_err("lean_sync", doc(&a, GOALS));
+    assert_limit(&e, "documents", "LEAN_BEAM_MAX_DOCUMENTS", 1);
+    m.ok(&slow, "lean_sync", &doc(&a, WAIT));
+    // Once the slow document is idle, it makes room.
+    sync(&mut m, &a, GOALS);
+    assert_eq!(m.document_stats(&root, WAIT)["open"], false);
+    let (_, workers, _) = sampler.finish();
+    assert!(
+        workers <= 1,
+        "{workers} workers at once with LEAN_BEAM_MAX_DOCUMENTS=1"
     );
 }
 
@@ -118,6 +398,8 @@ fn handles_share_the_document_text_and_are_bounded_by_bytes() {
         text.len() >> 20,
         grown >> 10
     );
+    let limits = limit_stats(&mut m, "LEAN_BEAM_MAX_HANDLE_BYTES");
+    assert_eq!(limits["used"], bytes, "{limits}");
 
     // With less room than the file, a handle is refused clearly; a probe
     // without one still runs.
@@ -176,6 +458,12 @@ fn a_handle_cannot_be_guessed_from_another_clients_handle() {
         json!({"workspace": ws(&root), "path": GOALS, "handle": h_a, "text": "cases h"}),
     );
     assert_eq!(r["success"], true, "{r}");
+    let limits = limit_stats(&mut m, "LEAN_BEAM_MAX_HANDLES");
+    assert_eq!(
+        (limits["limit"].as_u64(), limits["used"].as_u64()),
+        (Some(4096), Some(3)),
+        "{limits}"
+    );
 }
 
 #[test]

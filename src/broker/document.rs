@@ -1,7 +1,9 @@
 //! One document of a workspace runtime: the broker's mirror of the on-disk
 //! source, its version, and what Lean has reported for that version.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -192,6 +194,31 @@ pub struct Doc {
     /// time proportional to the commands before it, and an agent probes the
     /// same place again and again.
     probe_goals: Mutex<ProbeGoals>,
+    /// Calls in flight on this document (see [`DocUse`]).
+    in_flight: AtomicUsize,
+    /// When a call last began or ended on it.
+    last_used: Mutex<Instant>,
+}
+
+/// A call's use of a document. While one exists the document is busy: it is
+/// never closed to make room for another (see `Runtime::admit`). Documents
+/// are closed least recently used first, by when a use last began or ended.
+#[derive(Debug)]
+pub struct DocUse(Arc<Doc>);
+
+impl std::ops::Deref for DocUse {
+    type Target = Arc<Doc>;
+
+    fn deref(&self) -> &Arc<Doc> {
+        &self.0
+    }
+}
+
+impl Drop for DocUse {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// `plainGoal` answers of one version, by (line, character).
@@ -280,7 +307,30 @@ impl Doc {
             live,
             rpc: Mutex::new(None),
             probe_goals: Mutex::new(ProbeGoals::default()),
+            in_flight: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Begin a call's use of the document (ends when the use is dropped).
+    pub fn begin_use(self: &Arc<Self>) -> DocUse {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        DocUse(Arc::clone(self))
+    }
+
+    /// No call is in flight on the document.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// When a call last began or ended on the document.
+    pub fn last_used(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
     /// Lean's `plainGoal` answer at a position of `version`, if asked before.

@@ -4,20 +4,21 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::bases::{Bases, Rewritten};
-use super::document::{DiagnosticSet, Doc};
-use super::errors::{from_lsp, runtime_setup};
+use super::document::{DiagnosticSet, Doc, DocUse};
+use super::errors::{from_lsp, resource_limit, runtime_setup};
 use super::handles::HandleStore;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
+use crate::lsp::tree::Seen;
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
 use crate::surface::ToolError;
@@ -48,18 +49,38 @@ impl VersionFloors {
 /// `Runtime::settle`). Lean never sends it.
 const SETTLE_MARKER: &str = "$/beam/settled";
 
+/// How long the worker of a document closed to make room may take to stop
+/// before it is killed.
+const WORKER_EXIT_WAIT: Duration = Duration::from_secs(5);
+
 /// A live Lean server of this runtime.
 #[derive(Clone)]
 pub struct Session {
     pub client: Arc<LspClient>,
     pub generation: u64,
     events: mpsc::UnboundedSender<ServerEvent>,
+    admission: Arc<Admission>,
+}
+
+/// The documents a runtime may have open in Lean at once (each one a Lean
+/// worker process), and the turn that makes each opening count them and make
+/// room in one step.
+struct Admission {
+    docs: Arc<Docs>,
+    limit: usize,
+    turn: tokio::sync::Mutex<()>,
 }
 
 pub struct Runtime {
     pub root: Root,
     launcher: Launcher,
     pub timeouts: Timeouts,
+    limits: Limits,
+    admission: Arc<Admission>,
+    /// Calls in flight on this runtime (see [`RuntimeUse`]).
+    in_flight: AtomicUsize,
+    /// When a call last began or ended on it.
+    last_used: Mutex<Instant>,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     bases: Bases,
@@ -73,6 +94,25 @@ pub struct Runtime {
     failed_starts: AtomicU64,
     requests: AtomicU64,
     next_marker: AtomicU64,
+}
+
+/// A call's use of a runtime. While one exists the runtime is busy: it is
+/// neither evicted to make room for another nor stopped as idle.
+pub struct RuntimeUse(Arc<Runtime>);
+
+impl std::ops::Deref for RuntimeUse {
+    type Target = Arc<Runtime>;
+
+    fn deref(&self) -> &Arc<Runtime> {
+        &self.0
+    }
+}
+
+impl Drop for RuntimeUse {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Documents by canonical file and by URI (Lean reports by URI).
@@ -93,10 +133,19 @@ impl Runtime {
         handles: HandleStore,
     ) -> Self {
         let bases = Bases::new(limits.prefix_bases);
+        let docs = Arc::new(Docs::default());
         Runtime {
             root,
             launcher,
             timeouts,
+            limits: limits.clone(),
+            admission: Arc::new(Admission {
+                docs: Arc::clone(&docs),
+                limit: limits.documents.max(1),
+                turn: tokio::sync::Mutex::new(()),
+            }),
+            in_flight: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             bases,
@@ -104,7 +153,7 @@ impl Runtime {
             version_floors,
             created: Instant::now(),
             session: tokio::sync::Mutex::new(None),
-            docs: Arc::new(Docs::default()),
+            docs,
             starts: AtomicU64::new(0),
             failed_starts: AtomicU64::new(0),
             requests: AtomicU64::new(0),
@@ -116,11 +165,50 @@ impl Runtime {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The document of `path`, created on first use.
-    pub fn doc(&self, path: &DocPath) -> Arc<Doc> {
+    /// Begin a call's use of the runtime (ends when the use is dropped). The
+    /// broker hands these out under its map lock, so an evicted runtime never
+    /// gets a new one.
+    pub fn begin_use(self: &Arc<Self>) -> RuntimeUse {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        RuntimeUse(Arc::clone(self))
+    }
+
+    /// No call is in flight on the runtime.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// When a call last began or ended on the runtime.
+    pub fn last_used(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Documents open in Lean now, shadow slots included (each a worker).
+    pub fn open_in_lean(&self) -> usize {
+        self.docs
+            .by_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|d| d.state().open_in.is_some())
+            .count()
+    }
+
+    /// The live proof handles.
+    pub fn handle_stats(&self) -> Value {
+        self.handles.stats()
+    }
+
+    /// The document of `path`, created on first use, for a call's use.
+    pub fn doc(&self, path: &DocPath) -> DocUse {
         let mut by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(doc) = by_file.get(&path.file) {
-            return Arc::clone(doc);
+            return doc.begin_use();
         }
         let uri = path_to_uri(&path.file);
         let floor = self.version_floors.get(&path.file);
@@ -131,7 +219,7 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(uri, Arc::clone(&doc));
-        doc
+        doc.begin_use()
     }
 
     /// Remember every document's version, so that a later runtime of the same
@@ -189,14 +277,14 @@ impl Runtime {
         self.bases.imported();
     }
 
-    /// The document of `path` if it was ever synced.
-    pub fn existing_doc(&self, path: &DocPath) -> Option<Arc<Doc>> {
+    /// The document of `path` if it was ever synced, for a call's use.
+    pub fn existing_doc(&self, path: &DocPath) -> Option<DocUse> {
         self.docs
             .by_file
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&path.file)
-            .cloned()
+            .map(Doc::begin_use)
     }
 
     /// The live Lean server, started (or restarted after a death) on demand.
@@ -235,9 +323,19 @@ impl Runtime {
             client,
             generation,
             events,
+            admission: Arc::clone(&self.admission),
         };
         *slot = Some(session.clone());
         Ok(session)
+    }
+
+    /// The live Lean server, unless none runs or one is being started or
+    /// stopped right now; never waits.
+    pub fn session_now(&self) -> Option<Session> {
+        let slot = self.session.try_lock().ok()?;
+        slot.as_ref()
+            .filter(|session| session.client.is_alive())
+            .cloned()
     }
 
     /// The live Lean server if one is running; never starts one.
@@ -287,6 +385,52 @@ impl Runtime {
         }
     }
 
+    /// Housekeeping, now and then, for as long as the runtime exists: shadow
+    /// slots unused for a while give their workers back, and an idle runtime
+    /// stops its Lean server.
+    pub fn spawn_housekeeping(self: &Arc<Self>) {
+        let limits = &self.limits;
+        let period = (limits.shadow_idle.min(limits.runtime_idle) / 2)
+            .clamp(Duration::from_millis(200), Duration::from_secs(60));
+        let rt = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let Some(rt) = rt.upgrade() else {
+                    return;
+                };
+                rt.close_idle_shadows(rt.limits.shadow_idle).await;
+                rt.stop_if_idle().await;
+            }
+        });
+    }
+
+    /// A runtime without a call for `LEAN_BEAM_RUNTIME_IDLE_SECS` gives its
+    /// Lean processes back. Its documents, versions and handles stay (handles
+    /// then answer that the Lean server restarted); the next call starts a new
+    /// server and reopens what it needs.
+    async fn stop_if_idle(&self) {
+        let idle = self.limits.runtime_idle;
+        if !self.is_idle() || self.last_used().elapsed() < idle {
+            return;
+        }
+        // The session stays locked until the server is gone, so a call that
+        // begins meanwhile starts the next one only then.
+        let mut slot = self.session.lock().await;
+        if !self.is_idle() || self.last_used().elapsed() < idle {
+            return;
+        }
+        if let Some(session) = slot.take() {
+            log_info!(
+                "Lean server of {} (pid {}) stopped: no call for {} s (LEAN_BEAM_RUNTIME_IDLE_SECS)",
+                self.root.display(),
+                session.client.pid(),
+                idle.as_secs()
+            );
+            session.client.shutdown(Duration::from_secs(2)).await;
+        }
+    }
+
     /// Stop the Lean server and its workers (drop, EOF).
     pub async fn shutdown(&self) {
         let session = self.session.lock().await.take();
@@ -320,7 +464,10 @@ impl Runtime {
             "pid": session.as_ref().map(|s| s.client.pid()),
             "alive": session.as_ref().is_some_and(|s| s.client.is_alive()),
             "uptimeMs": self.created.elapsed().as_millis() as u64,
+            "idleMs": if self.is_idle() { self.last_used().elapsed().as_millis() as u64 } else { 0 },
+            "callsInFlight": self.in_flight.load(Ordering::Relaxed),
             "documents": docs,
+            "documentsOpenInLean": self.open_in_lean(),
             "requests": self.requests.load(Ordering::Relaxed),
             "lspRequests": session.as_ref().map(|s| s.client.stats().requests),
             "starts": starts,
@@ -374,6 +521,104 @@ impl Runtime {
         open.sort();
         open
     }
+}
+
+impl Session {
+    /// Room for `doc` to be opened in this Lean server, within
+    /// `LEAN_BEAM_MAX_DOCUMENTS`. Called, with `doc.edit` held, right before
+    /// the document is opened; `previous` is the worker of its last opening
+    /// in this server if the caller just closed that one (a reopen).
+    ///
+    /// Past the bound, the least recently used idle document is closed: idle
+    /// means no call is in flight on it (no call holds it, see [`DocUse`],
+    /// and its edit lock is free). Each closed document's worker is waited for
+    /// (and killed after [`WORKER_EXIT_WAIT`]), as is the previous worker of
+    /// a reopen when the server is at the bound, so the number of workers
+    /// never goes past it. When no document is idle, a `resourceLimit` error
+    /// says so.
+    /// On success `doc` counts as open.
+    pub async fn admit(&self, doc: &Doc, previous: Option<Option<Seen>>) -> Result<(), ToolError> {
+        let admission = &self.admission;
+        let _turn = admission.turn.lock().await;
+        loop {
+            let open: Vec<Arc<Doc>> = admission
+                .docs
+                .by_file
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .filter(|d| !std::ptr::eq(d.as_ref(), doc))
+                .filter(|d| d.state().open_in == Some(self.generation))
+                .cloned()
+                .collect();
+            if open.len() < admission.limit {
+                if let Some(previous) = previous.filter(|_| open.len() + 1 >= admission.limit) {
+                    self.wait_worker_gone(&doc.uri, previous).await;
+                }
+                break;
+            }
+            let mut idle: Vec<&Arc<Doc>> = open.iter().filter(|d| d.is_idle()).collect();
+            idle.sort_by_key(|d| d.last_used());
+            let Some((victim, _edit)) = idle
+                .into_iter()
+                .find_map(|d| d.edit.try_lock().ok().map(|edit| (d, edit)))
+            else {
+                return Err(documents_busy(doc, admission.limit, open.len()));
+            };
+            let worker = victim.state().worker;
+            let _ = self.client.notify(
+                "textDocument/didClose",
+                json!({ "textDocument": { "uri": victim.uri } }),
+            );
+            victim.update_state(|s| s.open_in = None);
+            log_debug!(
+                "closed {} (least recently used) to open {} within LEAN_BEAM_MAX_DOCUMENTS={}",
+                victim.path.shown,
+                doc.path.shown,
+                admission.limit
+            );
+            self.wait_worker_gone(&victim.uri, worker).await;
+        }
+        doc.update_state(|s| s.open_in = Some(self.generation));
+        Ok(())
+    }
+
+    /// Wait (off the async runtime) until the worker of `uri` that was
+    /// `known`, or that runs now, has stopped. Lean has let go of it (the
+    /// document was closed), so one that takes longer than
+    /// [`WORKER_EXIT_WAIT`] is killed.
+    async fn wait_worker_gone(&self, uri: &str, known: Option<Seen>) {
+        let client = Arc::clone(&self.client);
+        let uri = uri.to_string();
+        let _ = tokio::task::spawn_blocking(move || {
+            let Some(worker) = known
+                .filter(Seen::is_running)
+                .or_else(|| client.find_in_tree(&uri))
+            else {
+                return;
+            };
+            let deadline = Instant::now() + WORKER_EXIT_WAIT;
+            while worker.is_running() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            client.kill_in_tree(worker);
+        })
+        .await;
+    }
+}
+
+/// No document open in a runtime's Lean server can be closed to open `doc`.
+fn documents_busy(doc: &Doc, limit: usize, open: usize) -> ToolError {
+    resource_limit(
+        "documents",
+        super::launch::env::MAX_DOCUMENTS,
+        limit as u64,
+        open as u64,
+        format!(
+            "cannot open {} in Lean: {open} documents of this workspace are open (each a Lean worker, probe slots included) and every one has a call in flight, so none can be closed to make room. Retry when a call has finished, or close a document with lean_close",
+            doc.path.shown
+        ),
+    )
 }
 
 /// Apply Lean's notifications to the documents, in arrival order.
