@@ -503,3 +503,66 @@ fn a_handle_is_accepted_in_one_spelling_only() {
     );
     assert_eq!(r["success"], true, "the handle itself still works: {r}");
 }
+
+// ---------------------------------------------------------------------------
+// Memory of the Lean processes.
+
+/// A file whose worker grows by about 0.16 MiB per theorem while it
+/// elaborates (1500: some 340 MiB), then goes on for `ms` more: the memory
+/// check sees it over the bound while the call still waits.
+fn heavy(theorems: usize, ms: u64) -> String {
+    let mut text = String::from("prelude\nimport Fix.Basic\n\nnamespace Fix\n\n");
+    for k in 0..theorems {
+        text.push_str(&format!("theorem heavy{k} : Eq one one := Eq.refl one\n"));
+    }
+    text.push_str(&format!(
+        "\ntheorem heavyLast : Eq one one := by\n  sleep {ms}\n  exact Eq.refl one\n\nend Fix\n"
+    ));
+    text
+}
+
+#[test]
+fn a_worker_over_the_memory_bound_is_killed_with_a_clear_error_and_the_next_call_recovers() {
+    let a = TempWorkspace::copy("basic");
+    let root = a.root_str();
+    let file = "Fix/Heavy.lean";
+    a.write(file, &heavy(1500, 3000));
+    let mut m = spawn(&[("LEAN_BEAM_MAX_LEAN_RSS_MIB", "250")]);
+    sync(&mut m, &a, GOALS);
+    let e = m.call_err("lean_sync", doc(&a, file));
+    assert_limit(&e, "memory", "LEAN_BEAM_MAX_LEAN_RSS_MIB", 250);
+    assert_eq!(e["data"]["process"], "worker", "{e}");
+    assert_eq!(e["data"]["path"], file, "{e}");
+    assert!(e["data"]["used"].as_u64().unwrap() > 250, "{e}");
+    let rt = m.workspace_stats(&root).unwrap();
+    assert_eq!(rt["memory"]["killed"], 1, "{rt}");
+    // The next call recovers, as after any crash. (A worker killed while it
+    // writes can take the server down with it: Lean's server then relays
+    // half a message, and a server that breaks the protocol is killed. The
+    // next call starts a new one.)
+    a.write(file, &heavy(10, 0));
+    let r = m.call("lean_sync", doc(&a, file));
+    assert_eq!(r["diagnostics"]["counts"]["total"], 0, "{r}");
+    let limits = limit_stats(&mut m, "LEAN_BEAM_MAX_LEAN_RSS_MIB");
+    assert_eq!(limits["limit"], 250, "{limits}");
+    assert!(
+        limits["used"].as_u64().is_some_and(|u| u <= 250),
+        "{limits}"
+    );
+}
+
+#[test]
+fn a_server_over_the_memory_bound_is_killed_with_a_clear_error() {
+    let a = TempWorkspace::copy("basic");
+    a.write(WAIT, &waits(5000));
+    let mut m = spawn(&[("LEAN_BEAM_MAX_LEAN_RSS_MIB", "40")]);
+    let e = m.call_err("lean_sync", doc(&a, WAIT));
+    assert_limit(&e, "memory", "LEAN_BEAM_MAX_LEAN_RSS_MIB", 40);
+    assert_eq!(e["data"]["process"], "server", "{e}");
+    assert!(
+        eventually(GUARD, || lean_processes_of_server(m.pid()).is_empty()),
+        "the whole tree is gone"
+    );
+    // Still serving.
+    assert_eq!(m.call("beam_version", json!({}))["name"], "lean-beam-mcp");
+}

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::diagnostics;
+use super::errors::MemoryKill;
 use super::text::LineIndex;
 use super::workspace::DocPath;
 use crate::log_warn;
@@ -261,6 +262,10 @@ pub struct DocState {
     /// (`beam_stats.workerPid`). Lean reports a crash as fatal progress, but
     /// only after it noticed: the process itself tells at once.
     pub worker: Option<Seen>,
+    /// The worker was killed for using more memory than allowed: the calls
+    /// on it get that error instead of a crash, until Lean is sent anything
+    /// for the document again (a reopen or an edit starts a new worker).
+    pub memory_kill: Option<MemoryKill>,
 }
 
 impl DocState {
@@ -280,6 +285,7 @@ impl DocState {
     pub fn unsettle(&mut self) {
         self.sent += 1;
         self.settled = None;
+        self.memory_kill = None;
     }
 }
 
@@ -303,6 +309,7 @@ impl Doc {
                 sent: 0,
                 settled: None,
                 worker: None,
+                memory_kill: None,
             }),
             live,
             rpc: Mutex::new(None),

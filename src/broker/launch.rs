@@ -174,6 +174,9 @@ pub struct Limits {
     /// A runtime without a call this long stops its Lean server
     /// (`LEAN_BEAM_RUNTIME_IDLE_SECS`); the next call starts a new one.
     pub runtime_idle: Duration,
+    /// The resident memory a Lean server or worker may use, in bytes
+    /// (`LEAN_BEAM_MAX_LEAN_RSS_MIB`); `None`: no bound.
+    pub lean_rss: Option<u64>,
 }
 
 /// The names of the variables, for messages and `beam_stats`.
@@ -182,6 +185,7 @@ pub mod env {
     pub const MAX_DOCUMENTS: &str = "LEAN_BEAM_MAX_DOCUMENTS";
     pub const MAX_HANDLES: &str = "LEAN_BEAM_MAX_HANDLES";
     pub const MAX_HANDLE_BYTES: &str = "LEAN_BEAM_MAX_HANDLE_BYTES";
+    pub const MAX_LEAN_RSS_MIB: &str = "LEAN_BEAM_MAX_LEAN_RSS_MIB";
     pub const RUNTIME_IDLE_SECS: &str = "LEAN_BEAM_RUNTIME_IDLE_SECS";
     pub const SHADOW_SLOTS: &str = "LEAN_BEAM_SHADOW_SLOTS";
 }
@@ -217,6 +221,7 @@ impl Limits {
             prefix_bases: std::env::var("LEAN_BEAM_PREFIX_BASES").map_or(true, |v| v != "0"),
             shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300)),
             runtime_idle: Duration::from_secs(n(env::RUNTIME_IDLE_SECS, 1800)),
+            lean_rss: positive(env::MAX_LEAN_RSS_MIB).map(|mib| mib.saturating_mul(MIB)),
         }
     }
 }

@@ -194,10 +194,27 @@ impl Broker {
     }
 
     /// Every bound, the variable that sets it, and what is used of it now
-    /// (for per-runtime bounds, the most any runtime uses).
-    pub fn limits(&self) -> Value {
+    /// (for per-runtime bounds, the most any runtime uses). The memory of
+    /// the Lean processes is read now, off the async runtime.
+    pub async fn limits(&self) -> Value {
         let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
         let most = |f: &dyn Fn(&Runtime) -> u64| runtimes.iter().map(|rt| f(rt)).max().unwrap_or(0);
+        let clients: Vec<_> = runtimes
+            .iter()
+            .filter_map(|rt| rt.session_now())
+            .map(|session| session.client)
+            .collect();
+        let largest_rss = tokio::task::spawn_blocking(move || {
+            clients
+                .iter()
+                .flat_map(|c| c.tree_usage())
+                .map(|u| u.rss)
+                .max()
+        })
+        .await
+        .ok()
+        .flatten();
+        let mib = 1024 * 1024;
         let limits = &self.limits;
         json!({
             (env::MAX_RUNTIMES): {
@@ -221,6 +238,11 @@ impl Broker {
                 "limit": limits.handles.bytes,
                 "used": most(&|rt| rt.handle_stats()["bytes"].as_u64().unwrap_or(0)),
                 "per": "runtime",
+            },
+            (env::MAX_LEAN_RSS_MIB): {
+                "limit": limits.lean_rss.map(|b| b / mib),
+                "used": largest_rss.map(|b| b / mib),
+                "per": "Lean process",
             },
             (env::RUNTIME_IDLE_SECS): {
                 "limit": limits.runtime_idle.as_secs(),

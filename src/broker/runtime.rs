@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::bases::{Bases, Rewritten};
 use super::document::{DiagnosticSet, Doc, DocUse};
-use super::errors::{from_lsp, resource_limit, runtime_setup};
+use super::errors::{MemoryKill, from_lsp, resource_limit, runtime_setup};
 use super::handles::HandleStore;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
@@ -21,7 +21,7 @@ use super::workspace::{DocPath, Root};
 use crate::lsp::tree::Seen;
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
-use crate::surface::ToolError;
+use crate::surface::{ErrorCode, ToolError};
 use crate::{log_debug, log_info, log_warn};
 
 /// The highest version each file has had in any runtime of this process.
@@ -53,6 +53,9 @@ const SETTLE_MARKER: &str = "$/beam/settled";
 /// before it is killed.
 const WORKER_EXIT_WAIT: Duration = Duration::from_secs(5);
 
+/// How often the resident memory of the Lean processes is read, when bounded.
+const MEMORY_CHECK_PERIOD: Duration = Duration::from_millis(500);
+
 /// A live Lean server of this runtime.
 #[derive(Clone)]
 pub struct Session {
@@ -60,6 +63,8 @@ pub struct Session {
     pub generation: u64,
     events: mpsc::UnboundedSender<ServerEvent>,
     admission: Arc<Admission>,
+    /// Set when this server was killed for its memory.
+    memory_kill: Arc<Mutex<Option<MemoryKill>>>,
 }
 
 /// The documents a runtime may have open in Lean at once (each one a Lean
@@ -81,6 +86,7 @@ pub struct Runtime {
     in_flight: AtomicUsize,
     /// When a call last began or ended on it.
     last_used: Mutex<Instant>,
+    memory: Mutex<MemoryUse>,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     bases: Bases,
@@ -94,6 +100,15 @@ pub struct Runtime {
     failed_starts: AtomicU64,
     requests: AtomicU64,
     next_marker: AtomicU64,
+}
+
+/// What the memory checks saw.
+#[derive(Debug, Default)]
+struct MemoryUse {
+    /// The largest resident set among the Lean processes at the last check.
+    largest: Option<u64>,
+    /// Processes killed for their memory.
+    kills: u64,
 }
 
 /// A call's use of a runtime. While one exists the runtime is busy: it is
@@ -146,6 +161,7 @@ impl Runtime {
             }),
             in_flight: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
+            memory: Mutex::default(),
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             bases,
@@ -324,6 +340,7 @@ impl Runtime {
             generation,
             events,
             admission: Arc::clone(&self.admission),
+            memory_kill: Arc::default(),
         };
         *slot = Some(session.clone());
         Ok(session)
@@ -380,18 +397,22 @@ impl Runtime {
         )
         .await
         {
-            Ok(result) => result.map_err(|e| from_lsp(e, method)),
+            Ok(result) => result.map_err(|e| memory_error(session, None, from_lsp(e, method))),
             Err(_) => Err(super::errors::timeout(method, self.timeouts.request)),
         }
     }
 
     /// Housekeeping, now and then, for as long as the runtime exists: shadow
-    /// slots unused for a while give their workers back, and an idle runtime
-    /// stops its Lean server.
+    /// slots unused for a while give their workers back, an idle runtime
+    /// stops its Lean server, and (when bounded) a Lean process holding too
+    /// much memory is killed.
     pub fn spawn_housekeeping(self: &Arc<Self>) {
         let limits = &self.limits;
-        let period = (limits.shadow_idle.min(limits.runtime_idle) / 2)
+        let mut period = (limits.shadow_idle.min(limits.runtime_idle) / 2)
             .clamp(Duration::from_millis(200), Duration::from_secs(60));
+        if limits.lean_rss.is_some() {
+            period = period.min(MEMORY_CHECK_PERIOD);
+        }
         let rt = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
@@ -401,6 +422,9 @@ impl Runtime {
                 };
                 rt.close_idle_shadows(rt.limits.shadow_idle).await;
                 rt.stop_if_idle().await;
+                if let Some(limit) = rt.limits.lean_rss {
+                    rt.check_memory(limit).await;
+                }
             }
         });
     }
@@ -431,6 +455,89 @@ impl Runtime {
         }
     }
 
+    /// Read the resident memory of every process of the Lean server's tree
+    /// (off the async runtime) and kill the ones over `limit`: a file worker
+    /// alone, or the server with all its workers. The calls that were running
+    /// on a killed process then get a `resourceLimit` error of kind `memory`
+    /// (see [`memory_error`]) instead of a crash.
+    async fn check_memory(&self, limit: u64) {
+        let Some(session) = self.session_now() else {
+            return;
+        };
+        let client = Arc::clone(&session.client);
+        let Ok(usage) = tokio::task::spawn_blocking(move || client.tree_usage()).await else {
+            return;
+        };
+        self.memory_used().largest = usage.iter().map(|u| u.rss).max();
+        let server = session.client.pid();
+        let mut killed = Vec::new();
+        for process in usage.iter().filter(|u| u.rss > limit) {
+            let kill = MemoryKill {
+                pid: process.seen.pid,
+                rss: process.rss,
+                limit,
+                server: false,
+            };
+            // A worker, or what a worker started (Lake setting up its
+            // imports): that worker goes. Anything else is the server's (the
+            // server itself, or Lake serving it): the whole tree goes, and
+            // every call on it learns why.
+            let worker = (!process.server && process.seen.pid != server)
+                .then(|| worker_of(&usage, process))
+                .flatten();
+            let Some(worker) = worker else {
+                *session
+                    .memory_kill
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(MemoryKill {
+                    server: true,
+                    ..kill
+                });
+                self.memory_used().kills += 1;
+                log_warn!(
+                    "killed the Lean server of {} with its workers: pid {} used {} MiB, over LEAN_BEAM_MAX_LEAN_RSS_MIB",
+                    self.root.display(),
+                    process.seen.pid,
+                    process.rss >> 20
+                );
+                let client = Arc::clone(&session.client);
+                let _ = tokio::task::spawn_blocking(move || client.kill()).await;
+                return;
+            };
+            if killed.contains(&worker.seen.pid) {
+                continue;
+            }
+            killed.push(worker.seen.pid);
+            let doc = worker
+                .worker_uri
+                .as_deref()
+                .and_then(|uri| doc_for(&self.docs, uri));
+            if let Some(doc) = &doc {
+                doc.update_state(|s| s.memory_kill = Some(kill));
+            }
+            self.memory_used().kills += 1;
+            log_warn!(
+                "killed the Lean worker of {}: pid {} used {} MiB, over LEAN_BEAM_MAX_LEAN_RSS_MIB",
+                doc.as_ref()
+                    .map_or("a document not known here", |d| d.path.shown.as_str()),
+                process.seen.pid,
+                process.rss >> 20
+            );
+            let client = Arc::clone(&session.client);
+            let processes = [worker.seen, process.seen];
+            let _ = tokio::task::spawn_blocking(move || {
+                for seen in processes {
+                    client.kill_in_tree(seen);
+                }
+            })
+            .await;
+        }
+    }
+
+    fn memory_used(&self) -> std::sync::MutexGuard<'_, MemoryUse> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Stop the Lean server and its workers (drop, EOF).
     pub async fn shutdown(&self) {
         let session = self.session.lock().await.take();
@@ -458,6 +565,10 @@ impl Runtime {
         };
         let session = self.session.try_lock().ok().and_then(|s| s.clone());
         let starts = self.starts.load(Ordering::Relaxed);
+        let memory = {
+            let memory = self.memory_used();
+            json!({ "largestMib": memory.largest.map(|b| b >> 20), "killed": memory.kills })
+        };
         json!({
             "root": self.root.display(),
             "serverCommand": self.launcher.describe(&self.root),
@@ -468,6 +579,7 @@ impl Runtime {
             "callsInFlight": self.in_flight.load(Ordering::Relaxed),
             "documents": docs,
             "documentsOpenInLean": self.open_in_lean(),
+            "memory": memory,
             "requests": self.requests.load(Ordering::Relaxed),
             "lspRequests": session.as_ref().map(|s| s.client.stats().requests),
             "starts": starts,
@@ -607,6 +719,22 @@ impl Session {
     }
 }
 
+/// The file worker that `process` is, or that started it (through any
+/// number of parents within the tree).
+fn worker_of<'a>(
+    tree: &'a [crate::lsp::tree::Usage],
+    process: &'a crate::lsp::tree::Usage,
+) -> Option<&'a crate::lsp::tree::Usage> {
+    let mut at = process;
+    for _ in 0..tree.len() {
+        if at.worker_uri.is_some() {
+            return Some(at);
+        }
+        at = tree.iter().find(|u| u.seen.pid == at.ppid)?;
+    }
+    None
+}
+
 /// No document open in a runtime's Lean server can be closed to open `doc`.
 fn documents_busy(doc: &Doc, limit: usize, open: usize) -> ToolError {
     resource_limit(
@@ -619,6 +747,37 @@ fn documents_busy(doc: &Doc, limit: usize, open: usize) -> ToolError {
             doc.path.shown
         ),
     )
+}
+
+/// The error of a call whose Lean process was killed for its memory, in place
+/// of the crash it saw: the server's (any call on it) or `doc`'s worker.
+/// Other errors pass unchanged.
+pub fn memory_error(session: &Session, doc: Option<&Doc>, error: ToolError) -> ToolError {
+    if !matches!(
+        error.code,
+        ErrorCode::WorkerCrashed | ErrorCode::WorkerExited
+    ) {
+        return error;
+    }
+    let shown = |doc: &Doc| {
+        let shown = doc.path.shown.as_str();
+        // A probe slot is named after the document it probes.
+        shown
+            .split_once('#')
+            .map_or(shown, |(file, _)| file)
+            .to_string()
+    };
+    let server = *session
+        .memory_kill
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(kill) = server {
+        return kill.error(doc.map(shown).as_deref());
+    }
+    match doc.and_then(|d| d.state().memory_kill.map(|kill| (d, kill))) {
+        Some((doc, kill)) => kill.error(Some(&shown(doc))),
+        None => error,
+    }
 }
 
 /// Apply Lean's notifications to the documents, in arrival order.

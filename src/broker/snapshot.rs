@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::document::{Doc, DocState, DocUse, Snapshot};
-use super::runtime::{Runtime, RuntimeUse, Session};
+use super::runtime::{Runtime, RuntimeUse, Session, memory_error};
 use super::sync::{STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
 use crate::broker::Broker;
@@ -174,7 +174,7 @@ impl Target<'_> {
                     if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
                         self.doc.on_crash_of(sent);
                     }
-                    return answer;
+                    return answer.map_err(|e| memory_error(self.session, Some(self.doc), e));
                 }
                 changed = live.changed() => {
                     if changed.is_err() {
@@ -187,7 +187,7 @@ impl Target<'_> {
                     };
                 }
                 () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
-                    return Err(worker_stopped(self.doc, self.version));
+                    return Err(memory_error(self.session, Some(self.doc), worker_stopped(self.doc, self.version)));
                 }
             }
         }

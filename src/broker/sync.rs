@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
 use super::document::{DiagnosticSet, Doc, DocState, Snapshot};
 use super::errors::from_lsp;
-use super::runtime::{Runtime, Session};
+use super::runtime::{Runtime, Session, memory_error};
 use super::text::{LineIndex, minimal_change, position_json};
 use crate::context::{CallContext, LogLevel};
 use crate::surface::{DiagnosticScope, ErrorCode, StatusNotice, ToolError};
@@ -418,7 +418,7 @@ pub async fn barrier(
                         if matches!(error.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited) {
                             doc.on_crash_of(sent);
                         }
-                        Err(error)
+                        Err(memory_error(session, Some(doc), error))
                     }
                 };
             }
@@ -434,7 +434,7 @@ pub async fn barrier(
                 forwarder.observe(&snap).await;
             }
             () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
-                return Err(worker_stopped(doc, version));
+                return Err(memory_error(session, Some(doc), worker_stopped(doc, version)));
             }
             () = &mut deadline => {
                 let snap = doc.snapshot();

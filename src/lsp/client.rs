@@ -344,6 +344,12 @@ impl LspClient {
         tree::processes_with_token(&self.shared.tree_token)
     }
 
+    /// The resident memory of every live process of this server's tree
+    /// (blocking: a scan of `/proc`).
+    pub fn tree_usage(&self) -> Vec<tree::Usage> {
+        tree::usage(&self.shared.tree_token)
+    }
+
     /// SIGKILL one process of this server's tree (a file worker), if it is
     /// still the process that was seen.
     pub fn kill_in_tree(&self, process: tree::Seen) {

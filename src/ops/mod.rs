@@ -45,7 +45,7 @@ impl Operations for Beam {
         Ok(process::stats(
             &self.stats,
             self.broker.stats(),
-            self.broker.limits(),
+            self.broker.limits().await,
         ))
     }
 
