@@ -18,7 +18,6 @@ use super::handles::HandleStore;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
-use crate::lsp::tree::Seen;
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
 use crate::surface::{ErrorCode, ToolError};
@@ -451,7 +450,7 @@ impl Runtime {
                 session.client.pid(),
                 idle.as_secs()
             );
-            session.client.shutdown(Duration::from_secs(2)).await;
+            stop(&session.client).await;
         }
     }
 
@@ -538,14 +537,13 @@ impl Runtime {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Stop the Lean server and its workers (drop, EOF).
+    /// Stop the Lean server and its workers (drop, EOF, eviction), and wait
+    /// (off the async runtime) until none of them holds memory any more, so
+    /// that what replaces them never runs beside them.
     pub async fn shutdown(&self) {
         let session = self.session.lock().await.take();
         if let Some(session) = session {
-            session
-                .client
-                .shutdown(std::time::Duration::from_secs(2))
-                .await;
+            stop(&session.client).await;
         }
     }
 
@@ -638,8 +636,8 @@ impl Runtime {
 impl Session {
     /// Room for `doc` to be opened in this Lean server, within
     /// `LEAN_BEAM_MAX_DOCUMENTS`. Called, with `doc.edit` held, right before
-    /// the document is opened; `previous` is the worker of its last opening
-    /// in this server if the caller just closed that one (a reopen).
+    /// the document is opened; `reopen`: the caller just closed its last
+    /// opening in this server.
     ///
     /// Past the bound, the least recently used idle document is closed: idle
     /// means no call is in flight on it (no call holds it, see [`DocUse`],
@@ -649,7 +647,7 @@ impl Session {
     /// never goes past it. When no document is idle, a `resourceLimit` error
     /// says so.
     /// On success `doc` counts as open.
-    pub async fn admit(&self, doc: &Doc, previous: Option<Option<Seen>>) -> Result<(), ToolError> {
+    pub async fn admit(&self, doc: &Doc, reopen: bool) -> Result<(), ToolError> {
         let admission = &self.admission;
         let _turn = admission.turn.lock().await;
         loop {
@@ -664,8 +662,8 @@ impl Session {
                 .cloned()
                 .collect();
             if open.len() < admission.limit {
-                if let Some(previous) = previous.filter(|_| open.len() + 1 >= admission.limit) {
-                    self.wait_worker_gone(&doc.uri, previous).await;
+                if reopen && open.len() + 1 >= admission.limit {
+                    self.wait_worker_gone(&doc.uri).await;
                 }
                 break;
             }
@@ -677,7 +675,6 @@ impl Session {
             else {
                 return Err(documents_busy(doc, admission.limit, open.len()));
             };
-            let worker = victim.state().worker;
             let _ = self.client.notify(
                 "textDocument/didClose",
                 json!({ "textDocument": { "uri": victim.uri } }),
@@ -689,34 +686,53 @@ impl Session {
                 doc.path.shown,
                 admission.limit
             );
-            self.wait_worker_gone(&victim.uri, worker).await;
+            self.wait_worker_gone(&victim.uri).await;
         }
         doc.update_state(|s| s.open_in = Some(self.generation));
         Ok(())
     }
 
-    /// Wait (off the async runtime) until the worker of `uri` that was
-    /// `known`, or that runs now, has stopped. Lean has let go of it (the
-    /// document was closed), so one that takes longer than
+    /// Wait (off the async runtime) until the worker of `uri` is gone: not
+    /// only stopped, but no longer holding its memory (a worker that exits
+    /// still shows in `/proc` while it lets go of hundreds of MiB). Lean has
+    /// let go of it (the document was closed), so one that takes longer than
     /// [`WORKER_EXIT_WAIT`] is killed.
-    async fn wait_worker_gone(&self, uri: &str, known: Option<Seen>) {
+    async fn wait_worker_gone(&self, uri: &str) {
         let client = Arc::clone(&self.client);
         let uri = uri.to_string();
         let _ = tokio::task::spawn_blocking(move || {
-            let Some(worker) = known
-                .filter(Seen::is_running)
-                .or_else(|| client.find_in_tree(&uri))
-            else {
-                return;
-            };
             let deadline = Instant::now() + WORKER_EXIT_WAIT;
-            while worker.is_running() && Instant::now() < deadline {
+            let mut killed = false;
+            while client.tree_has(&uri) {
+                if Instant::now() >= deadline && !killed {
+                    if let Some(worker) = client.find_in_tree(&uri) {
+                        client.kill_in_tree(worker);
+                    }
+                    killed = true;
+                }
+                if Instant::now() >= deadline + WORKER_EXIT_WAIT {
+                    crate::log_warn!("the Lean worker of {uri} is still there after it was killed");
+                    return;
+                }
                 std::thread::sleep(Duration::from_millis(5));
             }
-            client.kill_in_tree(worker);
         })
         .await;
     }
+}
+
+/// Stop a Lean server and its workers (killed after a grace), and wait until
+/// none of them holds memory any more.
+async fn stop(client: &Arc<LspClient>) {
+    client.shutdown(Duration::from_secs(2)).await;
+    let client = Arc::clone(client);
+    let _ = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + WORKER_EXIT_WAIT;
+        while !client.process_tree().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+    .await;
 }
 
 /// The file worker that `process` is, or that started it (through any

@@ -89,7 +89,8 @@ pub async fn read_source(doc: &Doc) -> Result<Arc<str>, ToolError> {
 /// if any, and make room for it within the bound on open documents (see
 /// [`Session::admit`]). The caller holds `doc.edit`.
 pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<(), ToolError> {
-    let previous = if old.open_in == Some(session.generation) {
+    let reopen = old.open_in == Some(session.generation);
+    if reopen {
         let closed = session.client.notify(
             "textDocument/didClose",
             json!({ "textDocument": { "uri": doc.uri } }),
@@ -99,11 +100,8 @@ pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<(
             return Err(from_lsp(error, "textDocument/didClose"));
         }
         doc.update_state(|s| s.open_in = None);
-        Some(old.worker)
-    } else {
-        None
-    };
-    session.admit(doc, previous).await
+    }
+    session.admit(doc, reopen).await
 }
 
 /// Bring Lean's copy of `doc` up to date with `text`. The caller holds

@@ -350,6 +350,12 @@ impl LspClient {
         tree::usage(&self.shared.tree_token)
     }
 
+    /// Whether a process of this server's tree with `arg` on its command line
+    /// is still there, also one on its way out (see [`tree::any_with_arg`]).
+    pub fn tree_has(&self, arg: &str) -> bool {
+        tree::any_with_arg(&self.shared.tree_token, arg)
+    }
+
     /// SIGKILL one process of this server's tree (a file worker), if it is
     /// still the process that was seen.
     pub fn kill_in_tree(&self, process: tree::Seen) {

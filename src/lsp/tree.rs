@@ -178,6 +178,17 @@ pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
         .max_by_key(|seen| seen.start)
 }
 
+/// Whether a process of tree `token` with `arg` among its arguments is still
+/// there: running, or on its way out until it has let go of its memory (from
+/// then on `/proc` shows neither its arguments nor its environment, and it
+/// holds nothing). Blocking: a scan of `/proc`.
+pub fn any_with_arg(token: &str, arg: &str) -> bool {
+    processes_with_token(token).into_iter().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+    })
+}
+
 /// One process of a server tree and the memory it holds.
 #[derive(Debug, Clone)]
 pub struct Usage {
