@@ -77,6 +77,9 @@ pub enum ErrorCode {
     SaveUnsupportedSetup,
     SaveTraceStale,
     RuntimeSetup,
+    /// A configured bound was reached (`data.kind` says which, `data.env`
+    /// names the variable that raises it).
+    ResourceLimit,
     InternalError,
 }
 
@@ -95,6 +98,7 @@ impl ErrorCode {
             Self::SaveUnsupportedSetup => "saveUnsupportedSetup",
             Self::SaveTraceStale => "saveTraceStale",
             Self::RuntimeSetup => "runtimeSetup",
+            Self::ResourceLimit => "resourceLimit",
             Self::InternalError => "internalError",
         }
     }

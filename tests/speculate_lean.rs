@@ -500,7 +500,7 @@ fn handle_chain_with_goals_at_every_step() {
     assert_eq!(r1["success"], true, "{r1}");
     assert_eq!(goals(&r1), ["p q : Prop\nh : And p q\n⊢ And q p"]);
     let h1 = handle_of(&r1);
-    assert!(h1.starts_with("bh1."), "{h1}");
+    assert!(h1.starts_with("bh2."), "{h1}");
 
     let r2 = mcp.call("lean_run_with", with_args(&root, GOALS, &h1, "cases h"));
     check_shape(&r2, &root, true);
@@ -636,17 +636,22 @@ fn handle_errors_malformed_unknown_and_foreign() {
     );
     let h = handle_of(&r);
     let parts: Vec<&str> = h.split('.').collect();
-    assert_eq!(parts.len(), 4, "bh1.<nonce>.<runtime>.<id>: {h}");
+    assert_eq!(parts.len(), 4, "bh2.<process>.<runtime>.<secret>: {h}");
 
     // Malformed → invalidParams, for every handle tool.
     for bad in [
         "",
         "garbage",
-        "bh1",
-        "bh1.zz.1.1",
-        "bh2.0.1.1",
+        "bh2",
+        "bh2.zz.1.1",
+        "bh1.0.1.1",
         &format!("{h}.9"),
-        &h.replace("bh1.", "bh1.."),
+        &h.replace("bh2.", "bh2.."),
+        // The same numbers spelled another way are not the handle.
+        &h.to_uppercase().replace("BH2", "bh2"),
+        &format!("{}.{}.0{}.{}", parts[0], parts[1], parts[2], parts[3]),
+        &format!("{}.{}.+{}.{}", parts[0], parts[1], parts[2], parts[3]),
+        &format!("{}.{}.{}.{}", parts[0], parts[1], parts[2], &parts[3][1..]),
     ] {
         for tool in ["lean_run_with", "lean_run_with_linear"] {
             let e = mcp.call_err(tool, with_args(&basic, GOALS, bad, "skip"));
@@ -660,7 +665,7 @@ fn handle_errors_malformed_unknown_and_foreign() {
     }
 
     // Well formed, this process and runtime, never issued → invalidParams.
-    let unknown = format!("{}.{}.{}.999999", parts[0], parts[1], parts[2]);
+    let unknown = format!("{}.{}.{}.{:032x}", parts[0], parts[1], parts[2], 999_999);
     let e = mcp.call_err("lean_run_with", with_args(&basic, GOALS, &unknown, "skip"));
     assert_code(&e, "invalidParams", "never issued");
 
@@ -876,6 +881,16 @@ fn drop_invalidates_handles_and_reports_how_many() {
     assert_eq!(again["invalidated_handles"], 0, "{again}");
 }
 
+/// `(live, capacity, evicted)` of a runtime's handle stats.
+fn counts(handles: &Value) -> (u64, u64, u64) {
+    let n = |k: &str| {
+        handles[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {handles}"))
+    };
+    (n("live"), n("capacity"), n("evicted"))
+}
+
 #[test]
 fn handle_cap_evicts_the_least_recently_used() {
     let root = fixture("basic");
@@ -887,19 +902,11 @@ fn handle_cap_evicts_the_least_recently_used() {
     let h1 = mint(&mut mcp, "intro h");
     let h2 = mint(&mut mcp, "skip");
     let stats = mcp.workspace_stats(&root).expect("stats");
-    assert_eq!(
-        stats["handles"],
-        json!({"live": 2, "capacity": 2, "evicted": 0}),
-        "{stats}"
-    );
+    assert_eq!(counts(&stats["handles"]), (2, 2, 0), "{stats}");
 
     let h3 = mint(&mut mcp, "intro hpq");
     let stats = mcp.workspace_stats(&root).expect("stats");
-    assert_eq!(
-        stats["handles"],
-        json!({"live": 2, "capacity": 2, "evicted": 1}),
-        "{stats}"
-    );
+    assert_eq!(counts(&stats["handles"]), (2, 2, 1), "{stats}");
     let e = mcp.call_err("lean_run_with", with_args(&root, GOALS, &h1, "skip"));
     assert_code(&e, "invalidParams", "evicted handle");
 
@@ -907,11 +914,7 @@ fn handle_cap_evicts_the_least_recently_used() {
     let r = mcp.call("lean_run_with", with_args(&root, GOALS, &h2, "intro h"));
     let h4 = handle_of(&r);
     let stats = mcp.workspace_stats(&root).expect("stats");
-    assert_eq!(
-        stats["handles"],
-        json!({"live": 2, "capacity": 2, "evicted": 2}),
-        "{stats}"
-    );
+    assert_eq!(counts(&stats["handles"]), (2, 2, 2), "{stats}");
     let e = mcp.call_err("lean_run_with", with_args(&root, GOALS, &h3, "skip"));
     assert_code(&e, "invalidParams", "least recently used handle");
     for h in [&h2, &h4] {

@@ -1,13 +1,16 @@
 //! One document of a workspace runtime: the broker's mirror of the on-disk
 //! source, its version, and what Lean has reported for that version.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::diagnostics;
+use super::errors::MemoryKill;
 use super::text::LineIndex;
 use super::workspace::DocPath;
 use crate::log_warn;
@@ -192,6 +195,31 @@ pub struct Doc {
     /// time proportional to the commands before it, and an agent probes the
     /// same place again and again.
     probe_goals: Mutex<ProbeGoals>,
+    /// Calls in flight on this document (see [`DocUse`]).
+    in_flight: AtomicUsize,
+    /// When a call last began or ended on it.
+    last_used: Mutex<Instant>,
+}
+
+/// A call's use of a document. While one exists the document is busy: it is
+/// never closed to make room for another (see `Runtime::admit`). Documents
+/// are closed least recently used first, by when a use last began or ended.
+#[derive(Debug)]
+pub struct DocUse(Arc<Doc>);
+
+impl std::ops::Deref for DocUse {
+    type Target = Arc<Doc>;
+
+    fn deref(&self) -> &Arc<Doc> {
+        &self.0
+    }
+}
+
+impl Drop for DocUse {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// `plainGoal` answers of one version, by (line, character).
@@ -234,6 +262,10 @@ pub struct DocState {
     /// (`beam_stats.workerPid`). Lean reports a crash as fatal progress, but
     /// only after it noticed: the process itself tells at once.
     pub worker: Option<Seen>,
+    /// The worker was killed for using more memory than allowed: the calls
+    /// on it get that error instead of a crash, until Lean is sent anything
+    /// for the document again (a reopen or an edit starts a new worker).
+    pub memory_kill: Option<MemoryKill>,
 }
 
 impl DocState {
@@ -253,6 +285,7 @@ impl DocState {
     pub fn unsettle(&mut self) {
         self.sent += 1;
         self.settled = None;
+        self.memory_kill = None;
     }
 }
 
@@ -276,11 +309,35 @@ impl Doc {
                 sent: 0,
                 settled: None,
                 worker: None,
+                memory_kill: None,
             }),
             live,
             rpc: Mutex::new(None),
             probe_goals: Mutex::new(ProbeGoals::default()),
+            in_flight: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Begin a call's use of the document (ends when the use is dropped).
+    pub fn begin_use(self: &Arc<Self>) -> DocUse {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        DocUse(Arc::clone(self))
+    }
+
+    /// No call is in flight on the document.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// When a call last began or ended on the document.
+    pub fn last_used(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
     /// Lean's `plainGoal` answer at a position of `version`, if asked before.

@@ -118,6 +118,71 @@ pub fn timeout(method: &str, limit: Duration) -> ToolError {
     .with_data(json!({ "lspMethod": method, "timeoutSecs": limit.as_secs(), "partial": true }))
 }
 
+/// A configured bound was reached. `what` says what could not be done and
+/// why; the message adds the bound and how to raise it. `data.kind` names the
+/// resource, `data.env` the variable that sets the bound.
+pub fn resource_limit(kind: &str, env: &str, limit: u64, used: u64, what: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::ResourceLimit,
+        format!(
+            "{what}. The bound is {env}={limit}; raise it in the server's environment if this machine can afford more"
+        ),
+    )
+    .with_data(json!({ "kind": kind, "env": env, "limit": limit, "used": used }))
+}
+
+/// A Lean process killed for holding more resident memory than
+/// `LEAN_BEAM_MAX_LEAN_RSS_MIB` allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryKill {
+    pub pid: u32,
+    /// Its resident set when it was killed, in bytes.
+    pub rss: u64,
+    /// The bound, in bytes.
+    pub limit: u64,
+    /// The server (with every worker of it), not one file's worker.
+    pub server: bool,
+}
+
+impl MemoryKill {
+    /// The error of the calls that were running on the killed process.
+    /// `path`: the document whose worker it was.
+    pub fn error(&self, path: Option<&str>) -> ToolError {
+        const MIB: u64 = 1024 * 1024;
+        let (process, what) = if self.server {
+            (
+                "server",
+                "the workspace's Lean server (with its workers)".to_string(),
+            )
+        } else {
+            (
+                "worker",
+                format!("the Lean worker of {}", path.unwrap_or("the document")),
+            )
+        };
+        // Rounded up: a process over the bound never reads as at it.
+        let used = self.rss.div_ceil(MIB);
+        let mut error = resource_limit(
+            "memory",
+            super::launch::env::MAX_LEAN_RSS_MIB,
+            self.limit / MIB,
+            used,
+            format!(
+                "{what} (pid {}) used {used} MiB of memory, more than allowed, and was killed; the next call starts a new one, and a smaller file (or one split into modules) needs less",
+                self.pid,
+            ),
+        );
+        if let Some(serde_json::Value::Object(data)) = &mut error.data {
+            data.insert("process".into(), json!(process));
+            data.insert("pid".into(), json!(self.pid));
+            if let Some(path) = path {
+                data.insert("path".into(), json!(path));
+            }
+        }
+        error
+    }
+}
+
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim().lines().collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")

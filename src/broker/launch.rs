@@ -149,35 +149,79 @@ impl Timeouts {
     }
 }
 
-/// Bounds on what a runtime keeps.
+/// Bounds on what the broker keeps, each set by an environment variable
+/// (see the README). Defaults fit a 2-core, 8 GiB laptop.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// Workspace runtimes cached at once (`LEAN_BEAM_MAX_RUNTIMES`): past it
+    /// the least recently used idle one is evicted.
+    pub runtimes: usize,
+    /// Documents a runtime has open in Lean at once, shadow slots included,
+    /// each a Lean worker process (`LEAN_BEAM_MAX_DOCUMENTS`): past it the
+    /// least recently used idle one is closed.
+    pub documents: usize,
     /// Shadow slots (each a Lean worker) per document, for parallel probes.
     pub shadow_slots: usize,
-    /// Live proof handles per runtime (least recently used evicted past this).
-    pub handles: usize,
+    /// Live proof handles per runtime, by count and by bytes (least recently
+    /// used evicted past either).
+    pub handles: super::handles::HandleLimits,
     /// Probes may import a compiled prefix instead of carrying it
     /// (`LEAN_BEAM_PREFIX_BASES=0` turns this off).
     pub prefix_bases: bool,
     /// A shadow slot unused this long gives its Lean worker back (reopened by
     /// the next probe that takes the slot).
     pub shadow_idle: Duration,
+    /// A runtime without a call this long stops its Lean server
+    /// (`LEAN_BEAM_RUNTIME_IDLE_SECS`); the next call starts a new one.
+    pub runtime_idle: Duration,
+    /// The resident memory a Lean server or worker may use, in bytes
+    /// (`LEAN_BEAM_MAX_LEAN_RSS_MIB`); `None`: no bound.
+    pub lean_rss: Option<u64>,
+}
+
+/// The names of the variables, for messages and `beam_stats`.
+pub mod env {
+    pub const MAX_RUNTIMES: &str = "LEAN_BEAM_MAX_RUNTIMES";
+    pub const MAX_DOCUMENTS: &str = "LEAN_BEAM_MAX_DOCUMENTS";
+    pub const MAX_HANDLES: &str = "LEAN_BEAM_MAX_HANDLES";
+    pub const MAX_HANDLE_BYTES: &str = "LEAN_BEAM_MAX_HANDLE_BYTES";
+    pub const MAX_LEAN_RSS_MIB: &str = "LEAN_BEAM_MAX_LEAN_RSS_MIB";
+    pub const RUNTIME_IDLE_SECS: &str = "LEAN_BEAM_RUNTIME_IDLE_SECS";
+    pub const SHADOW_SLOTS: &str = "LEAN_BEAM_SHADOW_SLOTS";
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// A positive integer from the environment; a value that is not one is
+/// reported on stderr and the default applies.
+fn positive(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            crate::log_warn!("{name}={value:?} is not a positive integer; using the default");
+            None
+        }
+    }
 }
 
 impl Limits {
     pub fn from_env() -> Self {
-        let n = |name: &str, default: usize| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|n| *n > 0)
-                .unwrap_or(default)
-        };
+        let n = |name: &str, default: u64| positive(name).unwrap_or(default);
+        let size =
+            |name: &str, default: u64| usize::try_from(n(name, default)).unwrap_or(usize::MAX);
         Limits {
-            shadow_slots: n("LEAN_BEAM_SHADOW_SLOTS", 4),
-            handles: n("LEAN_BEAM_MAX_HANDLES", 4096),
+            runtimes: size(env::MAX_RUNTIMES, 8),
+            documents: size(env::MAX_DOCUMENTS, 32),
+            shadow_slots: size(env::SHADOW_SLOTS, 4),
+            handles: super::handles::HandleLimits {
+                count: size(env::MAX_HANDLES, 4096),
+                bytes: size(env::MAX_HANDLE_BYTES, 64 * MIB),
+            },
             prefix_bases: std::env::var("LEAN_BEAM_PREFIX_BASES").map_or(true, |v| v != "0"),
-            shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300) as u64),
+            shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300)),
+            runtime_idle: Duration::from_secs(n(env::RUNTIME_IDLE_SECS, 1800)),
+            lean_rss: positive(env::MAX_LEAN_RSS_MIB).map(|mib| mib.saturating_mul(MIB)),
         }
     }
 }

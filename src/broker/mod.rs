@@ -24,33 +24,30 @@ pub mod workspace;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use launch::{Launcher, Limits, Timeouts};
-use runtime::Runtime;
+use launch::{Launcher, Limits, Timeouts, env};
+use runtime::{Runtime, RuntimeUse};
 use workspace::Root;
+
+use crate::surface::ToolError;
 
 pub struct Broker {
     launcher: Launcher,
     timeouts: Timeouts,
     limits: Limits,
     /// Identifies this server process in proof handles.
-    process_nonce: u64,
+    process: handles::ProcessTag,
     next_runtime_id: std::sync::atomic::AtomicU64,
     /// Versions survive eviction: a recreated runtime continues above them, so
     /// a version returned before a drop never names different content after it.
     version_floors: Arc<runtime::VersionFloors>,
     runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
+    /// Held while a runtime is created (and, at the bound, another evicted
+    /// for it), so that a new runtime's Lean server never starts before the
+    /// evicted one's is gone.
+    creating: tokio::sync::Mutex<()>,
     resolver: workspace::Resolver,
-}
-
-/// A random number per process, without a randomness crate: std's hasher
-/// keys are drawn from the OS for every `RandomState`.
-fn process_nonce() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.finish()
 }
 
 impl Broker {
@@ -59,10 +56,11 @@ impl Broker {
             launcher,
             timeouts,
             limits,
-            process_nonce: process_nonce(),
+            process: handles::ProcessTag::random(),
             next_runtime_id: std::sync::atomic::AtomicU64::new(1),
             version_floors: Arc::default(),
             runtimes: Mutex::new(HashMap::new()),
+            creating: tokio::sync::Mutex::new(()),
             resolver: workspace::Resolver::default(),
         }
     }
@@ -76,15 +74,12 @@ impl Broker {
     }
 
     /// Refuse a handle that is malformed or from another server process.
-    pub fn check_handle_origin(&self, handle: &str) -> Result<(), crate::surface::ToolError> {
-        handles::check_process(handle, self.process_nonce)
+    pub fn check_handle_origin(&self, handle: &str) -> Result<(), ToolError> {
+        handles::check_process(handle, self.process)
     }
 
     /// The canonical root of a descriptor (see [`workspace::resolve`]).
-    pub fn resolve_root(
-        &self,
-        workspace: &crate::surface::Workspace,
-    ) -> Result<Root, crate::surface::ToolError> {
+    pub fn resolve_root(&self, workspace: &crate::surface::Workspace) -> Result<Root, ToolError> {
         self.resolver.root(workspace)
     }
 
@@ -94,7 +89,7 @@ impl Broker {
         &self,
         workspace: &crate::surface::Workspace,
         path: &str,
-    ) -> Result<(Root, workspace::DocPath), crate::surface::ToolError> {
+    ) -> Result<(Root, workspace::DocPath), ToolError> {
         self.resolver.document(workspace, path)
     }
 
@@ -106,34 +101,69 @@ impl Broker {
         self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The runtime of `root`, created if absent. Creating one is cheap: its Lean
-    /// server starts on the first request that needs it.
-    pub fn runtime(&self, root: &Root) -> Arc<Runtime> {
+    /// The runtime of `root` for a call's use, created if absent. Creating one
+    /// is cheap: its Lean server starts on the first request that needs it.
+    ///
+    /// At most `LEAN_BEAM_MAX_RUNTIMES` runtimes are cached: past it the least
+    /// recently used idle one (no call in flight on it) is evicted as
+    /// `lean_drop_workspace` would (its Lean processes stopped, its handles
+    /// invalidated) before the new one is made; when every one is busy the
+    /// call gets a `resourceLimit` error.
+    pub async fn runtime(&self, root: &Root) -> Result<RuntimeUse, ToolError> {
+        if let Some(rt) = self.cached(root) {
+            return Ok(rt);
+        }
+        let _creating = self.creating.lock().await;
+        let victim = {
+            let mut map = self.map();
+            if let Some(rt) = map.get(root) {
+                return Ok(rt.begin_use());
+            }
+            if map.len() >= self.limits.runtimes.max(1) {
+                let victim = map
+                    .values()
+                    .filter(|rt| rt.is_idle())
+                    .min_by_key(|rt| rt.last_used())
+                    .cloned()
+                    .ok_or_else(|| runtimes_busy(root, self.limits.runtimes, map.len()))?;
+                map.remove(&victim.root);
+                Some(victim)
+            } else {
+                None
+            }
+        };
+        if let Some(victim) = victim {
+            crate::log_info!(
+                "evicted the runtime of {} (least recently used) to make room for {} within LEAN_BEAM_MAX_RUNTIMES={}",
+                victim.root.display(),
+                root.display(),
+                self.limits.runtimes
+            );
+            victim.record_versions();
+            victim.shutdown().await;
+        }
         let mut map = self.map();
-        Arc::clone(map.entry(root.clone()).or_insert_with(|| {
-            let id = self
-                .next_runtime_id
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let handles = handles::HandleStore::new(self.process_nonce, id, self.limits.handles);
-            let rt = Arc::new(Runtime::new(
-                Arc::clone(&self.version_floors),
-                root.clone(),
-                self.launcher.clone(),
-                self.timeouts.clone(),
-                &self.limits,
-                handles,
-            ));
-            tokio::spawn(close_idle_shadows(
-                Arc::downgrade(&rt),
-                self.limits.shadow_idle,
-            ));
-            rt
-        }))
+        let id = self
+            .next_runtime_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let handles = handles::HandleStore::new(self.process, id, self.limits.handles);
+        let rt = Arc::new(Runtime::new(
+            Arc::clone(&self.version_floors),
+            root.clone(),
+            self.launcher.clone(),
+            self.timeouts.clone(),
+            &self.limits,
+            handles,
+        ));
+        rt.spawn_housekeeping();
+        map.insert(root.clone(), Arc::clone(&rt));
+        Ok(rt.begin_use())
     }
 
-    /// The runtime of `root` only if one is cached (never creates one).
-    pub fn cached(&self, root: &Root) -> Option<Arc<Runtime>> {
-        self.map().get(root).cloned()
+    /// The runtime of `root` for a call's use, only if one is cached (never
+    /// creates one).
+    pub fn cached(&self, root: &Root) -> Option<RuntimeUse> {
+        self.map().get(root).map(Runtime::begin_use)
     }
 
     /// Remove and stop the runtime of `root`, if cached.
@@ -162,20 +192,77 @@ impl Broker {
         }
         Value::Object(out)
     }
+
+    /// Every bound, the variable that sets it, and what is used of it now
+    /// (for per-runtime bounds, the most any runtime uses). The memory of
+    /// the Lean processes is read now, off the async runtime.
+    pub async fn limits(&self) -> Value {
+        let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
+        let most = |f: &dyn Fn(&Runtime) -> u64| runtimes.iter().map(|rt| f(rt)).max().unwrap_or(0);
+        let clients: Vec<_> = runtimes
+            .iter()
+            .filter_map(|rt| rt.session_now())
+            .map(|session| session.client)
+            .collect();
+        let largest_rss = tokio::task::spawn_blocking(move || {
+            clients
+                .iter()
+                .flat_map(|c| c.tree_usage())
+                .map(|u| u.rss)
+                .max()
+        })
+        .await
+        .ok()
+        .flatten();
+        let mib = 1024 * 1024;
+        let limits = &self.limits;
+        json!({
+            (env::MAX_RUNTIMES): {
+                "limit": limits.runtimes,
+                "used": runtimes.len(),
+                "busy": runtimes.iter().filter(|rt| !rt.is_idle()).count(),
+                "per": "server",
+            },
+            (env::MAX_DOCUMENTS): {
+                "limit": limits.documents,
+                "used": most(&|rt| rt.open_in_lean() as u64),
+                "per": "runtime",
+            },
+            (env::SHADOW_SLOTS): { "limit": limits.shadow_slots, "per": "document" },
+            (env::MAX_HANDLES): {
+                "limit": limits.handles.count,
+                "used": most(&|rt| rt.handle_stats()["live"].as_u64().unwrap_or(0)),
+                "per": "runtime",
+            },
+            (env::MAX_HANDLE_BYTES): {
+                "limit": limits.handles.bytes,
+                "used": most(&|rt| rt.handle_stats()["bytes"].as_u64().unwrap_or(0)),
+                "per": "runtime",
+            },
+            (env::MAX_LEAN_RSS_MIB): {
+                "limit": limits.lean_rss.map(|b| b / mib),
+                "used": largest_rss.map(|b| b / mib),
+                "per": "Lean process",
+            },
+            (env::RUNTIME_IDLE_SECS): {
+                "limit": limits.runtime_idle.as_secs(),
+                "used": most(&|rt| if rt.is_idle() { rt.last_used().elapsed().as_secs() } else { 0 }),
+                "per": "runtime",
+            },
+        })
+    }
 }
 
-/// Close the idle shadow slots of a runtime now and then, for as long as it
-/// exists.
-async fn close_idle_shadows(rt: std::sync::Weak<Runtime>, idle: std::time::Duration) {
-    let period = (idle / 2).clamp(
-        std::time::Duration::from_millis(200),
-        std::time::Duration::from_secs(60),
-    );
-    loop {
-        tokio::time::sleep(period).await;
-        let Some(rt) = rt.upgrade() else {
-            return;
-        };
-        rt.close_idle_shadows(idle).await;
-    }
+/// Every cached runtime has a call in flight: none can be evicted for `root`.
+fn runtimes_busy(root: &Root, limit: usize, used: usize) -> ToolError {
+    errors::resource_limit(
+        "runtimes",
+        env::MAX_RUNTIMES,
+        limit as u64,
+        used as u64,
+        format!(
+            "cannot start a Lean runtime for {}: {used} workspace runtimes are cached and every one has a call in flight, so none can be evicted. Retry when a call has finished, or free one with lean_drop_workspace",
+            root.display()
+        ),
+    )
 }

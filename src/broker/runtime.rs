@@ -4,23 +4,23 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::bases::{Bases, Rewritten};
-use super::document::{DiagnosticSet, Doc};
-use super::errors::{from_lsp, runtime_setup};
+use super::document::{DiagnosticSet, Doc, DocUse};
+use super::errors::{MemoryKill, from_lsp, resource_limit, runtime_setup};
 use super::handles::HandleStore;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
-use crate::surface::ToolError;
+use crate::surface::{ErrorCode, ToolError};
 use crate::{log_debug, log_info, log_warn};
 
 /// The highest version each file has had in any runtime of this process.
@@ -48,18 +48,44 @@ impl VersionFloors {
 /// `Runtime::settle`). Lean never sends it.
 const SETTLE_MARKER: &str = "$/beam/settled";
 
+/// How long the worker of a document closed to make room may take to stop
+/// before it is killed.
+const WORKER_EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// How often the resident memory of the Lean processes is read, when bounded.
+const MEMORY_CHECK_PERIOD: Duration = Duration::from_millis(500);
+
 /// A live Lean server of this runtime.
 #[derive(Clone)]
 pub struct Session {
     pub client: Arc<LspClient>,
     pub generation: u64,
     events: mpsc::UnboundedSender<ServerEvent>,
+    admission: Arc<Admission>,
+    /// Set when this server was killed for its memory.
+    memory_kill: Arc<Mutex<Option<MemoryKill>>>,
+}
+
+/// The documents a runtime may have open in Lean at once (each one a Lean
+/// worker process), and the turn that makes each opening count them and make
+/// room in one step.
+struct Admission {
+    docs: Arc<Docs>,
+    limit: usize,
+    turn: tokio::sync::Mutex<()>,
 }
 
 pub struct Runtime {
     pub root: Root,
     launcher: Launcher,
     pub timeouts: Timeouts,
+    limits: Limits,
+    admission: Arc<Admission>,
+    /// Calls in flight on this runtime (see [`RuntimeUse`]).
+    in_flight: AtomicUsize,
+    /// When a call last began or ended on it.
+    last_used: Mutex<Instant>,
+    memory: Mutex<MemoryUse>,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     bases: Bases,
@@ -73,6 +99,34 @@ pub struct Runtime {
     failed_starts: AtomicU64,
     requests: AtomicU64,
     next_marker: AtomicU64,
+}
+
+/// What the memory checks saw.
+#[derive(Debug, Default)]
+struct MemoryUse {
+    /// The largest resident set among the Lean processes at the last check.
+    largest: Option<u64>,
+    /// Processes killed for their memory.
+    kills: u64,
+}
+
+/// A call's use of a runtime. While one exists the runtime is busy: it is
+/// neither evicted to make room for another nor stopped as idle.
+pub struct RuntimeUse(Arc<Runtime>);
+
+impl std::ops::Deref for RuntimeUse {
+    type Target = Arc<Runtime>;
+
+    fn deref(&self) -> &Arc<Runtime> {
+        &self.0
+    }
+}
+
+impl Drop for RuntimeUse {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Documents by canonical file and by URI (Lean reports by URI).
@@ -93,10 +147,20 @@ impl Runtime {
         handles: HandleStore,
     ) -> Self {
         let bases = Bases::new(limits.prefix_bases);
+        let docs = Arc::new(Docs::default());
         Runtime {
             root,
             launcher,
             timeouts,
+            limits: limits.clone(),
+            admission: Arc::new(Admission {
+                docs: Arc::clone(&docs),
+                limit: limits.documents.max(1),
+                turn: tokio::sync::Mutex::new(()),
+            }),
+            in_flight: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+            memory: Mutex::default(),
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             bases,
@@ -104,7 +168,7 @@ impl Runtime {
             version_floors,
             created: Instant::now(),
             session: tokio::sync::Mutex::new(None),
-            docs: Arc::new(Docs::default()),
+            docs,
             starts: AtomicU64::new(0),
             failed_starts: AtomicU64::new(0),
             requests: AtomicU64::new(0),
@@ -116,11 +180,50 @@ impl Runtime {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The document of `path`, created on first use.
-    pub fn doc(&self, path: &DocPath) -> Arc<Doc> {
+    /// Begin a call's use of the runtime (ends when the use is dropped). The
+    /// broker hands these out under its map lock, so an evicted runtime never
+    /// gets a new one.
+    pub fn begin_use(self: &Arc<Self>) -> RuntimeUse {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        RuntimeUse(Arc::clone(self))
+    }
+
+    /// No call is in flight on the runtime.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// When a call last began or ended on the runtime.
+    pub fn last_used(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Documents open in Lean now, shadow slots included (each a worker).
+    pub fn open_in_lean(&self) -> usize {
+        self.docs
+            .by_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|d| d.state().open_in.is_some())
+            .count()
+    }
+
+    /// The live proof handles.
+    pub fn handle_stats(&self) -> Value {
+        self.handles.stats()
+    }
+
+    /// The document of `path`, created on first use, for a call's use.
+    pub fn doc(&self, path: &DocPath) -> DocUse {
         let mut by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(doc) = by_file.get(&path.file) {
-            return Arc::clone(doc);
+            return doc.begin_use();
         }
         let uri = path_to_uri(&path.file);
         let floor = self.version_floors.get(&path.file);
@@ -131,7 +234,7 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(uri, Arc::clone(&doc));
-        doc
+        doc.begin_use()
     }
 
     /// Remember every document's version, so that a later runtime of the same
@@ -189,14 +292,14 @@ impl Runtime {
         self.bases.imported();
     }
 
-    /// The document of `path` if it was ever synced.
-    pub fn existing_doc(&self, path: &DocPath) -> Option<Arc<Doc>> {
+    /// The document of `path` if it was ever synced, for a call's use.
+    pub fn existing_doc(&self, path: &DocPath) -> Option<DocUse> {
         self.docs
             .by_file
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&path.file)
-            .cloned()
+            .map(Doc::begin_use)
     }
 
     /// The live Lean server, started (or restarted after a death) on demand.
@@ -235,9 +338,20 @@ impl Runtime {
             client,
             generation,
             events,
+            admission: Arc::clone(&self.admission),
+            memory_kill: Arc::default(),
         };
         *slot = Some(session.clone());
         Ok(session)
+    }
+
+    /// The live Lean server, unless none runs or one is being started or
+    /// stopped right now; never waits.
+    pub fn session_now(&self) -> Option<Session> {
+        let slot = self.session.try_lock().ok()?;
+        slot.as_ref()
+            .filter(|session| session.client.is_alive())
+            .cloned()
     }
 
     /// The live Lean server if one is running; never starts one.
@@ -282,19 +396,154 @@ impl Runtime {
         )
         .await
         {
-            Ok(result) => result.map_err(|e| from_lsp(e, method)),
+            Ok(result) => result.map_err(|e| memory_error(session, None, from_lsp(e, method))),
             Err(_) => Err(super::errors::timeout(method, self.timeouts.request)),
         }
     }
 
-    /// Stop the Lean server and its workers (drop, EOF).
+    /// Housekeeping, now and then, for as long as the runtime exists: shadow
+    /// slots unused for a while give their workers back, an idle runtime
+    /// stops its Lean server, and (when bounded) a Lean process holding too
+    /// much memory is killed.
+    pub fn spawn_housekeeping(self: &Arc<Self>) {
+        let limits = &self.limits;
+        let mut period = (limits.shadow_idle.min(limits.runtime_idle) / 2)
+            .clamp(Duration::from_millis(200), Duration::from_secs(60));
+        if limits.lean_rss.is_some() {
+            period = period.min(MEMORY_CHECK_PERIOD);
+        }
+        let rt = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let Some(rt) = rt.upgrade() else {
+                    return;
+                };
+                rt.close_idle_shadows(rt.limits.shadow_idle).await;
+                rt.stop_if_idle().await;
+                if let Some(limit) = rt.limits.lean_rss {
+                    rt.check_memory(limit).await;
+                }
+            }
+        });
+    }
+
+    /// A runtime without a call for `LEAN_BEAM_RUNTIME_IDLE_SECS` gives its
+    /// Lean processes back. Its documents, versions and handles stay (handles
+    /// then answer that the Lean server restarted); the next call starts a new
+    /// server and reopens what it needs.
+    async fn stop_if_idle(&self) {
+        let idle = self.limits.runtime_idle;
+        if !self.is_idle() || self.last_used().elapsed() < idle {
+            return;
+        }
+        // The session stays locked until the server is gone, so a call that
+        // begins meanwhile starts the next one only then.
+        let mut slot = self.session.lock().await;
+        if !self.is_idle() || self.last_used().elapsed() < idle {
+            return;
+        }
+        if let Some(session) = slot.take() {
+            log_info!(
+                "Lean server of {} (pid {}) stopped: no call for {} s (LEAN_BEAM_RUNTIME_IDLE_SECS)",
+                self.root.display(),
+                session.client.pid(),
+                idle.as_secs()
+            );
+            stop(&session.client).await;
+        }
+    }
+
+    /// Read the resident memory of every process of the Lean server's tree
+    /// (off the async runtime) and kill the ones over `limit`: a file worker
+    /// alone, or the server with all its workers. The calls that were running
+    /// on a killed process then get a `resourceLimit` error of kind `memory`
+    /// (see [`memory_error`]) instead of a crash.
+    async fn check_memory(&self, limit: u64) {
+        let Some(session) = self.session_now() else {
+            return;
+        };
+        let client = Arc::clone(&session.client);
+        let Ok(usage) = tokio::task::spawn_blocking(move || client.tree_usage()).await else {
+            return;
+        };
+        self.memory_used().largest = usage.iter().map(|u| u.rss).max();
+        let server = session.client.pid();
+        let mut killed = Vec::new();
+        for process in usage.iter().filter(|u| u.rss > limit) {
+            let kill = MemoryKill {
+                pid: process.seen.pid,
+                rss: process.rss,
+                limit,
+                server: false,
+            };
+            // A worker, or what a worker started (Lake setting up its
+            // imports): that worker goes. Anything else is the server's (the
+            // server itself, or Lake serving it): the whole tree goes, and
+            // every call on it learns why.
+            let worker = (!process.server && process.seen.pid != server)
+                .then(|| worker_of(&usage, process))
+                .flatten();
+            let Some(worker) = worker else {
+                *session
+                    .memory_kill
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(MemoryKill {
+                    server: true,
+                    ..kill
+                });
+                self.memory_used().kills += 1;
+                log_warn!(
+                    "killed the Lean server of {} with its workers: pid {} used {} MiB, over LEAN_BEAM_MAX_LEAN_RSS_MIB",
+                    self.root.display(),
+                    process.seen.pid,
+                    process.rss >> 20
+                );
+                let client = Arc::clone(&session.client);
+                let _ = tokio::task::spawn_blocking(move || client.kill()).await;
+                return;
+            };
+            if killed.contains(&worker.seen.pid) {
+                continue;
+            }
+            killed.push(worker.seen.pid);
+            let doc = worker
+                .worker_uri
+                .as_deref()
+                .and_then(|uri| doc_for(&self.docs, uri));
+            if let Some(doc) = &doc {
+                doc.update_state(|s| s.memory_kill = Some(kill));
+            }
+            self.memory_used().kills += 1;
+            log_warn!(
+                "killed the Lean worker of {}: pid {} used {} MiB, over LEAN_BEAM_MAX_LEAN_RSS_MIB",
+                doc.as_ref()
+                    .map_or("a document not known here", |d| d.path.shown.as_str()),
+                process.seen.pid,
+                process.rss >> 20
+            );
+            let client = Arc::clone(&session.client);
+            let processes = [worker.seen, process.seen];
+            let _ = tokio::task::spawn_blocking(move || {
+                for seen in processes {
+                    client.kill_in_tree(seen);
+                }
+            })
+            .await;
+        }
+    }
+
+    fn memory_used(&self) -> std::sync::MutexGuard<'_, MemoryUse> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stop the Lean server and its workers (drop, EOF, eviction), and wait
+    /// (off the async runtime) until none of them holds memory any more, so
+    /// that what replaces them never runs beside them.
     pub async fn shutdown(&self) {
         let session = self.session.lock().await.take();
         if let Some(session) = session {
-            session
-                .client
-                .shutdown(std::time::Duration::from_secs(2))
-                .await;
+            stop(&session.client).await;
         }
     }
 
@@ -314,13 +563,21 @@ impl Runtime {
         };
         let session = self.session.try_lock().ok().and_then(|s| s.clone());
         let starts = self.starts.load(Ordering::Relaxed);
+        let memory = {
+            let memory = self.memory_used();
+            json!({ "largestMib": memory.largest.map(|b| b >> 20), "killed": memory.kills })
+        };
         json!({
             "root": self.root.display(),
             "serverCommand": self.launcher.describe(&self.root),
             "pid": session.as_ref().map(|s| s.client.pid()),
             "alive": session.as_ref().is_some_and(|s| s.client.is_alive()),
             "uptimeMs": self.created.elapsed().as_millis() as u64,
+            "idleMs": if self.is_idle() { self.last_used().elapsed().as_millis() as u64 } else { 0 },
+            "callsInFlight": self.in_flight.load(Ordering::Relaxed),
             "documents": docs,
+            "documentsOpenInLean": self.open_in_lean(),
+            "memory": memory,
             "requests": self.requests.load(Ordering::Relaxed),
             "lspRequests": session.as_ref().map(|s| s.client.stats().requests),
             "starts": starts,
@@ -373,6 +630,169 @@ impl Runtime {
             .collect();
         open.sort();
         open
+    }
+}
+
+impl Session {
+    /// Room for `doc` to be opened in this Lean server, within
+    /// `LEAN_BEAM_MAX_DOCUMENTS`. Called, with `doc.edit` held, right before
+    /// the document is opened; `reopen`: the caller just closed its last
+    /// opening in this server.
+    ///
+    /// Past the bound, the least recently used idle document is closed: idle
+    /// means no call is in flight on it (no call holds it, see [`DocUse`],
+    /// and its edit lock is free). Each closed document's worker is waited for
+    /// (and killed after [`WORKER_EXIT_WAIT`]), as is the previous worker of
+    /// a reopen when the server is at the bound, so the number of workers
+    /// never goes past it. When no document is idle, a `resourceLimit` error
+    /// says so.
+    /// On success `doc` counts as open.
+    pub async fn admit(&self, doc: &Doc, reopen: bool) -> Result<(), ToolError> {
+        let admission = &self.admission;
+        let _turn = admission.turn.lock().await;
+        loop {
+            let open: Vec<Arc<Doc>> = admission
+                .docs
+                .by_file
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .filter(|d| !std::ptr::eq(d.as_ref(), doc))
+                .filter(|d| d.state().open_in == Some(self.generation))
+                .cloned()
+                .collect();
+            if open.len() < admission.limit {
+                if reopen && open.len() + 1 >= admission.limit {
+                    self.wait_worker_gone(&doc.uri).await;
+                }
+                break;
+            }
+            let mut idle: Vec<&Arc<Doc>> = open.iter().filter(|d| d.is_idle()).collect();
+            idle.sort_by_key(|d| d.last_used());
+            let Some((victim, _edit)) = idle
+                .into_iter()
+                .find_map(|d| d.edit.try_lock().ok().map(|edit| (d, edit)))
+            else {
+                return Err(documents_busy(doc, admission.limit, open.len()));
+            };
+            let _ = self.client.notify(
+                "textDocument/didClose",
+                json!({ "textDocument": { "uri": victim.uri } }),
+            );
+            victim.update_state(|s| s.open_in = None);
+            log_debug!(
+                "closed {} (least recently used) to open {} within LEAN_BEAM_MAX_DOCUMENTS={}",
+                victim.path.shown,
+                doc.path.shown,
+                admission.limit
+            );
+            self.wait_worker_gone(&victim.uri).await;
+        }
+        doc.update_state(|s| s.open_in = Some(self.generation));
+        Ok(())
+    }
+
+    /// Wait (off the async runtime) until the worker of `uri` is gone: not
+    /// only stopped, but no longer holding its memory (a worker that exits
+    /// still shows in `/proc` while it lets go of hundreds of MiB). Lean has
+    /// let go of it (the document was closed), so one that takes longer than
+    /// [`WORKER_EXIT_WAIT`] is killed.
+    async fn wait_worker_gone(&self, uri: &str) {
+        let client = Arc::clone(&self.client);
+        let uri = uri.to_string();
+        let _ = tokio::task::spawn_blocking(move || {
+            let deadline = Instant::now() + WORKER_EXIT_WAIT;
+            let mut killed = false;
+            while client.tree_has(&uri) {
+                if Instant::now() >= deadline && !killed {
+                    if let Some(worker) = client.find_in_tree(&uri) {
+                        client.kill_in_tree(worker);
+                    }
+                    killed = true;
+                }
+                if Instant::now() >= deadline + WORKER_EXIT_WAIT {
+                    crate::log_warn!("the Lean worker of {uri} is still there after it was killed");
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+        .await;
+    }
+}
+
+/// Stop a Lean server and its workers (killed after a grace), and wait until
+/// none of them holds memory any more.
+async fn stop(client: &Arc<LspClient>) {
+    client.shutdown(Duration::from_secs(2)).await;
+    let client = Arc::clone(client);
+    let _ = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + WORKER_EXIT_WAIT;
+        while !client.process_tree().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+    .await;
+}
+
+/// The file worker that `process` is, or that started it (through any
+/// number of parents within the tree).
+fn worker_of<'a>(
+    tree: &'a [crate::lsp::tree::Usage],
+    process: &'a crate::lsp::tree::Usage,
+) -> Option<&'a crate::lsp::tree::Usage> {
+    let mut at = process;
+    for _ in 0..tree.len() {
+        if at.worker_uri.is_some() {
+            return Some(at);
+        }
+        at = tree.iter().find(|u| u.seen.pid == at.ppid)?;
+    }
+    None
+}
+
+/// No document open in a runtime's Lean server can be closed to open `doc`.
+fn documents_busy(doc: &Doc, limit: usize, open: usize) -> ToolError {
+    resource_limit(
+        "documents",
+        super::launch::env::MAX_DOCUMENTS,
+        limit as u64,
+        open as u64,
+        format!(
+            "cannot open {} in Lean: {open} documents of this workspace are open (each a Lean worker, probe slots included) and every one has a call in flight, so none can be closed to make room. Retry when a call has finished, or close a document with lean_close",
+            doc.path.shown
+        ),
+    )
+}
+
+/// The error of a call whose Lean process was killed for its memory, in place
+/// of the crash it saw: the server's (any call on it) or `doc`'s worker.
+/// Other errors pass unchanged.
+pub fn memory_error(session: &Session, doc: Option<&Doc>, error: ToolError) -> ToolError {
+    if !matches!(
+        error.code,
+        ErrorCode::WorkerCrashed | ErrorCode::WorkerExited
+    ) {
+        return error;
+    }
+    let shown = |doc: &Doc| {
+        let shown = doc.path.shown.as_str();
+        // A probe slot is named after the document it probes.
+        shown
+            .split_once('#')
+            .map_or(shown, |(file, _)| file)
+            .to_string()
+    };
+    let server = *session
+        .memory_kill
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(kill) = server {
+        return kill.error(doc.map(shown).as_deref());
+    }
+    match doc.and_then(|d| d.state().memory_kill.map(|kill| (d, kill))) {
+        Some((doc, kill)) => kill.error(Some(&shown(doc))),
+        None => error,
     }
 }
 

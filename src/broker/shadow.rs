@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::document::{Doc, Snapshot};
+use super::document::{Doc, DocUse, Snapshot};
 use super::runtime::{Runtime, Session};
 use super::sync::{self, Forwarder, Mode};
 use super::workspace::DocPath;
@@ -68,8 +68,11 @@ pub fn header(text: &str) -> &str {
 }
 
 /// Exclusive use of one slot; dropping it (also by cancellation) frees the slot.
+/// It is also a use of the slot's document: a slot in use is never closed to
+/// make room for another document.
 pub struct SlotGuard {
     slot: Arc<Slot>,
+    _use: DocUse,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -149,7 +152,7 @@ impl Pool {
                     "a permit guarantees an idle or a new slot"
                 );
                 let slot = Arc::new(Slot {
-                    doc: rt.doc(&shadow_path(&self.path, k)),
+                    doc: Arc::clone(&rt.doc(&shadow_path(&self.path, k))),
                     busy: std::sync::atomic::AtomicBool::new(false),
                     last_used: Mutex::new(Instant::now()),
                     confirmed_header: Mutex::new(None),
@@ -160,6 +163,7 @@ impl Pool {
         };
         slot.busy.store(true, std::sync::atomic::Ordering::SeqCst);
         SlotGuard {
+            _use: slot.doc.begin_use(),
             slot,
             _permit: permit,
         }
@@ -196,6 +200,7 @@ impl Pool {
                 .is_ok()
             {
                 taken.push(SlotGuard {
+                    _use: slot.doc.begin_use(),
                     slot: Arc::clone(slot),
                     _permit: permit,
                 });
@@ -265,7 +270,7 @@ pub async fn elaborate(
             && super::outline::header_end(&old.text) == header.len()
             && slot.header_confirmed(header)
     };
-    let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged)?;
+    let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged).await?;
     let version = applied.version;
     let mut forwarder = Forwarder::new(ctx, doc, version, None);
     let mut live = doc.subscribe();

@@ -1,12 +1,10 @@
 //! Snapshot binding: a snapshot-bound call names the document version it was
 //! computed for, and every answer is tied to that version.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
-use super::document::{Doc, DocState, Snapshot};
-use super::runtime::{Runtime, Session};
+use super::document::{Doc, DocState, DocUse, Snapshot};
+use super::runtime::{Runtime, RuntimeUse, Session, memory_error};
 use super::sync::{STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
 use crate::broker::Broker;
@@ -14,8 +12,8 @@ use crate::surface::{ErrorCode, ToolError, Workspace};
 
 /// A document pinned at the version a call named, open in a live Lean server.
 pub struct Bound {
-    pub rt: Arc<Runtime>,
-    pub doc: Arc<Doc>,
+    pub rt: RuntimeUse,
+    pub doc: DocUse,
     pub state: DocState,
     pub session: Session,
 }
@@ -127,12 +125,7 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
     if state.open_in == Some(session.generation) && !state.needs_reopen {
         return Ok(state);
     }
-    if state.open_in == Some(session.generation) {
-        let _ = session.client.notify(
-            "textDocument/didClose",
-            json!({ "textDocument": { "uri": doc.uri } }),
-        );
-    }
+    super::sync::make_room(session, doc, &state).await?;
     doc.update_state(|s| {
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
@@ -192,7 +185,7 @@ impl Target<'_> {
                     if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
                         self.doc.on_crash_of(sent);
                     }
-                    return answer;
+                    return answer.map_err(|e| memory_error(self.session, Some(self.doc), e));
                 }
                 changed = live.changed() => {
                     if changed.is_err() {
@@ -205,7 +198,7 @@ impl Target<'_> {
                     };
                 }
                 () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
-                    return Err(worker_stopped(self.doc, self.version));
+                    return Err(memory_error(self.session, Some(self.doc), worker_stopped(self.doc, self.version)));
                 }
             }
         }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
 use super::document::{DiagnosticSet, Doc, DocState, Snapshot};
 use super::errors::from_lsp;
-use super::runtime::{Runtime, Session};
+use super::runtime::{Runtime, Session, memory_error};
 use super::text::{LineIndex, minimal_change, position_json};
 use crate::context::{CallContext, LogLevel};
 use crate::surface::{DiagnosticScope, ErrorCode, StatusNotice, ToolError};
@@ -85,9 +85,28 @@ pub async fn read_source(doc: &Doc) -> Result<Arc<str>, ToolError> {
     })
 }
 
+/// Before `doc` is (re)opened in `session`: close its current opening there,
+/// if any, and make room for it within the bound on open documents (see
+/// [`Session::admit`]). The caller holds `doc.edit`.
+pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<(), ToolError> {
+    let reopen = old.open_in == Some(session.generation);
+    if reopen {
+        let closed = session.client.notify(
+            "textDocument/didClose",
+            json!({ "textDocument": { "uri": doc.uri } }),
+        );
+        if let Err(error) = closed {
+            doc.update_state(DocState::mark_for_reopen);
+            return Err(from_lsp(error, "textDocument/didClose"));
+        }
+        doc.update_state(|s| s.open_in = None);
+    }
+    session.admit(doc, reopen).await
+}
+
 /// Bring Lean's copy of `doc` up to date with `text`. The caller holds
 /// `doc.edit`.
-pub fn apply(
+pub async fn apply(
     session: &Session,
     doc: &Doc,
     text: Arc<str>,
@@ -110,6 +129,10 @@ pub fn apply(
     };
     let index = Arc::new(LineIndex::new(&text));
     let edit_in_place = open && mode == Mode::IfChanged;
+    if !edit_in_place {
+        doc.clear_rpc_session();
+        make_room(session, doc, &old).await?;
+    }
     // The new version is recorded before Lean hears of it, so that none of its
     // notifications is mistaken for a stale one.
     doc.update_state(|s| {
@@ -141,23 +164,12 @@ pub fn apply(
             }),
         )
     } else {
-        doc.clear_rpc_session();
-        let close = if old.open_in == Some(session.generation) {
-            client.notify(
-                "textDocument/didClose",
-                json!({ "textDocument": { "uri": doc.uri } }),
-            )
-        } else {
-            Ok(())
-        };
-        close.and_then(|()| {
-            client.notify(
-                "textDocument/didOpen",
-                json!({
-                    "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": &*text },
-                }),
-            )
-        })
+        client.notify(
+            "textDocument/didOpen",
+            json!({
+                "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": &*text },
+            }),
+        )
     };
     if let Err(error) = sent {
         doc.update_state(DocState::mark_for_reopen);
@@ -404,7 +416,7 @@ pub async fn barrier(
                         if matches!(error.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited) {
                             doc.on_crash_of(sent);
                         }
-                        Err(error)
+                        Err(memory_error(session, Some(doc), error))
                     }
                 };
             }
@@ -420,7 +432,7 @@ pub async fn barrier(
                 forwarder.observe(&snap).await;
             }
             () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
-                return Err(worker_stopped(doc, version));
+                return Err(memory_error(session, Some(doc), worker_stopped(doc, version)));
             }
             () = &mut deadline => {
                 let snap = doc.snapshot();
@@ -473,7 +485,7 @@ pub async fn sync_locked(
     let mut reopened_for_imports = false;
     let mut reopened_for_stop = false;
     loop {
-        let applied = apply(&session, doc, Arc::clone(&text), mode)?;
+        let applied = apply(&session, doc, Arc::clone(&text), mode).await?;
         let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
         let state = doc.state();
         // An unchanged file whose final report Lean already gave needs no

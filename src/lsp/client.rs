@@ -344,6 +344,32 @@ impl LspClient {
         tree::processes_with_token(&self.shared.tree_token)
     }
 
+    /// The resident memory of every live process of this server's tree
+    /// (blocking: a scan of `/proc`).
+    pub fn tree_usage(&self) -> Vec<tree::Usage> {
+        tree::usage(&self.shared.tree_token)
+    }
+
+    /// Whether a process of this server's tree with `arg` on its command line
+    /// is still there, also one on its way out (see [`tree::any_with_arg`]).
+    pub fn tree_has(&self, arg: &str) -> bool {
+        tree::any_with_arg(&self.shared.tree_token, arg)
+    }
+
+    /// SIGKILL one process of this server's tree (a file worker), if it is
+    /// still the process that was seen.
+    pub fn kill_in_tree(&self, process: tree::Seen) {
+        if process.is_running() {
+            if let Err(e) = sys::kill_process(process.pid, sys::SIGKILL) {
+                log_warn!(
+                    "cannot kill pid {} of the tree of {}: {e}",
+                    process.pid,
+                    self.shared.program
+                );
+            }
+        }
+    }
+
     /// The live process of this server's tree with `arg` on its command line
     /// (the file worker of a URI), if any.
     pub fn find_in_tree(&self, arg: &str) -> Option<tree::Seen> {

@@ -99,6 +99,8 @@ pub fn runs(pid: u32) -> bool {
 #[derive(Debug, Clone, Copy)]
 struct Stat {
     state: char,
+    /// The parent's pid.
+    ppid: u32,
     /// The kernel's `PF_*` flags.
     flags: u64,
     /// Signals pending for the process as a whole and for its main thread.
@@ -143,11 +145,12 @@ fn stat_of(pid: u32) -> Option<Stat> {
 fn stat_file(pid: u32) -> Option<Stat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
-    // Fields 3 (state), 9 (flags), 22 (start time), 31 (the main thread's
-    // pending signals).
+    // Fields 3 (state), 4 (ppid), 9 (flags), 22 (start time), 31 (the main
+    // thread's pending signals).
     let field = |n: usize| fields.get(n - 3).copied();
     Some(Stat {
         state: field(3)?.chars().next()?,
+        ppid: field(4)?.parse().ok()?,
         flags: field(9)?.parse().ok()?,
         start: field(22)?.parse().ok()?,
         pending: field(31)?.parse().ok()?,
@@ -175,6 +178,71 @@ pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
         .max_by_key(|seen| seen.start)
 }
 
+/// Whether a process of tree `token` with `arg` among its arguments is still
+/// there: running, or on its way out until it has let go of its memory (from
+/// then on `/proc` shows neither its arguments nor its environment, and it
+/// holds nothing). Blocking: a scan of `/proc`.
+pub fn any_with_arg(token: &str, arg: &str) -> bool {
+    processes_with_token(token).into_iter().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+    })
+}
+
+/// One process of a server tree and the memory it holds.
+#[derive(Debug, Clone)]
+pub struct Usage {
+    pub seen: Seen,
+    pub ppid: u32,
+    /// Resident set size (`VmRSS`), in bytes.
+    pub rss: u64,
+    /// A language server (`--server` among its arguments).
+    pub server: bool,
+    /// For a file worker (`lean --worker … <uri>`): the document URI it runs.
+    pub worker_uri: Option<String>,
+}
+
+/// The resident memory of every live process of tree `token` (blocking: a
+/// scan of `/proc`; call it off the async runtime).
+pub fn usage(token: &str) -> Vec<Usage> {
+    processes_with_token(token)
+        .into_iter()
+        .filter_map(|pid| {
+            let stat = stat_file(pid).filter(Stat::runs)?;
+            let rss = status_kb(pid, "VmRSS")? * 1024;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmdline
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .collect();
+            let worker_uri = args
+                .iter()
+                .any(|a| *a == b"--worker")
+                .then(|| args.last().map(|a| String::from_utf8_lossy(a).into_owned()))
+                .flatten();
+            Some(Usage {
+                seen: Seen {
+                    pid,
+                    start: stat.start,
+                },
+                ppid: stat.ppid,
+                rss,
+                server: args.iter().any(|a| *a == b"--server"),
+                worker_uri,
+            })
+        })
+        .collect()
+}
+
+/// A `kB` field of `/proc/<pid>/status`.
+fn status_kb(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -199,6 +267,13 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(processes_with_token(&token), vec![marked.id()]);
+        let used = usage(&token);
+        assert_eq!(used.len(), 1);
+        assert_eq!(used[0].seen.pid, marked.id());
+        assert!(used[0].rss > 0, "a running process holds memory");
+        assert_eq!(used[0].worker_uri, None);
+        assert_eq!(used[0].ppid, std::process::id());
+        assert!(!used[0].server);
         marked.kill().unwrap();
         other.kill().unwrap();
         marked.wait().unwrap();

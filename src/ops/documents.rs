@@ -3,30 +3,29 @@
 use serde_json::{Value, json};
 
 use crate::broker::Broker;
-use crate::broker::runtime::Runtime;
+use crate::broker::runtime::RuntimeUse;
 use crate::broker::sync::{self, Mode, SyncOptions};
 use crate::broker::workspace::{self, DocPath};
 use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
-use std::sync::Arc;
 
-fn locate(
+async fn locate(
     broker: &Broker,
     workspace: &Workspace,
     path: &str,
-) -> Result<(Arc<Runtime>, DocPath), crate::surface::ToolError> {
+) -> Result<(RuntimeUse, DocPath), crate::surface::ToolError> {
     let (root, doc_path) = broker.resolve_document(workspace, path)?;
-    let rt = broker.runtime(&root);
+    let rt = broker.runtime(&root).await?;
     rt.record_request();
     Ok((rt, doc_path))
 }
 
 pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
-    let (rt, doc_path) = locate(broker, workspace, path)?;
+    let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
     let _edit = doc.edit.lock().await;
     let text = sync::read_source(&doc).await?;
     let session = rt.session().await?;
-    let applied = sync::apply(&session, &doc, text, Mode::IfChanged)?;
+    let applied = sync::apply(&session, &doc, text, Mode::IfChanged).await?;
     Ok(json!({
         "workspace": rt.root.descriptor(),
         "path": doc.path.shown,
@@ -44,7 +43,7 @@ pub async fn sync(
     items: bool,
     mode: Mode,
 ) -> ToolOutcome {
-    let (rt, doc_path) = locate(broker, workspace, path)?;
+    let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
     let options = SyncOptions { scope, items, mode };
     let _edit = doc.edit.lock().await;

@@ -156,7 +156,7 @@ pub async fn document_symbols(
 
 pub async fn workspace_symbols(broker: &Broker, ws: &Workspace, query: &str) -> ToolOutcome {
     let root = broker.resolve_root(ws)?;
-    let rt = broker.runtime(&root);
+    let rt = broker.runtime(&root).await?;
     rt.record_request();
     let session = rt.session().await?;
     let answer = rt

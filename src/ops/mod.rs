@@ -42,7 +42,11 @@ impl Operations for Beam {
     }
 
     async fn beam_stats(&self, _ctx: &CallContext, _args: BeamStatsArgs) -> ToolOutcome {
-        Ok(process::stats(&self.stats, self.broker.stats()))
+        Ok(process::stats(
+            &self.stats,
+            self.broker.stats(),
+            self.broker.limits().await,
+        ))
     }
 
     async fn beam_feedback_report(

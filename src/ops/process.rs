@@ -16,11 +16,14 @@ pub fn version() -> Value {
     })
 }
 
-pub fn stats(stats: &Stats, workspaces: Value) -> Value {
+/// `limits`: every resource bound by the variable that sets it, with what is
+/// used of it now.
+pub fn stats(stats: &Stats, workspaces: Value, limits: Value) -> Value {
     json!({
         "uptimeMs": stats.uptime_ms(),
         "pid": std::process::id(),
         "requests": stats.snapshot(),
+        "limits": limits,
         "workspaces": workspaces,
     })
 }

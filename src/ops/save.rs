@@ -21,7 +21,7 @@ pub async fn save(
     let (root, doc_path) = broker.resolve_document(ws, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
     checkpoint::check_setup(&root)?;
-    let rt = broker.runtime(&root);
+    let rt = broker.runtime(&root).await?;
     rt.record_request();
     let doc = rt.doc(&doc_path);
     let options = SyncOptions {

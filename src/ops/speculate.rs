@@ -7,7 +7,7 @@ use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
 use crate::broker::goals::{self, query_position};
-use crate::broker::handles::{HandleState, HandleStore};
+use crate::broker::handles::{HandleState, HandleStore, Shadow};
 use crate::broker::outline;
 use crate::broker::runtime::{Runtime, Session};
 use crate::broker::shadow::{self, Pool, SlotGuard};
@@ -366,7 +366,8 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
     } else {
         !between_commands
     };
-    let (prefix, indent) = if proof {
+    // The shadow's prefix: the snapshot's first `cut` bytes, then `suffix`.
+    let ((cut, suffix), indent) = if proof {
         let line_text = line_text.trim_end_matches('\r');
         let column = if line_text.is_empty() {
             // An empty line inside a proof: the step belongs to the tactic
@@ -378,13 +379,10 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
         if before.trim().is_empty() {
             // In the indentation of a tactic line: before that tactic, at its
             // column.
-            (
-                format!("{}{}", &text[..line_start], " ".repeat(column)),
-                column,
-            )
+            ((line_start, " ".repeat(column)), column)
         } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
             (
-                format!("{} ", text[..offset].trim_end()),
+                (text[..offset].trim_end().len(), " ".to_string()),
                 before.trim_end().chars().count() + 1,
             )
         } else {
@@ -395,12 +393,12 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
                 .find("--")
                 .map_or(line_text, |i| &line_text[..i])
                 .trim_end();
-            let head = &text[..line_start + content.len()];
+            let head = line_start + content.len();
             if content.ends_with("by") || content.ends_with("=>") {
-                (format!("{head} "), content.chars().count() + 1)
+                ((head, " ".to_string()), content.chars().count() + 1)
             } else {
                 let column = block_column(content);
-                (format!("{head}\n{}", " ".repeat(column)), column)
+                ((head, format!("\n{}", " ".repeat(column))), column)
             }
         }
     } else {
@@ -423,13 +421,17 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
             )
             .with_data(json!({ "commands": n })));
         }
-        (text[..offset].to_string(), 0)
+        ((offset, String::new()), 0)
     };
-    let step_text = indent_lines(at.text, indent);
-    let start = prefix.len();
-    let shadow_text = format!("{prefix}{step_text}\n");
+    let start = cut + suffix.len();
+    // Handles share the snapshot's text instead of copying the prefix.
+    let shadow = Shadow::new(
+        std::sync::Arc::clone(text),
+        cut,
+        format!("{suffix}{}\n", indent_lines(at.text, indent)),
+    );
     let step = Step {
-        shadow: shadow_text,
+        shadow: shadow.text(),
         start,
         indent,
         proof,
@@ -451,10 +453,10 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
             shown: bound.doc.path.shown.clone(),
             version: at.version,
             generation: bound.session.generation,
-            shadow: step.shadow,
+            shadow,
             indent: step.indent,
             proof: step.proof,
-        });
+        })?;
         result["next_handle"] = Value::String(handle);
     }
     Ok(result)
@@ -489,13 +491,13 @@ pub async fn run_with(
         session.generation,
     )?;
     let start = state.shadow.len();
+    let shadow = state.shadow.then(&format!(
+        "{}{}\n",
+        " ".repeat(state.indent),
+        indent_lines(text, state.indent)
+    ));
     let step = Step {
-        shadow: format!(
-            "{}{}{}\n",
-            state.shadow,
-            " ".repeat(state.indent),
-            indent_lines(text, state.indent)
-        ),
+        shadow: shadow.text(),
         start: start + state.indent,
         indent: state.indent,
         proof: state.proof,
@@ -504,10 +506,7 @@ pub async fn run_with(
     let baseline = doc.snapshot().diagnostics;
     let mut result = run_step(&rt, &session, ctx, &pool, &step, baseline.items()).await?;
     if result["success"] == true {
-        let next = rt.handles.mint(HandleState {
-            shadow: step.shadow,
-            ..state
-        });
+        let next = rt.handles.mint(HandleState { shadow, ..state })?;
         result["next_handle"] = Value::String(next);
     }
     Ok(result)

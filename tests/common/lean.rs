@@ -358,6 +358,18 @@ pub fn lean_processes_of(root: &Path) -> Vec<Proc> {
         .collect()
 }
 
+/// Live `lean` processes (of the test toolchain) of the Lean servers that the
+/// `lean-beam-mcp` process `server` started: each carries the tree mark the
+/// server gave it, which starts with the server's pid.
+pub fn lean_processes_of_server(server: u32) -> Vec<Proc> {
+    let lean = lean().lean.to_string_lossy().into_owned();
+    let mark = format!("LEAN_BEAM_LSP_TREE={server}-");
+    processes_mentioning(&lean)
+        .into_iter()
+        .filter(|p| p.environ.lines().any(|l| l.starts_with(&mark)))
+        .collect()
+}
+
 /// Poll `check` until it returns true or `limit` passes (a failure guard).
 pub fn eventually(limit: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + limit;
