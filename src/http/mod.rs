@@ -10,6 +10,7 @@
 //! (or, for a legacy client that accepts only JSON, on the session's GET stream).
 
 mod body;
+mod drain;
 pub mod guard;
 mod headers;
 mod legacy;
@@ -19,7 +20,7 @@ mod sessions;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,7 @@ use crate::surface::Operations;
 use crate::{log_error, log_info, log_warn};
 
 pub use body::Body;
+pub use drain::Drain;
 pub use guard::AllowList;
 use sessions::Sessions;
 
@@ -58,6 +60,8 @@ pub struct HttpConfig {
     pub allow: AllowList,
     pub session_idle: Duration,
     pub body_limit: usize,
+    /// Set by whoever drains the replica (see `crate::replica`); shutdown sets it too.
+    pub drain: Drain,
 }
 
 impl Default for HttpConfig {
@@ -66,6 +70,7 @@ impl Default for HttpConfig {
             allow: AllowList::default(),
             session_idle: DEFAULT_SESSION_IDLE,
             body_limit: DEFAULT_BODY_LIMIT,
+            drain: Drain::default(),
         }
     }
 }
@@ -145,12 +150,13 @@ pub(crate) struct Server<O> {
     legacy_requests: AtomicU64,
     modern_requests: AtomicU64,
     started: Instant,
-    draining: AtomicBool,
+    draining: Drain,
 }
 
 impl<O: Operations + 'static> Server<O> {
     fn new(dispatcher: Arc<Dispatcher<O>>, config: HttpConfig) -> Self {
         let idle = config.session_idle;
+        let draining = config.drain.clone();
         Self {
             dispatcher,
             config,
@@ -160,7 +166,7 @@ impl<O: Operations + 'static> Server<O> {
             legacy_requests: AtomicU64::new(0),
             modern_requests: AtomicU64::new(0),
             started: Instant::now(),
-            draining: AtomicBool::new(false),
+            draining,
         }
     }
 
@@ -233,13 +239,21 @@ impl<O: Operations + 'static> Server<O> {
 
     async fn post(&self, parts: &hyper::http::request::Parts, body: Incoming) -> Response<Body> {
         let (method, path) = (&parts.method, parts.uri.path());
-        if self.draining.load(Ordering::Relaxed) {
-            return refuse(
+        if self.draining.is_draining() {
+            let mut response = refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 method,
                 path,
-                &RpcError::new(INTERNAL_ERROR, "the server is shutting down"),
+                &RpcError::new(
+                    INTERNAL_ERROR,
+                    "this server is draining (shutting down): nothing of this request was done; retry it, behind a load balancer on another replica",
+                ),
             );
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(drain::RETRY_AFTER_SECS),
+            );
+            return response;
         }
         if let Some(kind) = parts.headers.get(header::CONTENT_TYPE) {
             let json = kind
@@ -303,7 +317,7 @@ impl<O: Operations + 'static> Server<O> {
     /// A call ended without a response: cancelled by the client (legacy
     /// `notifications/cancelled`) or by shutdown.
     fn no_response(&self, id: &crate::mcp::jsonrpc::RequestId) -> Response<Body> {
-        if self.draining.load(Ordering::Relaxed) {
+        if self.draining.is_draining() {
             reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(id),
@@ -318,10 +332,12 @@ impl<O: Operations + 'static> Server<O> {
     }
 
     fn health(&self) -> Response<Body> {
-        let status = if self.draining.load(Ordering::Relaxed) {
-            "draining"
+        // A draining server is unhealthy, so that load balancers and
+        // Kubernetes stop sending it work.
+        let (status, code) = if self.draining.is_draining() {
+            ("draining", StatusCode::SERVICE_UNAVAILABLE)
         } else {
-            "ok"
+            ("ok", StatusCode::OK)
         };
         let body = json!({
             "status": status,
@@ -333,7 +349,7 @@ impl<O: Operations + 'static> Server<O> {
                 "modern": self.modern_requests.load(Ordering::Relaxed),
             },
         });
-        reply::json(StatusCode::OK, body.to_string())
+        reply::json(code, body.to_string())
     }
 
     /// Cancel every cancellable call, wait for admitted work, end the sessions.
@@ -440,7 +456,7 @@ pub async fn serve<O, S>(
         });
     }
     drop(listener);
-    server.draining.store(true, Ordering::SeqCst);
+    server.draining.start();
     let _ = stop_tx.send(true);
     server.drain().await;
     reaper.abort();
