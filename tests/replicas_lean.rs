@@ -1,6 +1,6 @@
 //! Several server processes on one workspace, as replicas behind a load
 //! balancer run (`deploy/`, `scripts/replicas-lane.py`): the replica's name,
-//! draining on SIGTERM.
+//! draining on SIGTERM, and checkpoints shared through the file system.
 
 mod common;
 
@@ -27,6 +27,47 @@ fn spawn(extra: &[(&str, &str)]) -> Mcp {
 
 fn doc(root: &str, path: &str) -> Value {
     json!({"workspace": ws(root), "path": path})
+}
+
+fn errors(synced: &Value) -> u64 {
+    synced["diagnostics"]["counts"]["error"].as_u64().unwrap()
+}
+
+const USE_NEW_THM: &str = "prelude\nimport Fix.Goals\n\nnamespace Fix\n\ntheorem uses (n : N) : Eq (N.add N.zero n) n := new_thm n\n\nend Fix\n";
+const NEW_THM: &str = "\nnamespace Fix\n\n/-- Added after the first checkpoint. -/\ntheorem new_thm (n : N) : Eq (N.add N.zero n) n := zero_add' n\n\nend Fix\n";
+
+/// Replica A saves a checkpoint of `Fix.Goals`; replica B, which has a file
+/// importing it open and settled, sees the new declarations at its next sync
+/// of that (unchanged) file. Without noticing the rebuilt `.olean`, B would
+/// answer its final report of the old imports.
+#[test]
+fn a_checkpoint_saved_by_one_replica_reaches_the_importers_of_another_at_their_next_sync() {
+    let w = TempWorkspace::copy("basic");
+    let root = w.root_str();
+    w.write("Fix/UseGoals.lean", USE_NEW_THM);
+    let mut a = spawn(&[]);
+    let mut b = spawn(&[]);
+    a.call("lean_save", doc(&root, "Fix/Goals.lean"));
+    let before = b.call("lean_sync", doc(&root, "Fix/UseGoals.lean"));
+    assert!(errors(&before) >= 1, "new_thm does not exist yet: {before}");
+    let settled = b.call("lean_sync", doc(&root, "Fix/UseGoals.lean"));
+    assert_eq!(settled["version"], before["version"]);
+    assert_eq!(errors(&settled), errors(&before), "nothing changed yet");
+
+    let edited = format!("{}{NEW_THM}", w.read("Fix/Goals.lean"));
+    w.write("Fix/Goals.lean", &edited);
+    let saved = a.call("lean_save", doc(&root, "Fix/Goals.lean"));
+    assert_eq!(saved["module"], "Fix.Goals", "{saved}");
+
+    let after = b.call("lean_sync", doc(&root, "Fix/UseGoals.lean"));
+    assert_eq!(errors(&after), 0, "B sees A's checkpoint: {after}");
+    assert_eq!(
+        after["version"], before["version"],
+        "the file did not change, so neither does its version"
+    );
+    // Once reloaded, an unchanged file is settled again.
+    let again = b.call("lean_sync", doc(&root, "Fix/UseGoals.lean"));
+    assert_eq!(again, after);
 }
 
 #[test]
