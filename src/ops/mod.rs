@@ -13,11 +13,23 @@ mod todo;
 
 use std::sync::Arc;
 
+use serde::Serialize;
+
 use crate::broker::Broker;
 use crate::broker::sync::Mode;
 use crate::stats::Stats;
 use crate::surface::*;
 use inspect::At;
+
+/// The structured content of a typed result.
+fn typed(result: &impl Serialize) -> ToolOutcome {
+    serde_json::to_value(result).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("could not encode the result: {e}"),
+        )
+    })
+}
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
