@@ -133,3 +133,40 @@ fn a_save_the_files_errors_prevent_is_a_result_that_says_nothing_was_written() {
     let error = mcp.call_err("lean_save", doc(&root, "Fix/bad-name.lean"));
     assert_eq!(error["code"], "saveTargetNotModule", "{error}");
 }
+
+// ---------------------------------------------------------------------------
+// Item 8: no internal paths.
+
+#[test]
+fn import_failures_do_not_show_the_private_base_directory() {
+    let w = TempWorkspace::copy("basic");
+    let root = w.root_str();
+    let path = "Fix/Broken.lean";
+    w.write(
+        path,
+        "prelude\nimport Nope.Missing\n\ntheorem t : True := by\n  exact True.intro\n\n",
+    );
+    let mut mcp = spawn();
+    let mut args = doc(&root, path);
+    args["diagnostics_in_result"] = json!(true);
+    let synced = mcp.call("lean_sync", args);
+    let probe = mcp.call(
+        "lean_run_at",
+        run_args(
+            &root,
+            path,
+            synced["version"].as_u64().unwrap(),
+            5,
+            0,
+            "def x : N := N.zero",
+        ),
+    );
+    for answer in [&synced, &probe] {
+        let text = answer.to_string();
+        assert!(
+            text.contains("Nope"),
+            "the module the user imports: {answer}"
+        );
+        assert!(!text.contains("lean-beam-bases"), "{answer}");
+    }
+}

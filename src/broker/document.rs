@@ -40,11 +40,16 @@ pub struct DiagnosticSet {
 }
 
 /// The diagnostics of a published list: objects only, silent ones
-/// (editor-only "Goals accomplished!") dropped, in position order.
+/// (editor-only "Goals accomplished!") dropped, the server's private paths
+/// left out of their messages, in position order.
 fn kept_in_position_order(list: Vec<Value>) -> Vec<Value> {
     let mut kept: Vec<Value> = list
         .into_iter()
         .filter(|d| d.is_object() && !diagnostics::is_silent(d))
+        .map(|mut d| {
+            diagnostics::scrub(&mut d);
+            d
+        })
         .collect();
     // Lean's order varies between runs (elaboration, kernel and linters run
     // in parallel); position order makes results reproducible.
