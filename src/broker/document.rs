@@ -209,6 +209,23 @@ struct ProbeGoals {
 /// Positions remembered per version in `Doc::probe_goals`.
 const PROBE_GOALS_KEPT: usize = 64;
 
+/// What the file on disk looked like when the text of a version was read:
+/// enough to tell, with one `stat`, that it has changed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskStamp {
+    pub len: u64,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+impl DiskStamp {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        DiskStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct DocState {
     /// The MCP-visible version: increases on every change, never reused, also
@@ -216,6 +233,9 @@ pub struct DocState {
     pub version: u64,
     pub text: Arc<str>,
     pub index: Arc<LineIndex>,
+    /// The file as it was when `text` was read from it (`None` for the
+    /// broker's own shadow documents, or when it could not be told).
+    pub disk: Option<DiskStamp>,
     /// Versions of this document start above this one (see `Doc::new`).
     pub floor: u64,
     /// The Lean session generation in which the document is open, if any.
@@ -275,6 +295,7 @@ impl Doc {
                 floor,
                 text: Arc::from(""),
                 index: Arc::new(LineIndex::new("")),
+                disk: None,
                 open_in: None,
                 needs_reopen: false,
                 stopped_by_report: false,

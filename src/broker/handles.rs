@@ -31,6 +31,8 @@ pub struct HandleState {
     pub indent: usize,
     /// True in proof mode (tactics), false in command mode.
     pub proof: bool,
+    /// Where the chain's text sits in the shadow and in the user's file.
+    pub placement: super::shadow::Placement,
 }
 
 #[derive(Debug)]
@@ -248,6 +250,7 @@ mod tests {
             shadow: String::new(),
             indent: 2,
             proof: true,
+            placement: Default::default(),
         }
     }
 
