@@ -86,7 +86,7 @@ impl Config {
 }
 
 /// A positive integer from the environment; `Err` names the variable.
-pub fn positive_env(name: &str) -> Result<Option<usize>, String> {
+fn positive_env(name: &str) -> Result<Option<usize>, String> {
     match std::env::var(name) {
         Err(_) => Ok(None),
         Ok(text) => match text.trim().parse::<usize>() {
@@ -161,7 +161,6 @@ impl Drop for Counted {
 }
 
 /// What a running call holds until its terminal response is out.
-#[derive(Default)]
 struct Held {
     _admission: Option<Admission>,
     _client: Option<OwnedSemaphorePermit>,
@@ -235,11 +234,6 @@ impl<O: Operations + 'static> Dispatcher<O> {
             Limits::default(),
             FenceScope::Root(Arc::clone(&self.root_fences)),
         )
-    }
-
-    /// Roots with a fence registered for sessionless requests.
-    pub fn fenced_roots(&self) -> usize {
-        self.root_fences.roots()
     }
 
     /// Handle one raw line. Immediate answers are returned; a tool call answers
@@ -592,30 +586,31 @@ impl<O: Operations + 'static> Dispatcher<O> {
         if let Some(admission) = admission.as_mut() {
             admission.wait_turn().await;
         }
-        let mut held = Held {
-            _admission: admission,
-            ..Held::default()
-        };
         // Process-local calls hold nothing and answer at once: they never wait
         // for a slot, so a client's `beam_version` is answered however busy
         // the server is.
+        let (mut client, mut global) = (None, None);
         if workspace_bound {
-            if let Some(client) = &session.limits().running {
-                held._client = Some(
-                    Arc::clone(client)
+            if let Some(slots) = &session.limits().running {
+                client = Some(
+                    Arc::clone(slots)
                         .acquire_owned()
                         .await
                         .expect("semaphore open"),
                 );
             }
-            held._global = Some(
+            global = Some(
                 Arc::clone(&self.slots)
                     .acquire_owned()
                     .await
                     .expect("semaphore open"),
             );
         }
-        held
+        Held {
+            _admission: admission,
+            _client: client,
+            _global: global,
+        }
     }
 
     async fn run_call(
