@@ -3,6 +3,7 @@
 //! MCP client.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 use lean_beam_mcp::broker::{Broker, workspace};
 use lean_beam_mcp::context::CallContext;
+use lean_beam_mcp::http;
 use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
@@ -34,10 +36,26 @@ USAGE:
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
 
---http OPTIONS:
-    --allowed-host HOST      also accept this Host name (repeatable; `*` for any)
+--http OPTIONS (each also read from the environment variable named; the flag wins):
+    --http-token-file PATH   require `Authorization: Bearer <token>` on every request
+                             but /health, the token read from PATH [LEAN_BEAM_HTTP_TOKEN
+                             holds the token itself]; required for a non-loopback ADDR
+    --allowed-host HOST      also accept this Host: NAME (any port), NAME:PORT, or `*`
+                             (repeatable); by default only the bound address and
+                             localhost, 127.0.0.1, [::1] with the bound port
     --allowed-origin ORIGIN  also accept this Origin, e.g. https://app.example (repeatable)
-    --session-idle-secs N    end an idle 2025-11-25 session after N seconds (default 1800)
+    --max-connections N      open connections; more are answered 503 (default 256)
+                             [LEAN_BEAM_HTTP_MAX_CONNECTIONS]
+    --body-timeout-secs S    time limit on reading a request's headers, and its body
+                             (default 30) [LEAN_BEAM_HTTP_BODY_TIMEOUT_SECS]
+    --max-body-bytes N       request body limit (default 10485760) [LEAN_BEAM_HTTP_MAX_BODY_BYTES]
+    --max-sessions N         2025-11-25 sessions; a new one replaces the one idle the
+                             longest (default 1024) [LEAN_BEAM_HTTP_MAX_SESSIONS]
+    --session-idle-secs S    end an idle 2025-11-25 session after S seconds (default 1800)
+                             [LEAN_BEAM_HTTP_SESSION_IDLE_SECS]
+    --max-in-flight-per-client N
+                             calls one 2025-11-25 session may run at once (default 64)
+                             [LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT]
 
 `validate` applies the schema and the server's workspace descriptor rules.
 `call` resolves a relative workspace root against the current directory (the MCP
@@ -101,8 +119,27 @@ fn main() -> ExitCode {
         Command::Validate(tool, payload) => validate(&tool, &payload),
         Command::Call(calls) => runtime().block_on(call_all(&calls)),
         Command::Serve => stdio_runtime().block_on(serve()),
-        Command::Http(args) => runtime().block_on(serve_http(&args)),
+        Command::Http(args) => {
+            // Parsed (and the token file read) before any runtime runs.
+            let parsed = http::parse_cli(&args, |name| std::env::var(name).ok());
+            match parsed {
+                Ok((addr, config)) => runtime().block_on(serve_http(addr, config)),
+                Err(message) => {
+                    eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
+}
+
+/// The protocol core's configuration from the environment; a malformed limit
+/// stops start-up with exit status 2.
+fn dispatcher_config() -> Result<Config, ExitCode> {
+    Config::from_env().map_err(|message| {
+        eprintln!("lean-beam-mcp: {message}");
+        ExitCode::from(2)
+    })
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -298,24 +335,27 @@ fn print_result(tool: &str, kind: &str, value: &Value) -> ExitCode {
 }
 
 async fn serve() -> ExitCode {
+    let config = match dispatcher_config() {
+        Ok(config) => config,
+        Err(status) => return status,
+    };
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
-    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
+    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, config);
     let (input, output) = stdio::process_stdio();
     stdio::serve(dispatcher, input, output, stdio::DEFAULT_MAX_LINE).await;
     beam.shutdown().await;
     ExitCode::SUCCESS
 }
 
-async fn serve_http(args: &[String]) -> ExitCode {
-    use lean_beam_mcp::http;
-    let (addr, config) = match http::parse_cli(args) {
-        Ok(parsed) => parsed,
-        Err(message) => {
-            eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+async fn serve_http(addr: SocketAddr, config: http::HttpConfig) -> ExitCode {
+    let mut core = match dispatcher_config() {
+        Ok(core) => core,
+        Err(status) => return status,
     };
+    if let Some(n) = config.max_in_flight_per_client {
+        core.max_in_flight_per_client = n;
+    }
     let listener = match http::bind(addr).await {
         Ok(listener) => listener,
         Err(err) => {
@@ -327,7 +367,7 @@ async fn serve_http(args: &[String]) -> ExitCode {
     eprintln!("lean-beam-mcp: listening on http://{local}/mcp");
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
-    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
+    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, core);
     http::serve(dispatcher, config, listener, http::shutdown_signal()).await;
     beam.shutdown().await;
     eprintln!("lean-beam-mcp: stopped");
