@@ -131,6 +131,8 @@ pub struct CallContext {
     /// The minimum level that reaches the client; `None` sends no log messages.
     log_level: Option<LogLevel>,
     progress_count: AtomicU64,
+    /// The message of the latest progress update.
+    last_progress: std::sync::Mutex<Option<String>>,
     status_sent: AtomicBool,
 }
 
@@ -152,6 +154,7 @@ impl CallContext {
             progress_token,
             log_level,
             progress_count: AtomicU64::new(0),
+            last_progress: std::sync::Mutex::new(None),
             status_sent: AtomicBool::new(false),
         }
     }
@@ -193,10 +196,19 @@ impl CallContext {
 
     /// Send one progress update (only with a progress token). `progress` is a
     /// strictly increasing counter kept here, so callers cannot break monotonicity.
-    pub async fn progress(&self, message: &str, extra: Option<Value>) {
+    /// An update whose message is the previous one's says nothing new and is
+    /// not sent; returns whether it was.
+    pub async fn progress(&self, message: &str, extra: Option<Value>) -> bool {
         let Some(token) = &self.progress_token else {
-            return;
+            return false;
         };
+        {
+            let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+            if last.as_deref() == Some(message) {
+                return false;
+            }
+            *last = Some(message.to_owned());
+        }
         let n = self.progress_count.fetch_add(1, Ordering::SeqCst) + 1;
         let mut params = json!({ "progressToken": token, "progress": n, "message": message });
         if let Some(Value::Object(extra)) = extra {
@@ -206,6 +218,7 @@ impl CallContext {
                 .insert("_meta".into(), json!({ "beam": extra }));
         }
         self.send("notifications/progress", params).await;
+        true
     }
 
     /// Send a `notifications/message` if the active level admits it.

@@ -3,6 +3,7 @@
 //! MCP client.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 use lean_beam_mcp::broker::{Broker, workspace};
 use lean_beam_mcp::context::CallContext;
+use lean_beam_mcp::http;
 use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
@@ -35,10 +37,26 @@ USAGE:
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
 
---http OPTIONS:
-    --allowed-host HOST      also accept this Host name (repeatable; `*` for any)
+--http OPTIONS (each also read from the environment variable named; the flag wins):
+    --http-token-file PATH   require `Authorization: Bearer <token>` on every request
+                             but /health, the token read from PATH [LEAN_BEAM_HTTP_TOKEN
+                             holds the token itself]; required for a non-loopback ADDR
+    --allowed-host HOST      also accept this Host: NAME (any port), NAME:PORT, or `*`
+                             (repeatable); by default only the bound address and
+                             localhost, 127.0.0.1, [::1] with the bound port
     --allowed-origin ORIGIN  also accept this Origin, e.g. https://app.example (repeatable)
-    --session-idle-secs N    end an idle 2025-11-25 session after N seconds (default 1800)
+    --max-connections N      open connections; more are answered 503 (default 256)
+                             [LEAN_BEAM_HTTP_MAX_CONNECTIONS]
+    --body-timeout-secs S    time limit on reading a request's headers, and its body
+                             (default 30) [LEAN_BEAM_HTTP_BODY_TIMEOUT_SECS]
+    --max-body-bytes N       request body limit (default 10485760) [LEAN_BEAM_HTTP_MAX_BODY_BYTES]
+    --max-sessions N         2025-11-25 sessions; a new one replaces the one idle the
+                             longest (default 1024) [LEAN_BEAM_HTTP_MAX_SESSIONS]
+    --session-idle-secs S    end an idle 2025-11-25 session after S seconds (default 1800)
+                             [LEAN_BEAM_HTTP_SESSION_IDLE_SECS]
+    --max-in-flight-per-client N
+                             calls one 2025-11-25 session may run at once (default 64)
+                             [LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT]
     --replica-id ID          this server's name in beam_version and beam_stats
                              (default HOSTNAME:PORT) [LEAN_BEAM_REPLICA_ID]
     --drain-secs S           on SIGTERM, answer new calls 503 + Retry-After and /health
@@ -108,8 +126,30 @@ fn main() -> ExitCode {
         Command::Validate(tool, payload) => validate(&tool, &payload),
         Command::Call(calls) => runtime().block_on(call_all(&calls)),
         Command::Serve => stdio_runtime().block_on(serve()),
-        Command::Http(args) => runtime().block_on(serve_http(&args)),
+        Command::Http(mut args) => {
+            // Parsed (and the token file read) before any runtime runs.
+            let parsed = replica::take_options(&mut args, env_var)
+                .and_then(|options| Ok((http::parse_cli(&args, env_var)?, options)));
+            match parsed {
+                Ok(((addr, config), options)) => {
+                    runtime().block_on(serve_http(addr, config, options))
+                }
+                Err(message) => {
+                    eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
+}
+
+/// The protocol core's configuration from the environment; a malformed limit
+/// stops start-up with exit status 2.
+fn dispatcher_config() -> Result<Config, ExitCode> {
+    Config::from_env().map_err(|message| {
+        eprintln!("lean-beam-mcp: {message}");
+        ExitCode::from(2)
+    })
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -316,6 +356,10 @@ fn env_var(name: &str) -> Option<String> {
 }
 
 async fn serve() -> ExitCode {
+    let config = match dispatcher_config() {
+        Ok(config) => config,
+        Err(status) => return status,
+    };
     let replica = match ReplicaId::from_env_or_default(env_var, None) {
         Ok(replica) => replica,
         Err(message) => {
@@ -325,25 +369,25 @@ async fn serve() -> ExitCode {
     };
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()).with_replica(replica));
-    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
+    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, config);
     let (input, output) = stdio::process_stdio();
     stdio::serve(dispatcher, input, output, stdio::DEFAULT_MAX_LINE).await;
     beam.shutdown().await;
     ExitCode::SUCCESS
 }
 
-async fn serve_http(args: &[String]) -> ExitCode {
-    use lean_beam_mcp::http;
-    let mut args = args.to_vec();
-    let parsed = replica::take_options(&mut args, env_var)
-        .and_then(|options| Ok((options, http::parse_cli(&args)?)));
-    let (options, (addr, config)) = match parsed {
-        Ok(parsed) => parsed,
-        Err(message) => {
-            eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+async fn serve_http(
+    addr: SocketAddr,
+    config: http::HttpConfig,
+    options: replica::ReplicaOptions,
+) -> ExitCode {
+    let mut core = match dispatcher_config() {
+        Ok(core) => core,
+        Err(status) => return status,
     };
+    if let Some(n) = config.max_in_flight_per_client {
+        core.max_in_flight_per_client = n;
+    }
     let listener = match http::bind(addr).await {
         Ok(listener) => listener,
         Err(err) => {
@@ -360,7 +404,7 @@ async fn serve_http(args: &[String]) -> ExitCode {
     eprintln!("lean-beam-mcp: listening on http://{local}/mcp");
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()).with_replica(replica));
-    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, Config::from_env());
+    let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, core);
     let drain = config.drain.clone();
     let admitted = Arc::clone(&dispatcher);
     let stop = replica::drain_then_stop(

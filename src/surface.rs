@@ -71,8 +71,6 @@ pub enum ErrorCode {
     WorkerExited,
     WorkerCrashed,
     SyncBarrierIncomplete,
-    /// The module has blocking diagnostics: nothing was written.
-    SaveNotReady,
     SaveTargetNotModule,
     SaveUnsupportedSetup,
     SaveTraceStale,
@@ -93,7 +91,6 @@ impl ErrorCode {
             Self::WorkerExited => "workerExited",
             Self::WorkerCrashed => "workerCrashed",
             Self::SyncBarrierIncomplete => "syncBarrierIncomplete",
-            Self::SaveNotReady => "saveNotReady",
             Self::SaveTargetNotModule => "saveTargetNotModule",
             Self::SaveUnsupportedSetup => "saveUnsupportedSetup",
             Self::SaveTraceStale => "saveTraceStale",

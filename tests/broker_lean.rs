@@ -850,7 +850,7 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
         );
         let hover = mcp.call("lean_hover", hover_args.clone());
         assert!(
-            hover["contents"]["value"]
+            hover["hover"]["contents"]["value"]
                 .as_str()
                 .unwrap()
                 .contains("Fix.N.add"),
@@ -1131,7 +1131,7 @@ fn a_request_right_after_the_lean_server_was_killed_runs_on_a_new_one() {
         json!({"workspace": ws(&root), "path": "Fix/Goals.lean", "version": 1, "line": 11, "character": 34}),
     );
     assert!(
-        hover["contents"]["value"]
+        hover["hover"]["contents"]["value"]
             .as_str()
             .unwrap()
             .contains("N.add"),
@@ -1586,7 +1586,7 @@ fn lake_serve_spawn_path_with_a_stand_in_lake() {
         "lean_definition",
         json!({"workspace": ws(&basic), "path": "Fix/Errors.lean", "version": 1, "line": 8, "character": 20}),
     );
-    let target = &definition["result"][0];
+    let target = &definition["locations"][0];
     assert_eq!(target["targetPath"], "Fix/Basic.lean", "{definition}");
     assert_eq!(
         target["targetSelectionRange"]["start"],

@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
 mod common;
+#[path = "common/procfs.rs"]
+mod procfs;
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -30,10 +32,19 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
+        Self::start_with(&["127.0.0.1:0"], extra, &[])
+    }
+
+    /// `--http ADDR... EXTRA...` with these environment variables (and no
+    /// inherited LEAN_BEAM_HTTP_TOKEN).
+    fn start_with(addr: &[&str], extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
-            .args(["--http", "127.0.0.1:0"])
+            .arg("--http")
+            .args(addr)
             .args(extra)
             .env("LEAN_BEAM_LOG", "warn")
+            .env_remove("LEAN_BEAM_HTTP_TOKEN")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -45,8 +56,9 @@ impl Server {
         let sink = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
-                    let port: u16 = rest.trim_end_matches("/mcp").parse().unwrap();
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let authority = rest.trim_end_matches("/mcp");
+                    let port: u16 = authority.rsplit(':').next().unwrap().parse().unwrap();
                     let _ = port_tx.send(port);
                 }
                 sink.lock().unwrap().push(line);
@@ -147,9 +159,10 @@ async fn open(
     for (k, v) in headers {
         builder = builder.header(*k, *v);
     }
-    sender
-        .send_request(builder.body(Full::new(Bytes::from(body))).unwrap())
+    let request = sender.send_request(builder.body(Full::new(Bytes::from(body))).unwrap());
+    tokio::time::timeout(Duration::from_secs(20), request)
         .await
+        .expect("response headers within 20 s")
         .unwrap()
 }
 
@@ -547,7 +560,25 @@ async fn legacy_sessions_expire_when_idle() {
         legacy(port, &sid, 3, "ping", json!({}), &[]).await.status,
         StatusCode::OK
     );
+    // A session whose only activity was that stream expires once it ends.
     drop(stream);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let health = send(port, "GET", "/health", &[], vec![]).await.json();
+        if health["sessions"] == 0 {
+            assert_eq!(health["streams"], 0);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session outlived its stream by 10 s: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        legacy(port, &sid, 4, "ping", json!({}), &[]).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -867,9 +898,10 @@ async fn dns_rebinding_is_refused_and_cors_is_answered() {
     );
 
     let local = format!("http://localhost:{port}");
+    let authority = format!("localhost:{port}");
     let ok = post(
         port,
-        &headers(&[("host", "localhost"), ("origin", &local)]),
+        &headers(&[("host", &authority), ("origin", &local)]),
         &discover,
     )
     .await;
@@ -931,6 +963,230 @@ async fn dns_rebinding_is_refused_and_cors_is_answered() {
     );
 }
 
+/// Only the bound authority and the loopback names with the bound port pass
+/// the guard (not `localhost:*`); two Host headers are malformed (RFC 9112);
+/// every Origin header is checked, not only the first.
+#[tokio::test]
+async fn the_guard_accepts_only_the_bound_authorities() {
+    let server = Server::start(&[]);
+    let port = server.port;
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta()}});
+    let call = |extra: Vec<(String, String)>| {
+        let discover = discover.clone();
+        async move {
+            let mut headers = vec![
+                ("mcp-protocol-version".to_string(), MODERN.to_string()),
+                ("mcp-method".to_string(), "server/discover".to_string()),
+            ];
+            headers.extend(extra);
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            post(port, &headers, &discover).await
+        }
+    };
+    let h = |k: &str, v: String| (k.to_string(), v);
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let ok = call(vec![
+            h("host", host.clone()),
+            h("origin", format!("http://{host}")),
+        ])
+        .await;
+        assert_eq!(ok.status, StatusCode::OK, "{host}: {}", ok.text());
+    }
+    let other = port.wrapping_add(1).max(1);
+    for host in [
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        format!("localhost:{other}"),
+        format!("127.0.0.1:{other}"),
+    ] {
+        let refused = call(vec![h("host", host.clone())]).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{host}");
+        assert_eq!(refused.error_code(), -32600);
+    }
+    // A page served by another local program is another origin.
+    for origin in [
+        "http://localhost:3000".to_string(),
+        format!("http://localhost:{other}"),
+        "http://localhost".to_string(),
+    ] {
+        let refused = call(vec![h("origin", origin.clone())]).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{origin}");
+    }
+    // Two Host headers: 400, even when both are allowed.
+    let host = format!("127.0.0.1:{port}");
+    let twice = call(vec![h("host", host.clone()), h("host", host.clone())]).await;
+    assert_eq!(twice.status, StatusCode::BAD_REQUEST, "{}", twice.text());
+    assert!(
+        twice.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Host"),
+        "{}",
+        twice.text()
+    );
+    // A second Origin header is checked too.
+    let origins = call(vec![
+        h("origin", format!("http://{host}")),
+        h("origin", "http://evil.example.com".into()),
+    ])
+    .await;
+    assert_eq!(origins.status, StatusCode::FORBIDDEN);
+    assert!(!server.log().iter().any(|l| l.contains("ERROR")));
+}
+
+/// With a token, every request but `/health` (and CORS preflights, which never
+/// carry credentials) needs `Authorization: Bearer <token>`, from the
+/// environment or from a file.
+#[tokio::test]
+async fn a_bearer_token_is_required_on_every_request_but_health() {
+    const TOKEN: &str = "beam-test-token-3f9c2a";
+    let dir = std::env::temp_dir().join(format!("beam-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    let from_env = Server::start_with(&["127.0.0.1:0"], &[], &[("LEAN_BEAM_HTTP_TOKEN", TOKEN)]);
+    let from_file = Server::start_with(
+        &["127.0.0.1:0"],
+        &["--http-token-file", file.to_str().unwrap()],
+        &[],
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    for server in [&from_env, &from_file] {
+        let port = server.port;
+        let discover = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": {"_meta": meta()}});
+        let mirrored = [
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "server/discover"),
+        ];
+        for credentials in [
+            None,
+            Some("Bearer wrong-token"),
+            Some("Bearer beam-test-token-3f9c2"),
+            Some("Basic YmVhbTp0b2tlbg=="),
+            Some(TOKEN),
+        ] {
+            let mut headers = mirrored.to_vec();
+            if let Some(c) = credentials {
+                headers.push(("authorization", c));
+            }
+            let refused = post(port, &headers, &discover(1)).await;
+            assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{credentials:?}");
+            assert_eq!(refused.error_code(), -32600);
+            assert!(
+                refused
+                    .header("www-authenticate")
+                    .unwrap()
+                    .starts_with("Bearer")
+            );
+            assert!(
+                !refused.text().contains(TOKEN),
+                "the answer never shows the token"
+            );
+        }
+        let mut headers = mirrored.to_vec();
+        headers.push(("authorization", &bearer));
+        let ok = post(port, &headers, &discover(2)).await;
+        assert_eq!(ok.status, StatusCode::OK, "{}", ok.text());
+
+        // The legacy era too, on every method of /mcp.
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c"}}});
+        assert_eq!(
+            post(port, &[], &init).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+        let session = post(port, &[("authorization", &bearer)], &init).await;
+        assert_eq!(session.status, StatusCode::OK);
+        let sid = session.header("mcp-session-id").unwrap().to_string();
+        for method in ["GET", "DELETE"] {
+            let response = send(
+                port,
+                method,
+                "/mcp",
+                &[("mcp-session-id", &sid), ("accept", "text/event-stream")],
+                vec![],
+            )
+            .await;
+            assert_eq!(response.status, StatusCode::UNAUTHORIZED, "{method}");
+        }
+        let delete = send(
+            port,
+            "DELETE",
+            "/mcp",
+            &[("mcp-session-id", &sid), ("authorization", &bearer)],
+            vec![],
+        )
+        .await;
+        assert_eq!(delete.status, StatusCode::OK);
+
+        // Health checks of a load balancer need no token.
+        let health = send(port, "GET", "/health", &[], vec![]).await;
+        assert_eq!(health.status, StatusCode::OK);
+        let preflight = send(
+            port,
+            "OPTIONS",
+            "/mcp",
+            &[
+                ("origin", &format!("http://127.0.0.1:{port}")),
+                ("access-control-request-method", "POST"),
+                ("access-control-request-headers", "authorization"),
+            ],
+            vec![],
+        )
+        .await;
+        assert_eq!(preflight.status, StatusCode::NO_CONTENT);
+        let unknown = send(port, "GET", "/elsewhere", &[], vec![]).await;
+        assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+        assert!(
+            !server.log().iter().any(|l| l.contains(TOKEN)),
+            "the token is never logged"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--http` on an address other clients can reach refuses to start without a
+/// token, and serves with one.
+#[tokio::test]
+async fn a_non_loopback_address_needs_a_token() {
+    let refused = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+        .args(["--http", "0.0.0.0:0"])
+        .env_remove("LEAN_BEAM_HTTP_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run lean-beam-mcp");
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("LEAN_BEAM_HTTP_TOKEN") && stderr.contains("--http-token-file"),
+        "{stderr}"
+    );
+
+    const TOKEN: &str = "wildcard-token-77";
+    let server = Server::start_with(&["0.0.0.0:0"], &[], &[("LEAN_BEAM_HTTP_TOKEN", TOKEN)]);
+    let port = server.port;
+    let bearer = format!("Bearer {TOKEN}");
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta()}});
+    let headers = [
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "server/discover"),
+        ("authorization", bearer.as_str()),
+    ];
+    let ok = post(port, &headers, &discover).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text());
+    assert_eq!(
+        post(port, &headers[..2], &discover).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
 #[tokio::test]
 async fn oversized_bodies_are_413_in_both_eras() {
     let server = Server::start(&[]);
@@ -967,6 +1223,216 @@ async fn oversized_bodies_are_413_in_both_eras() {
         "{:#?}",
         server.log()
     );
+}
+
+/// A slow-body flood: connections past `--max-connections` are answered 503
+/// and closed, the held ones get 408 once `--body-timeout-secs` has passed, and
+/// the server keeps serving. Descriptors stay within the cap, and body buffers
+/// grow with the data received, not with the 10 MiB each request declares
+/// (before: every connection was accepted and reserved its declared length;
+/// 1200 of them took the server from 16 to 500 MiB and to its descriptor limit).
+#[tokio::test]
+async fn slow_bodies_are_bounded_by_the_connection_cap_and_the_body_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const CAP: usize = 64;
+    const CLIENTS: usize = 100;
+    let server = Server::start(&[
+        "--max-connections",
+        &CAP.to_string(),
+        "--body-timeout-secs",
+        "3",
+    ]);
+    let port = server.port;
+    let pid = server.child.id();
+    let (rss_before, data_before, fds_before) = (
+        procfs::rss(pid),
+        procfs::status_kb(pid, "VmData").unwrap(),
+        procfs::fd_count(pid),
+    );
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        10 * 1024 * 1024
+    );
+    let (status_tx, mut statuses_rx) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..CLIENTS {
+        let head = head.clone();
+        let status = status_tx.clone();
+        tokio::spawn(async move {
+            let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream.write_all(&vec![b' '; 64 * 1024]).await.unwrap();
+            let mut answer = Vec::new();
+            let read =
+                tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+                    .await;
+            assert!(read.is_ok(), "no answer within 20 s");
+            let code = String::from_utf8_lossy(&answer)
+                .split(' ')
+                .nth(1)
+                .unwrap_or("none")
+                .to_string();
+            let _ = status.send(code);
+        });
+    }
+    let mut statuses = std::collections::BTreeMap::<String, usize>::new();
+    // The connections over the cap are answered at once: by then every
+    // connection has been accepted, and the rest are held.
+    for _ in 0..CLIENTS - CAP {
+        *statuses
+            .entry(statuses_rx.recv().await.unwrap())
+            .or_default() += 1;
+    }
+    // The refused sockets close as their clients read the answer.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while procfs::fd_count(pid) > fds_before + CAP && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (rss_held, data_held, fds_held) = (
+        procfs::rss(pid),
+        procfs::status_kb(pid, "VmData").unwrap(),
+        procfs::fd_count(pid),
+    );
+    eprintln!(
+        "{CLIENTS} slow bodies (64 KiB of a declared 10 MiB each), cap {CAP}: RSS {} -> {} KiB, VmData {} -> {} KiB, fds {fds_before} -> {fds_held}",
+        rss_before / 1024,
+        rss_held / 1024,
+        data_before / 1024,
+        data_held / 1024
+    );
+    assert_eq!(statuses.get("503"), Some(&(CLIENTS - CAP)), "{statuses:?}");
+    assert!(
+        fds_held <= fds_before + CAP,
+        "{fds_held} descriptors open (cap {CAP})"
+    );
+    assert!(
+        data_held.saturating_sub(data_before) < 200 * 1024 * 1024,
+        "VmData grew by {} MiB: buffers sized by the declared length",
+        (data_held - data_before) / (1024 * 1024)
+    );
+    assert!(
+        rss_held.saturating_sub(rss_before) < 64 * 1024 * 1024,
+        "RSS grew by {} MiB",
+        (rss_held - rss_before) / (1024 * 1024)
+    );
+    for _ in 0..CAP {
+        *statuses
+            .entry(statuses_rx.recv().await.unwrap())
+            .or_default() += 1;
+    }
+    assert_eq!(
+        statuses,
+        [("408".to_string(), CAP), ("503".to_string(), CLIENTS - CAP)]
+            .into_iter()
+            .collect(),
+        "{statuses:?}"
+    );
+    // Serving again, and counting.
+    let health = send(port, "GET", "/health", &[], vec![]).await.json();
+    assert_eq!(health["refusedConnections"], (CLIENTS - CAP) as u64);
+    assert_eq!(health["limits"]["maxConnections"], CAP as u64);
+    let log = server.log();
+    assert!(!log.iter().any(|l| l.contains("ERROR")), "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("408")), "{log:#?}");
+}
+
+/// A chunked body sent a byte per chunk is read whole (the pieces it is kept
+/// in are joined exactly).
+#[tokio::test]
+async fn a_body_in_one_byte_chunks_is_read_exactly() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Server::start(&[]);
+    let port = server.port;
+    let mut body = json!({"jsonrpc": "2.0", "id": "chunks", "method": "server/discover",
+        "params": {"_meta": meta(), "pad": "x".repeat(40_000)}})
+    .to_string();
+    // `pad` is not a discover member: the answer names it, proving every byte arrived.
+    body.push(' ');
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\nmcp-protocol-version: {MODERN}\r\nmcp-method: server/discover\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    );
+    for byte in body.chars() {
+        request.push_str(&format!("1\r\n{byte}\r\n"));
+    }
+    request.push_str("0\r\n\r\n");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("an answer within 20 s")
+        .unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let json: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(json["id"], "chunks", "{answer}");
+    assert!(
+        json["error"]["message"].as_str().unwrap().contains("`pad`"),
+        "{answer}"
+    );
+}
+
+/// At most `--max-sessions` legacy sessions: a new one replaces the one idle
+/// the longest; with every session attended (a call or a stream open) a new
+/// one is refused with 503.
+#[tokio::test]
+async fn legacy_sessions_are_capped_oldest_idle_first() {
+    let server = Server::start(&["--max-sessions", "2"]);
+    let port = server.port;
+    let first = legacy_session(port).await;
+    let second = legacy_session(port).await;
+    // `second` is used after `first`: `first` has been idle longer.
+    assert_eq!(
+        legacy(port, &second, 1, "ping", json!({}), &[])
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let third = legacy_session(port).await;
+    let gone = legacy(port, &first, 2, "ping", json!({}), &[]).await;
+    assert_eq!(
+        gone.status,
+        StatusCode::NOT_FOUND,
+        "the oldest idle session made room"
+    );
+    assert_eq!(
+        legacy(port, &second, 3, "ping", json!({}), &[])
+            .await
+            .status,
+        StatusCode::OK
+    );
+    // Both sessions hold a stream: nothing is idle, so a new session is refused.
+    let mut streams = Vec::new();
+    for sid in [&second, &third] {
+        let stream = open(
+            port,
+            "GET",
+            "/mcp",
+            &[("accept", "text/event-stream"), ("mcp-session-id", sid)],
+            vec![],
+        )
+        .await;
+        assert_eq!(stream.status(), StatusCode::OK);
+        streams.push(stream);
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "late"}}});
+    let refused = post(port, &[ACCEPT_BOTH], &init).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        refused.text()
+    );
+    assert!(refused.header("mcp-session-id").is_none());
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-sessions")
+    );
+    let health = send(port, "GET", "/health", &[], vec![]).await.json();
+    assert_eq!(health["sessions"], 2);
+    assert_eq!(health["limits"]["maxSessions"], 2);
+    drop(streams);
 }
 
 #[tokio::test]
@@ -1038,4 +1504,377 @@ fn official_python_client_calls_lean_sync_over_http() {
             "{stdout}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// In process, with gated operations (tests/common/gated.rs): tools whose root
+// is `/gate/NAME` run until the test opens gate NAME. Fairness between
+// clients and the scope of the drop fence.
+
+use common::gated::{Event, Gated};
+use lean_beam_mcp::http::{self, HttpConfig};
+use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
+use lean_beam_mcp::stats::Stats;
+
+/// `lean-beam-mcp --http` served in this process over gated operations.
+struct InProcess {
+    port: u16,
+    ops: Arc<Gated>,
+    events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    dispatcher: Arc<Dispatcher<Gated>>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl InProcess {
+    async fn start(core: Config, config: HttpConfig) -> InProcess {
+        let (ops, events) = Gated::with_events();
+        let core = Config {
+            status_delay: Duration::from_secs(3600),
+            ..core
+        };
+        let dispatcher = Dispatcher::new(Arc::clone(&ops), Arc::new(Stats::default()), core);
+        let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(http::serve(
+            Arc::clone(&dispatcher),
+            config,
+            listener,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        InProcess {
+            port,
+            ops,
+            events,
+            dispatcher,
+            _stop: stop,
+        }
+    }
+
+    async fn event(&mut self) -> Event {
+        tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+            .await
+            .expect("no operation event within the failure guard")
+            .expect("event channel open")
+    }
+
+    /// Wait until `n` calls are admitted (running or waiting for a slot).
+    async fn until_admitted(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while self.dispatcher.admitted() != n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} calls admitted, expected {n}",
+                self.dispatcher.admitted()
+            );
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+fn gated_sync(gate: &str) -> Value {
+    json!({"name": "lean_sync", "arguments": {"workspace": {"root": format!("/gate/{gate}")}, "path": "Main.lean"}})
+}
+
+fn gated_drop(gate: &str) -> Value {
+    json!({"name": "lean_drop_workspace", "arguments": {"workspace": {"root": format!("/gate/{gate}")}}})
+}
+
+/// A JSON-only request in the background (its response is the call's answer).
+fn spawn_legacy(port: u16, sid: &str, id: i64, params: Value) -> tokio::task::JoinHandle<Response> {
+    let sid = sid.to_string();
+    tokio::spawn(async move {
+        legacy(
+            port,
+            &sid,
+            id,
+            "tools/call",
+            params,
+            &[("accept", "application/json")],
+        )
+        .await
+    })
+}
+
+fn spawn_modern(port: u16, id: i64, params: Value) -> tokio::task::JoinHandle<Response> {
+    tokio::spawn(async move {
+        modern(
+            port,
+            id,
+            "tools/call",
+            params,
+            &[("accept", "application/json")],
+        )
+        .await
+    })
+}
+
+fn tool_of(response: &Response) -> String {
+    let body = response.json();
+    assert_eq!(body["result"]["isError"], false, "{body}");
+    body["result"]["structuredContent"]["tool"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// One client's 256 slow calls leave room for the others: a legacy session
+/// runs at most its share of the slots (the rest of its calls wait), so
+/// another session's Lean call runs, and `beam_version` needs no slot at all.
+#[tokio::test]
+async fn one_clients_slow_calls_do_not_block_another_client() {
+    let mut server = InProcess::start(
+        Config::default(),
+        HttpConfig {
+            // Room for 256 held connections and the other clients'.
+            max_connections: 512,
+            ..HttpConfig::default()
+        },
+    )
+    .await;
+    let port = server.port;
+    let limits = send(port, "GET", "/health", &[], vec![]).await.json()["limits"].clone();
+    assert_eq!(limits["maxInFlight"], 256);
+    assert_eq!(limits["maxInFlightPerClient"], 64);
+
+    let greedy = legacy_session(port).await;
+    let slow: Vec<_> = (0..256)
+        .map(|i| spawn_legacy(port, &greedy, 1000 + i, gated_sync("slow")))
+        .collect();
+    server.until_admitted(256).await;
+    for _ in 0..64 {
+        assert!(matches!(
+            server.event().await,
+            Event::Started("lean_sync", _)
+        ));
+    }
+    assert_eq!(server.ops.running(), 64, "a session runs at most its share");
+
+    // Another legacy session: its Lean call runs and answers.
+    let other = legacy_session(port).await;
+    server.ops.open("fast");
+    let fast = legacy(
+        port,
+        &other,
+        1,
+        "tools/call",
+        gated_sync("fast"),
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(tool_of(&fast), "lean_sync");
+    assert_eq!(server.event().await, Event::Started("lean_sync", json!(1)));
+    let version = legacy(
+        port,
+        &other,
+        2,
+        "tools/call",
+        json!({"name": "beam_version", "arguments": {}}),
+        &[],
+    )
+    .await;
+    assert_eq!(tool_of(&version), "beam_version");
+    // A sessionless client too.
+    let modern_version = modern(
+        port,
+        3,
+        "tools/call",
+        json!({"name": "beam_version", "arguments": {}}),
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(tool_of(&modern_version), "beam_version");
+
+    server.ops.open("slow");
+    for call in slow {
+        assert_eq!(tool_of(&call.await.unwrap()), "lean_sync");
+    }
+    server.until_admitted(0).await;
+}
+
+/// Even when one client holds every global slot (sessionless requests, one
+/// connection each), a `beam_version` of another client is answered: it holds
+/// no slot.
+#[tokio::test]
+async fn beam_version_is_answered_when_every_slot_is_taken() {
+    let mut server = InProcess::start(
+        Config {
+            max_in_flight: 8,
+            ..Config::default()
+        },
+        HttpConfig::default(),
+    )
+    .await;
+    let port = server.port;
+    let slow: Vec<_> = (0..12)
+        .map(|i| spawn_modern(port, 100 + i, gated_sync("held")))
+        .collect();
+    server.until_admitted(12).await;
+    for _ in 0..8 {
+        assert!(matches!(
+            server.event().await,
+            Event::Started("lean_sync", _)
+        ));
+    }
+    let version = modern(
+        port,
+        1,
+        "tools/call",
+        json!({"name": "beam_version", "arguments": {}}),
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(tool_of(&version), "beam_version");
+    server.ops.open("held");
+    for call in slow {
+        assert_eq!(tool_of(&call.await.unwrap()), "lean_sync");
+    }
+}
+
+/// Over HTTP the drop fence covers the calls of the same legacy session (its
+/// stream), and, for sessionless requests, the calls on the same root: a drop
+/// never stalls another client's calls on other roots.
+#[tokio::test]
+async fn the_drop_fence_covers_one_session_or_one_root() {
+    let mut server = InProcess::start(Config::default(), HttpConfig::default()).await;
+    let port = server.port;
+
+    // Legacy: session A's call is slow; session B's drop does not wait for it.
+    let a = legacy_session(port).await;
+    let b = legacy_session(port).await;
+    let slow_a = spawn_legacy(port, &a, 1, gated_sync("legacy-a"));
+    assert_eq!(server.event().await, Event::Started("lean_sync", json!(1)));
+    server.ops.open("legacy-d");
+    let dropped = legacy(port, &b, 2, "tools/call", gated_drop("legacy-d"), &[]).await;
+    assert_eq!(tool_of(&dropped), "lean_drop_workspace");
+    assert_eq!(
+        server.event().await,
+        Event::Started("lean_drop_workspace", json!(2))
+    );
+    // Session A's own drop waits for A's earlier call, on any root.
+    let drop_a = spawn_legacy(port, &a, 3, gated_drop("legacy-d"));
+    server.until_admitted(2).await;
+    server.ops.open("legacy-a");
+    assert_eq!(tool_of(&slow_a.await.unwrap()), "lean_sync");
+    assert_eq!(
+        server.event().await,
+        Event::Started("lean_drop_workspace", json!(3))
+    );
+    assert_eq!(
+        server.ops.running_at_start(json!(3)),
+        Vec::<Value>::new(),
+        "the session's drop ran beside its earlier call"
+    );
+    assert_eq!(tool_of(&drop_a.await.unwrap()), "lean_drop_workspace");
+
+    // Sessionless: a slow call on root r1; a drop of r2 answers at once, a
+    // drop of r1 waits for it, and a later call on r1 waits for that drop.
+    let slow_r1 = spawn_modern(port, 10, gated_sync("r1"));
+    assert_eq!(server.event().await, Event::Started("lean_sync", json!(10)));
+    server.ops.open("r2");
+    let other_root = modern(
+        port,
+        11,
+        "tools/call",
+        gated_drop("r2"),
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(tool_of(&other_root), "lean_drop_workspace");
+    assert_eq!(
+        server.event().await,
+        Event::Started("lean_drop_workspace", json!(11))
+    );
+    let drop_r1 = spawn_modern(port, 12, gated_drop("r1-drop"));
+    server.until_admitted(2).await;
+    let drop_same = spawn_modern(
+        port,
+        13,
+        json!({"name": "lean_drop_workspace", "arguments": {"workspace": {"root": "/gate/r1"}}}),
+    );
+    server.until_admitted(3).await;
+    let after = spawn_modern(port, 14, gated_sync("r1"));
+    server.until_admitted(4).await;
+    // The drop of another spelling of a root ("/gate/r1-drop") is its own root.
+    assert_eq!(
+        server.event().await,
+        Event::Started("lean_drop_workspace", json!(12))
+    );
+    server.ops.open("r1-drop");
+    assert_eq!(tool_of(&drop_r1.await.unwrap()), "lean_drop_workspace");
+    // Nothing else on r1 started while its first call runs.
+    assert_eq!(server.ops.running(), 1);
+    server.ops.open("r1");
+    assert_eq!(tool_of(&slow_r1.await.unwrap()), "lean_sync");
+    assert_eq!(
+        server.event().await,
+        Event::Started("lean_drop_workspace", json!(13))
+    );
+    assert_eq!(tool_of(&drop_same.await.unwrap()), "lean_drop_workspace");
+    assert_eq!(server.event().await, Event::Started("lean_sync", json!(14)));
+    assert_eq!(server.ops.running_at_start(json!(14)), Vec::<Value>::new());
+    assert_eq!(tool_of(&after.await.unwrap()), "lean_sync");
+}
+
+/// A malformed request reusing the id of a call in flight on its legacy
+/// session is ignored like a well-formed one (409, null id): the call that
+/// owns the id answers once.
+#[tokio::test]
+async fn a_malformed_request_reusing_an_active_id_is_ignored_over_http() {
+    let mut server = InProcess::start(Config::default(), HttpConfig::default()).await;
+    let port = server.port;
+    let sid = legacy_session(port).await;
+    let owner = spawn_legacy(port, &sid, 901, gated_sync("owner"));
+    assert_eq!(
+        server.event().await,
+        Event::Started("lean_sync", json!(901))
+    );
+    let base = json!({"jsonrpc": "2.0", "id": 901, "method": "tools/call",
+        "params": {"name": "beam_version", "arguments": {}}});
+    let mut malformed = Vec::new();
+    for edit in [
+        &(|m: &mut Value| m["extra"] = json!(1)) as &dyn Fn(&mut Value),
+        &|m| m["params"] = json!([]),
+        &|m| m["jsonrpc"] = json!("1.0"),
+        &|m| drop(m.as_object_mut().unwrap().remove("method")),
+        &|m| m["params"]["bogus"] = json!(1),
+        &|m| m["params"]["name"] = json!("no_such_tool"),
+        &|m| m["method"] = json!("no/such/method"),
+    ] {
+        let mut m = base.clone();
+        edit(&mut m);
+        malformed.push(m);
+    }
+    malformed.push(base.clone());
+    for message in &malformed {
+        let response = post(
+            port,
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+            message,
+        )
+        .await;
+        assert_eq!(
+            response.status,
+            StatusCode::CONFLICT,
+            "{message}: {}",
+            response.text()
+        );
+        assert_eq!(response.json()["id"], Value::Null, "{message}");
+    }
+    server.ops.open("owner");
+    let answer = owner.await.unwrap();
+    assert_eq!(answer.json()["id"], 901);
+    assert_eq!(tool_of(&answer), "lean_sync");
+    // On another session, or once the id is free, the errors are answered.
+    let free = post(
+        port,
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+        &malformed[0],
+    )
+    .await;
+    assert_eq!(free.status, StatusCode::BAD_REQUEST);
+    assert_eq!(free.json()["id"], 901);
 }

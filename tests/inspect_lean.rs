@@ -44,7 +44,7 @@ fn range(sl: u64, sc: u64, el: u64, ec: u64) -> Value {
 }
 
 fn hover_text(result: &Value) -> &str {
-    result["contents"]["value"]
+    result["hover"]["contents"]["value"]
         .as_str()
         .unwrap_or_else(|| panic!("no hover text: {result}"))
 }
@@ -82,8 +82,8 @@ fn hover_names_the_type_and_docstring() {
         hover_text(&add),
         "```lean\nFix.N.add : N → N → N\n```\n***\nAddition on `N`, by recursion on the second argument. \n***\n*import Fix.Basic*"
     );
-    assert_eq!(add["range"], range(11, 32, 11, 37));
-    assert_eq!(add["contents"]["kind"], "markdown");
+    assert_eq!(add["hover"]["range"], range(11, 32, 11, 37));
+    assert_eq!(add["hover"]["contents"]["kind"], "markdown");
     let congr = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 16, 10));
     assert!(
         hover_text(&congr).starts_with(
@@ -93,7 +93,7 @@ fn hover_names_the_type_and_docstring() {
     );
     let ih = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 16, 26));
     assert_eq!(hover_text(&ih), "```lean\nih : Eq (N.zero.add m) m\n```");
-    assert_eq!(ih["range"], range(16, 26, 16, 28));
+    assert_eq!(ih["hover"]["range"], range(16, 26, 16, 28));
     let local = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 11, 8));
     assert_eq!(
         hover_text(&local),
@@ -101,9 +101,9 @@ fn hover_names_the_type_and_docstring() {
     );
     let let_var = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 27, 22));
     assert_eq!(hover_text(&let_var), "```lean\nt : N\n```");
-    // Nothing there: Lean's null, wrapped.
+    // Nothing there: Lean's null, under the same key.
     let nothing = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 15, 0));
-    assert_eq!(nothing, json!({"result": null}));
+    assert_eq!(nothing["hover"], Value::Null, "{nothing}");
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn definition_points_into_the_dependency_with_a_workspace_path() {
             "lean_definition",
             at(&root, "Fix/Goals.lean", line, character),
         );
-        let links = result["result"]
+        let links = result["locations"]
             .as_array()
             .unwrap_or_else(|| panic!("a LocationLink list: {result}"));
         assert_eq!(links.len(), 1, "{result}");
@@ -144,7 +144,7 @@ fn references_count_with_only_goals_open_and_honour_include_declaration() {
         args["include_declaration"] = json!(true);
         mcp.call("lean_references", args)
     };
-    let refs = with_decl["result"].as_array().unwrap();
+    let refs = with_decl["locations"].as_array().unwrap();
     assert_eq!(refs.len(), 17, "{with_decl}");
     let in_basic = refs
         .iter()
@@ -168,7 +168,7 @@ fn references_count_with_only_goals_open_and_honour_include_declaration() {
         args["include_declaration"] = json!(false);
         mcp.call("lean_references", args)
     };
-    let refs = without["result"].as_array().unwrap();
+    let refs = without["locations"].as_array().unwrap();
     assert_eq!(refs.len(), 16, "{without}");
     assert!(
         !refs
@@ -181,7 +181,7 @@ fn references_count_with_only_goals_open_and_honour_include_declaration() {
         args
     });
     assert_eq!(
-        zero_add["result"].as_array().unwrap().len(),
+        zero_add["locations"].as_array().unwrap().len(),
         3,
         "{zero_add}"
     );
@@ -194,7 +194,7 @@ fn document_and_workspace_symbols_and_signature_help() {
         "lean_document_symbols",
         json!({"workspace": ws(&root), "path": "Fix/Goals.lean", "version": 1}),
     );
-    let top = symbols["result"]
+    let top = symbols["symbols"]
         .as_array()
         .unwrap_or_else(|| panic!("{symbols}"));
     let children: Vec<&Value> = top
@@ -226,7 +226,7 @@ fn document_and_workspace_symbols_and_signature_help() {
         "lean_workspace_symbols",
         json!({"workspace": ws(&root), "query": "zero_add"}),
     );
-    let found = found["result"]
+    let found = found["symbols"]
         .as_array()
         .unwrap_or_else(|| panic!("{found}"));
     let by_name = |name: &str| found.iter().find(|s| s["name"] == name).cloned();
@@ -238,9 +238,12 @@ fn document_and_workspace_symbols_and_signature_help() {
 
     // Signature help inside `N.add N.zero n`.
     let sig = mcp.call("lean_signature_help", at(&root, "Fix/Goals.lean", 11, 38));
-    assert_eq!(sig["signatures"][0]["label"], "N → N → N", "{sig}");
+    assert_eq!(
+        sig["signature_help"]["signatures"][0]["label"], "N → N → N",
+        "{sig}"
+    );
     let none = mcp.call("lean_signature_help", at(&root, "Fix/Goals.lean", 16, 10));
-    assert_eq!(none, json!({"result": null}));
+    assert_eq!(none["signature_help"], Value::Null, "{none}");
 }
 
 #[test]
@@ -477,10 +480,10 @@ fn utf16_positions_on_a_line_with_surrogate_pairs() {
     let (mut mcp, root) = synced(&["Fix/Unicode.lean"]);
     let alpha = mcp.call("lean_hover", at(&root, "Fix/Unicode.lean", 11, 32));
     assert_eq!(hover_text(&alpha), "```lean\nFix.α₁ : N\n```");
-    assert_eq!(alpha["range"], range(11, 32, 11, 34));
+    assert_eq!(alpha["hover"]["range"], range(11, 32, 11, 34));
     let double_f = mcp.call("lean_hover", at(&root, "Fix/Unicode.lean", 11, 29));
     assert_eq!(hover_text(&double_f), "```lean\nFix.𝔽 : N\n```");
-    assert_eq!(double_f["range"], range(11, 29, 11, 31));
+    assert_eq!(double_f["hover"]["range"], range(11, 29, 11, 31));
     for ((line, character), (sl, sc, el, ec)) in
         [((11, 43), (7, 4, 7, 6)), ((11, 64), (8, 4, 8, 6))]
     {
@@ -488,9 +491,9 @@ fn utf16_positions_on_a_line_with_surrogate_pairs() {
             "lean_definition",
             at(&root, "Fix/Unicode.lean", line, character),
         );
-        assert_eq!(def["result"][0]["targetPath"], "Fix/Unicode.lean");
+        assert_eq!(def["locations"][0]["targetPath"], "Fix/Unicode.lean");
         assert_eq!(
-            def["result"][0]["targetSelectionRange"],
+            def["locations"][0]["targetSelectionRange"],
             range(sl, sc, el, ec)
         );
     }
@@ -649,7 +652,7 @@ fn a_burst_of_200_concurrent_inspection_calls_is_answered_correctly() {
                 assert_eq!(result["source"], "rpc");
             }
             "definition" => assert_eq!(
-                result["result"][0]["targetSelectionRange"],
+                result["locations"][0]["targetSelectionRange"],
                 range(226, 4, 226, 9)
             ),
             _ => assert_eq!(

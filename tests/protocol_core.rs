@@ -10,123 +10,22 @@
 //! fence; EOF cancels cancellable work, drains the rest and writes its answers;
 //! progress precedes the response.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use lean_beam_mcp::context::CallContext;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod common;
+
+use common::gated::{Event, Gated};
+
 const TIMEOUT: Duration = Duration::from_secs(20);
-
-#[derive(Debug, Clone, PartialEq)]
-enum Event {
-    /// The operation started running (it was dispatched).
-    Started(&'static str, Value),
-    /// The operation's future was dropped before it finished (cancelled).
-    Dropped(&'static str, Value),
-}
-
-#[derive(Default)]
-struct Gated {
-    gates: Mutex<HashMap<String, Arc<Semaphore>>>,
-    events: Mutex<Option<mpsc::UnboundedSender<Event>>>,
-    /// Ids of the operations running right now.
-    running: Arc<Mutex<Vec<Value>>>,
-    /// For each id: the ids that were running when it started.
-    running_at_start: Mutex<HashMap<String, Vec<Value>>>,
-}
-
-struct DropGuard {
-    tool: &'static str,
-    id: Value,
-    finished: bool,
-    events: Option<mpsc::UnboundedSender<Event>>,
-    running: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Drop for DropGuard {
-    fn drop(&mut self) {
-        self.running.lock().unwrap().retain(|id| *id != self.id);
-        if !self.finished {
-            if let Some(tx) = &self.events {
-                let _ = tx.send(Event::Dropped(self.tool, self.id.clone()));
-            }
-        }
-    }
-}
-
-impl Gated {
-    fn gate(&self, name: &str) -> Arc<Semaphore> {
-        let mut gates = self.gates.lock().unwrap();
-        Arc::clone(
-            gates
-                .entry(name.to_string())
-                .or_insert_with(|| Arc::new(Semaphore::new(0))),
-        )
-    }
-
-    /// The operations that were running when `id` started.
-    fn running_at_start(&self, id: Value) -> Vec<Value> {
-        self.running_at_start.lock().unwrap()[&id.to_string()].clone()
-    }
-
-    fn open(&self, name: &str) {
-        self.gate(name).add_permits(1_000);
-    }
-
-    async fn run(&self, ctx: &CallContext, root: Option<&str>) -> ToolOutcome {
-        let tool = ctx.tool.name();
-        let id = ctx.request_id.to_value();
-        let events = self.events.lock().unwrap().clone();
-        {
-            let mut running = self.running.lock().unwrap();
-            self.running_at_start
-                .lock()
-                .unwrap()
-                .insert(id.to_string(), running.clone());
-            running.push(id.clone());
-        }
-        if let Some(tx) = &events {
-            let _ = tx.send(Event::Started(tool, id.clone()));
-        }
-        let mut guard = DropGuard {
-            tool,
-            id: id.clone(),
-            finished: false,
-            events,
-            running: Arc::clone(&self.running),
-        };
-        if let Some(name) = root.and_then(|r| r.strip_prefix("/gate/")) {
-            let gate = self.gate(name);
-            let _permit = gate.acquire().await.expect("gate open");
-        }
-        guard.finished = true;
-        Ok(json!({ "tool": tool, "id": id }))
-    }
-}
-
-/// Every tool runs through `Gated::run`; the ones with a workspace block on the
-/// gate named by its root.
-macro_rules! gated_operations {
-    ($($method:ident: $args:ty,)*) => {
-        impl Operations for Gated {
-            $(async fn $method(&self, ctx: &CallContext, args: $args) -> ToolOutcome {
-                let args = serde_json::to_value(&args).expect("arguments serialize");
-                self.run(ctx, args.pointer("/workspace/root").and_then(Value::as_str)).await
-            })*
-        }
-    };
-}
-
-lean_beam_mcp::for_each_tool!(gated_operations);
 
 /// One in-process stream.
 struct Stream {
@@ -145,13 +44,14 @@ impl Stream {
     }
 
     fn start_with_status_delay(status_delay: Duration) -> Stream {
-        let ops = Arc::new(Gated::default());
-        let (tx, events) = mpsc::unbounded_channel();
-        *ops.events.lock().unwrap() = Some(tx);
-        let config = Config {
+        Self::start_with(Config {
             status_delay,
             ..Config::default()
-        };
+        })
+    }
+
+    fn start_with(config: Config) -> Stream {
+        let (ops, events) = Gated::with_events();
         let stats = Arc::new(Stats::default());
         let dispatcher = Dispatcher::new(Arc::clone(&ops), Arc::clone(&stats), config);
         let (client_in, server_in) = tokio::io::duplex(1 << 16);
@@ -612,5 +512,114 @@ async fn status_notices_follow_the_request_log_level() {
             message.get("method").is_none(),
             "unexpected notification {message}"
         );
+    }
+}
+
+/// The seed: "a malformed second request using an ID that is still active is
+/// ignored". Every kind of malformation (of the envelope as well as of the
+/// params) reusing the active id 901 gets no answer; the call that owns 901
+/// answers once; the same malformations with an unused id are answered.
+#[tokio::test]
+async fn a_malformed_request_reusing_an_active_id_is_ignored() {
+    for era in ERAS {
+        let mut s = era.open().await;
+        s.send(era.call(901, "lean_sync", sync("owner"))).await;
+        assert_eq!(s.event().await, Event::Started("lean_sync", json!(901)));
+        let well_formed = era.call(901, "beam_version", json!({}));
+        let mut malformed = Vec::new();
+        let mut with = |edit: &dyn Fn(&mut Value)| {
+            let mut m = well_formed.clone();
+            edit(&mut m);
+            malformed.push(m);
+        };
+        with(&|m| m["extra"] = json!(1));
+        with(&|m| m["params"] = json!([]));
+        with(&|m| m["params"] = json!("text"));
+        with(&|m| m["jsonrpc"] = json!("1.0"));
+        with(&|m| m["jsonrpc"] = json!(2));
+        with(&|m| drop(m.as_object_mut().unwrap().remove("jsonrpc")));
+        with(&|m| m["method"] = json!(5));
+        with(&|m| drop(m.as_object_mut().unwrap().remove("method")));
+        with(&|m| m["params"]["bogus"] = json!(true));
+        with(&|m| m["params"]["name"] = json!("no_such_tool"));
+        with(&|m| m["params"]["arguments"] = json!([]));
+        with(&|m| m["method"] = json!("no/such/method"));
+        with(&|m| m["params"]["_meta"] = json!("not an object"));
+        for message in &malformed {
+            s.send(message.clone()).await;
+        }
+        // A raw line with an extra member after the id, as a client might write it.
+        s.send(
+            json!({"jsonrpc": "2.0", "id": 901, "method": "tools/list", "params": {}, "result": 1}),
+        )
+        .await;
+        s.assert_quiet(era).await;
+
+        s.ops.open("owner");
+        let response = s.recv_some().await;
+        assert_eq!(response["id"], 901);
+        assert_eq!(answer(&response)["tool"], "lean_sync", "{era:?}");
+        s.assert_quiet(era).await;
+
+        // With an id nobody owns, the envelope errors are answered to it.
+        for (i, message) in malformed.iter().take(8).enumerate() {
+            let mut message = message.clone();
+            if message.get("id").is_some() {
+                message["id"] = json!(format!("free-{i}"));
+            }
+            s.send(message).await;
+            let answer = s.recv_some().await;
+            assert_eq!(answer["id"], format!("free-{i}"), "{era:?}: {answer}");
+            assert!(answer["error"]["code"].is_i64(), "{answer}");
+        }
+    }
+}
+
+/// `notifications/cancelled` is read while every running slot is busy: a
+/// running call and one waiting for a slot are both cancelled at once, and
+/// neither answers (the reader used to wait for a slot before reading on).
+#[tokio::test]
+async fn cancellation_is_read_while_every_slot_is_busy() {
+    for era in ERAS {
+        let mut s = era
+            .open_with(Stream::start_with(Config {
+                status_delay: Duration::from_secs(3600),
+                max_in_flight: 2,
+                ..Config::default()
+            }))
+            .await;
+        s.send(era.call("a", "lean_sync", sync("busy-a"))).await;
+        s.send(era.call("b", "lean_sync", sync("busy-b"))).await;
+        let mut started = vec![s.event().await, s.event().await];
+        started.sort_by_key(|e| format!("{e:?}"));
+        assert_eq!(
+            started,
+            [
+                Event::Started("lean_sync", json!("a")),
+                Event::Started("lean_sync", json!("b"))
+            ]
+        );
+        // Both slots are taken: "c" waits for one.
+        s.send(era.call("c", "lean_sync", sync("busy-c"))).await;
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}}))
+            .await;
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "a"}}))
+            .await;
+        assert_eq!(s.event().await, Event::Dropped("lean_sync", json!("a")));
+        // Requests are read too, and process-local ones need no slot.
+        s.send(era.call("v", "beam_version", json!({}))).await;
+        let version = s.recv_some().await;
+        assert_eq!(version["id"], "v", "{version}");
+        assert_eq!(s.event().await, Event::Started("beam_version", json!("v")));
+        s.assert_quiet(era).await;
+        s.ops.open("busy-b");
+        s.ops.open("busy-c");
+        assert_eq!(s.recv_some().await["id"], "b");
+        s.assert_quiet(era).await;
+        assert!(
+            s.events.try_recv().is_err(),
+            "the cancelled call that waited for a slot never ran"
+        );
+        assert_eq!(s.stats.snapshot()["cancelled"], 2);
     }
 }

@@ -166,18 +166,19 @@ fn save_refusals_and_close_save() {
     let root = w.root_str();
     let mut mcp = spawn_with(&[]);
 
-    // Not ready: the sync result and blocking diagnostics, nothing written.
-    let error = mcp.call_err("lean_save", doc(&root, "Fix/Errors.lean"));
-    assert_code(&error, "saveNotReady", "Errors.lean");
-    let sync = &error["data"]["sync"];
-    assert_eq!(sync["readiness"]["save_ready"], false, "{error}");
-    assert_eq!(sync["readiness"]["reason"], "errors", "{error}");
+    // Not ready: a result with the sync and its blocking diagnostics, and
+    // nothing written.
+    let refused = mcp.call("lean_save", doc(&root, "Fix/Errors.lean"));
+    assert_eq!(refused["written"], false, "{refused}");
+    let sync = &refused["sync"];
+    assert_eq!(sync["readiness"]["save_ready"], false, "{refused}");
+    assert_eq!(sync["readiness"]["reason"], "errors", "{refused}");
     assert_eq!(
         sync["readiness"]["blocking_diagnostics"]
             .as_array()
             .map(Vec::len),
         Some(3),
-        "{error}"
+        "{refused}"
     );
     assert!(!lib(w.root()).join("Errors.olean").exists());
     assert!(!lib(w.root()).join("Errors.ilean").exists());
@@ -201,9 +202,13 @@ fn save_refusals_and_close_save() {
     assert_eq!(closed["closed"], true, "{closed}");
     assert_eq!(closed["saved"]["module"], "Fix.Goals", "{closed}");
     assert!(lib(w.root()).join("Goals.olean").is_file());
-    // A failed close_save leaves the document open.
-    let error = mcp.call_err("lean_close_save", doc(&root, "Fix/Errors.lean"));
-    assert_code(&error, "saveNotReady", "close_save Errors.lean");
+    // A close_save that wrote nothing leaves the document open.
+    let kept = mcp.call("lean_close_save", doc(&root, "Fix/Errors.lean"));
+    assert_eq!(
+        (&kept["closed"], &kept["saved"]["written"]),
+        (&json!(false), &json!(false)),
+        "{kept}"
+    );
     let stats = mcp.workspace_stats(&root).expect("workspace stats");
     let docs = stats["documents"].as_array().expect("documents");
     let find = |p: &str| docs.iter().find(|d| d["path"] == p).cloned();

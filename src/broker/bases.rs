@@ -33,7 +33,9 @@ use super::workspace::Root;
 use crate::{log_debug, log_info};
 
 /// The name of every base directory: this prefix, the server's pid, a tag.
-const DIR_PREFIX: &str = "lean-beam-bases-";
+/// Private to the server: no answer shows it (see
+/// [`diagnostics::scrub_private_paths`](super::diagnostics::scrub_private_paths)).
+pub const DIR_PREFIX: &str = "lean-beam-bases-";
 
 /// The first component of every base module name.
 const MODULE_ROOT: &str = "LeanBeamBase";

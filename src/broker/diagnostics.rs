@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::bases::DIR_PREFIX;
 use crate::context::LogLevel;
 use crate::surface::DiagnosticScope;
 
@@ -96,6 +97,45 @@ pub fn lake_setup_line(diagnostics: &[Value]) -> Option<&str> {
     .then_some(text)
 }
 
+/// Lean's messages without the server's private prefix-base directories,
+/// which it puts on Lean's search path: an import that fails lists every
+/// search path entry, and the module the user imports is named in the
+/// message already. An entry on a line of its own goes; a path elsewhere is
+/// named for what it is. `None` when the message shows none.
+pub fn scrub_private_paths(message: &str) -> Option<String> {
+    if !message.contains(DIR_PREFIX) {
+        return None;
+    }
+    let lines: Vec<&str> = message
+        .split('\n')
+        .filter(|line| {
+            // A search path entry: one path alone on its line.
+            let entry = line.trim();
+            let private_entry = entry.contains(DIR_PREFIX) && !entry.contains(char::is_whitespace);
+            !private_entry
+        })
+        .collect();
+    let mut out = lines.join("\n");
+    let delimits = |c: char| c.is_whitespace() || "'\"`()[]{},".contains(c);
+    while let Some(at) = out.find(DIR_PREFIX) {
+        let start = out[..at].rfind(delimits).map_or(0, |i| i + 1);
+        let end = out[at..].find(delimits).map_or(out.len(), |i| at + i);
+        out.replace_range(start..end, "(a prefix base of lean-beam-mcp)");
+    }
+    Some(out)
+}
+
+/// A diagnostic as agents may see it (see [`scrub_private_paths`]).
+pub fn scrub(diagnostic: &mut Value) {
+    let scrubbed = diagnostic
+        .get("message")
+        .and_then(Value::as_str)
+        .and_then(scrub_private_paths);
+    if let Some(message) = scrubbed {
+        diagnostic["message"] = Value::String(message);
+    }
+}
+
 /// The complete counts of a diagnostic set.
 pub fn counts(diagnostics: &[Value]) -> Value {
     let mut c = [0u64; 5];
@@ -164,6 +204,25 @@ pub fn readiness(diagnostics: &[Value], fatal: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_base_directories_are_left_out_of_messages() {
+        let message = "unknown module prefix 'Nope'\n\nNo directory 'Nope' or file 'Nope.olean' in the search path entries:\n/w/.lake/build/lib/lean\n/tmp/lean-beam-bases-20944-bfe713be51e32db5\n/opt/lean/lib/lean";
+        assert_eq!(
+            scrub_private_paths(message).as_deref(),
+            Some(
+                "unknown module prefix 'Nope'\n\nNo directory 'Nope' or file 'Nope.olean' in the search path entries:\n/w/.lake/build/lib/lean\n/opt/lean/lib/lean"
+            )
+        );
+        let inline = "object file '/tmp/lean-beam-bases-1-ab/LeanBeamBase/P1.olean' of module LeanBeamBase.P1 does not exist";
+        let scrubbed = scrub_private_paths(inline).unwrap();
+        assert!(!scrubbed.contains("lean-beam-bases"), "{scrubbed}");
+        assert!(
+            scrubbed.starts_with("object file '(a prefix base"),
+            "{scrubbed}"
+        );
+        assert_eq!(scrub_private_paths("Unknown identifier `x`"), None);
+    }
 
     #[test]
     fn counts_and_readiness() {

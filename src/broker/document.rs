@@ -43,11 +43,16 @@ pub struct DiagnosticSet {
 }
 
 /// The diagnostics of a published list: objects only, silent ones
-/// (editor-only "Goals accomplished!") dropped, in position order.
+/// (editor-only "Goals accomplished!") dropped, the server's private paths
+/// left out of their messages, in position order.
 fn kept_in_position_order(list: Vec<Value>) -> Vec<Value> {
     let mut kept: Vec<Value> = list
         .into_iter()
         .filter(|d| d.is_object() && !diagnostics::is_silent(d))
+        .map(|mut d| {
+            diagnostics::scrub(&mut d);
+            d
+        })
         .collect();
     // Lean's order varies between runs (elaboration, kernel and linters run
     // in parallel); position order makes results reproducible.
@@ -232,6 +237,23 @@ struct ProbeGoals {
 /// Positions remembered per version in `Doc::probe_goals`.
 const PROBE_GOALS_KEPT: usize = 64;
 
+/// What the file on disk looked like when the text of a version was read:
+/// enough to tell, with one `stat`, that it has changed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskStamp {
+    pub len: u64,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+impl DiskStamp {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        DiskStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct DocState {
     /// The MCP-visible version: increases on every change, never reused, also
@@ -239,6 +261,9 @@ pub struct DocState {
     pub version: u64,
     pub text: Arc<str>,
     pub index: Arc<LineIndex>,
+    /// The file as it was when `text` was read from it (`None` for the
+    /// broker's own shadow documents, or when it could not be told).
+    pub disk: Option<DiskStamp>,
     /// Versions of this document start above this one (see `Doc::new`).
     pub floor: u64,
     /// The Lean session generation in which the document is open, if any.
@@ -303,6 +328,7 @@ impl Doc {
                 floor,
                 text: Arc::from(""),
                 index: Arc::new(LineIndex::new("")),
+                disk: None,
                 open_in: None,
                 needs_reopen: false,
                 stopped_by_report: false,

@@ -69,6 +69,18 @@ pub fn query_position(line_text: &str, character: usize, mode: GoalsMode) -> usi
     }
 }
 
+/// Whether text after `before` (its line up to there) is in the place of a
+/// tactic: first on its line, or right after `by`, `=>`, `·`, `;` or `<;>`.
+/// Elsewhere in a tactic block it is part of a term.
+pub fn starts_tactic(before: &str) -> bool {
+    let before = before.trim_end();
+    before.trim_start().is_empty()
+        || before == "by"
+        || [" by", "(by", "=>", "·", ";", "<;>"]
+            .iter()
+            .any(|s| before.ends_with(s))
+}
+
 fn utf16_len(s: &str) -> usize {
     s.chars().map(char::len_utf16).sum()
 }
@@ -232,9 +244,9 @@ pub async fn goals(
     Ok((goals, Source::PlainGoal))
 }
 
-/// A rendered goal (`case x\nh : T\n⊢ target`) in the structured shape, for the
-/// fallback path only.
-fn plain_goal_json(text: &str) -> Value {
+/// A rendered goal (`case x\nh : T\n⊢ target`) in the structured shape, for
+/// the fallback path and for Lean's `plainTermGoal`.
+pub fn plain_goal_json(text: &str) -> Value {
     let mut lines = text.lines().peekable();
     let mut user_name = None;
     if let Some(first) = lines.peek() {
@@ -291,6 +303,27 @@ mod tests {
             query_position(arm, 17, GoalsMode::After),
             "  | succ m ih => exact congrArg N.succ ih".len()
         );
+    }
+
+    #[test]
+    fn tactic_places_are_told_from_terms() {
+        for before in [
+            "  ",
+            "  | succ k ih => ",
+            "theorem t : P := by ",
+            "  · ",
+            "  skip; ",
+        ] {
+            assert!(starts_tactic(before), "{before:?}");
+        }
+        for before in [
+            "  exact ",
+            "def x : N := ",
+            "  exact And.intro ",
+            "  apply foo_by ",
+        ] {
+            assert!(!starts_tactic(before), "{before:?}");
+        }
     }
 
     #[test]

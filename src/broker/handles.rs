@@ -74,6 +74,21 @@ impl Shadow {
         Shadow { base, cut, tail }
     }
 
+    /// `whole` as a shadow of `base`: the longest prefix they share is
+    /// `base`'s, the rest is its own.
+    pub fn sharing(base: Arc<str>, whole: &str) -> Self {
+        let mut cut = base
+            .bytes()
+            .zip(whole.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !base.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let tail = whole[cut..].to_owned();
+        Shadow { base, cut, tail }
+    }
+
     /// The length of the whole text, in bytes.
     pub fn len(&self) -> usize {
         self.cut + self.tail.len()
@@ -129,6 +144,8 @@ pub struct HandleState {
     pub indent: usize,
     /// True in proof mode (tactics), false in command mode.
     pub proof: bool,
+    /// Where the chain's text sits in the shadow and in the user's file.
+    pub placement: super::shadow::Placement,
 }
 
 impl HandleState {
@@ -494,6 +511,7 @@ mod tests {
             shadow: Shadow::new(Arc::clone(base), base.len(), tail.into()),
             indent: 2,
             proof: true,
+            placement: Default::default(),
         }
     }
 

@@ -372,6 +372,26 @@ pub fn enclosing_command_start(text: &str, pos: usize) -> Option<usize> {
     Some(commands[k].0.start)
 }
 
+/// Where the command holding byte `pos` of `text` (a place in code) ends: the
+/// start of the next line that starts at column 0 with anything but a
+/// continuation word (`where`, `deriving`, …), or the end of the text.
+pub fn command_end(text: &str, pos: usize) -> usize {
+    // Read from the start of `pos`'s line: the place is code, and so is
+    // what comes after it up to the next command.
+    let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
+    let rest = &text[line_start..];
+    let lines = Lines::new(rest);
+    (0..lines.lexemes.len())
+        .find(|&i| {
+            line_start + lines.lexemes[i].start >= pos
+                && lines.line_of[i] > 0
+                && lines.at_column_0(i)
+                && !(lines.lexemes[i].kind == LexemeKind::Word
+                    && CONTINUATION.contains(&lines.str(i)))
+        })
+        .map_or(text.len(), |i| line_start + lines.lexemes[i].start)
+}
+
 /// A prefix that can be replaced by an import: which of its lines to replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skeleton {
@@ -585,6 +605,16 @@ mod tests {
         assert_eq!(header_end("import A\n"), "import A\n".len());
         let long = format!("import A\n/-{}-/\ndef x := 1\n", "c".repeat(10_000));
         assert_eq!(&long[header_end(&long)..], "def x := 1\n");
+    }
+
+    #[test]
+    fn a_command_ends_where_the_next_one_starts() {
+        let text =
+            "def y : N := N.add one sorry\n  |>.succ\nwhere\n  z := 1\n-- note\ndef z := 2\n";
+        let hole = text.find("sorry").unwrap();
+        assert_eq!(&text[command_end(text, hole)..], "-- note\ndef z := 2\n");
+        let last = text.find(":= 2").unwrap();
+        assert_eq!(command_end(text, last), text.len());
     }
 
     #[test]

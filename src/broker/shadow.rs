@@ -62,6 +62,77 @@ struct Slot {
     confirmed_header: Mutex<Option<String>>,
 }
 
+/// Where a probe's text sits in its shadow and in the user's file. The shadow
+/// is the user's text up to `anchor`, then what the probe put there: its text
+/// from `text` on, standing for the user's position `origin` (after a term,
+/// the rest of the user's declaration from `resume` on). Lean reports
+/// positions in the shadow; agents see them in the user's file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Where the shadow stops being the user's text (shadow coordinates).
+    pub anchor: (u32, u32),
+    /// Where the probe text begins in the shadow (at or after `anchor`).
+    pub text: (u32, u32),
+    /// The position in the user's file the probe text begins at.
+    pub origin: (u32, u32),
+    /// Where the user's text resumes in the shadow after the probe text, and
+    /// where that is in the user's file (a term probe inside a declaration).
+    pub resume: Option<((u32, u32), (u32, u32))>,
+}
+
+impl Placement {
+    /// The probe text is in the user's file exactly where it is in the shadow.
+    pub fn at(position: (u32, u32)) -> Self {
+        Placement {
+            anchor: position,
+            text: position,
+            origin: position,
+            resume: None,
+        }
+    }
+
+    /// A shadow position in the user's coordinates: the user's text where it
+    /// is; the probe text (all steps of a chain) counted from `origin`, later
+    /// lines at the columns the shadow lays them out at.
+    pub fn to_user(&self, p: (u32, u32)) -> (u32, u32) {
+        if p < self.anchor {
+            return p;
+        }
+        if let Some((shadow, user)) = self.resume {
+            if p >= shadow {
+                return shift(p, shadow, user);
+            }
+        }
+        if p < self.text {
+            return self.origin;
+        }
+        shift(p, self.text, self.origin)
+    }
+}
+
+/// `p` (at or after `from`) moved so that `from` lands on `to`.
+fn shift(p: (u32, u32), from: (u32, u32), to: (u32, u32)) -> (u32, u32) {
+    if p.0 == from.0 {
+        (to.0, to.1 + (p.1 - from.1))
+    } else {
+        (to.0 + (p.0 - from.0), p.1)
+    }
+}
+
+/// The position reached from `from` by writing `text` there.
+pub fn advance(from: (u32, u32), text: &str) -> (u32, u32) {
+    match text.rfind('\n') {
+        Some(last) => (
+            from.0 + text.matches('\n').count() as u32,
+            text[last + 1..].chars().map(char::len_utf16).sum::<usize>() as u32,
+        ),
+        None => (
+            from.0,
+            from.1 + text.chars().map(char::len_utf16).sum::<usize>() as u32,
+        ),
+    }
+}
+
 /// The module header of a shadow text (its imports).
 pub fn header(text: &str) -> &str {
     &text[..super::outline::header_end(text)]
@@ -251,11 +322,13 @@ impl Pool {
 /// worker, a fatal report). The fast path can also precede the publish of a
 /// failed import, so it is taken only while the slot stays open in the same
 /// worker on a header whose import was confirmed (see
-/// [`SlotGuard::confirm_header`]); otherwise the barrier decides.
+/// [`SlotGuard::confirm_header`]); otherwise the barrier decides. Progress
+/// names the user's file `shown`, never the shadow.
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
+    shown: &str,
     slot: &SlotGuard,
     text: String,
 ) -> Result<(u64, Snapshot), ToolError> {
@@ -270,9 +343,9 @@ pub async fn elaborate(
             && super::outline::header_end(&old.text) == header.len()
             && slot.header_confirmed(header)
     };
-    let applied = sync::apply(session, doc, Arc::from(text), Mode::IfChanged).await?;
+    let applied = sync::apply(session, doc, Arc::from(text), None, Mode::IfChanged).await?;
     let version = applied.version;
-    let mut forwarder = Forwarder::new(ctx, doc, version, None);
+    let mut forwarder = Forwarder::for_probe(ctx, doc, version, shown);
     let mut live = doc.subscribe();
     let complete = |snap: &Snapshot| {
         fast && snap.version == version
@@ -315,4 +388,42 @@ pub fn starts_at_or_after(diagnostic: &Value, line: u32, character: u32) -> bool
             .unwrap_or(0) as u32
     };
     (at("line"), at("character")) >= (line, character)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_positions_are_told_in_the_users_file() {
+        // `    show …` ends at (15, 48); the probe went on a new line at (16, 4).
+        let moved = Placement {
+            anchor: (15, 48),
+            text: (16, 4),
+            origin: (15, 48),
+            resume: None,
+        };
+        assert_eq!(moved.to_user((3, 7)), (3, 7), "the user's own text");
+        assert_eq!(moved.to_user((16, 0)), (15, 48), "the line break put in");
+        assert_eq!(
+            moved.to_user((16, 10)),
+            (15, 54),
+            "on the probe's first line"
+        );
+        assert_eq!(moved.to_user((17, 10)), (16, 10), "on a later line");
+        // A term probe `(t)` in place of `sorry` at (5, 30), which ended at
+        // (5, 35); the probe text `t` ends at (5, 32).
+        let term = Placement {
+            anchor: (5, 30),
+            text: (5, 31),
+            origin: (5, 30),
+            resume: Some(((5, 33), (5, 35))),
+        };
+        assert_eq!(term.to_user((5, 30)), (5, 30), "the parenthesis");
+        assert_eq!(term.to_user((5, 31)), (5, 30));
+        assert_eq!(term.to_user((5, 32)), (5, 31));
+        assert_eq!(term.to_user((5, 34)), (5, 36), "the user's text after it");
+        assert_eq!(advance((5, 31), "ab\n  c𝔽"), (6, 5));
+        assert_eq!(advance((5, 31), "a𝔽"), (5, 34));
+    }
 }

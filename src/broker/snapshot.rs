@@ -1,21 +1,40 @@
 //! Snapshot binding: a snapshot-bound call names the document version it was
 //! computed for, and every answer is tied to that version.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::document::{Doc, DocState, DocUse, Snapshot};
 use super::runtime::{Runtime, RuntimeUse, Session, memory_error};
-use super::sync::{STOPPED_WORKER_GRACE, worker_stopped};
+use super::sync::{self, Forwarder, STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
 use crate::broker::Broker;
+use crate::context::CallContext;
 use crate::surface::{ErrorCode, ToolError, Workspace};
 
 /// A document pinned at the version a call named, open in a live Lean server.
-pub struct Bound {
+pub struct Bound<'c> {
     pub rt: RuntimeUse,
     pub doc: DocUse,
     pub state: DocState,
     pub session: Session,
+    /// The call: its waits on Lean forward the file's progress.
+    pub ctx: &'c CallContext,
+}
+
+/// What every answer about a pinned document version names first.
+#[derive(Debug, Serialize)]
+pub struct DocAnswer {
+    pub workspace: Value,
+    pub path: String,
+    pub version: u64,
+    /// The addressed line, for answers at a position: an off-by-one shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_text: Option<String>,
+    /// The file changed on disk since this version was read from it: sync
+    /// before trusting the answer. Left out while it has not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disk_changed: bool,
 }
 
 pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> ToolError {
@@ -45,7 +64,7 @@ fn mismatch_message(path: &str, expected: u64, current: u64) -> String {
     }
 }
 
-fn never_synced(path: &str) -> ToolError {
+pub fn never_synced(path: &str) -> ToolError {
     ToolError::new(
         ErrorCode::InvalidParams,
         format!("{path} has not been synced in this workspace: call lean_sync (or lean_update) on it first and pass the version it returns"),
@@ -53,8 +72,10 @@ fn never_synced(path: &str) -> ToolError {
     .with_data(json!({ "reason": "notSynced", "path": path }))
 }
 
-pub fn position_error(error: &PositionError) -> ToolError {
-    let data = match error {
+/// A position that names no place of the document; `line_text` is the text
+/// of its line when the line exists.
+pub fn position_error(error: &PositionError, line_text: Option<&str>) -> ToolError {
+    let mut data = match error {
         PositionError::LineOutOfRange { line, line_count } => {
             json!({ "reason": "lineOutOfRange", "line": line, "lineCount": line_count })
         }
@@ -69,6 +90,9 @@ pub fn position_error(error: &PositionError) -> ToolError {
             json!({ "reason": "insideSurrogatePair", "line": line, "character": character })
         }
     };
+    if let Some(text) = line_text {
+        data["line_text"] = Value::from(text);
+    }
     ToolError::new(
         ErrorCode::InvalidParams,
         format!("position outside the document: {error}"),
@@ -79,12 +103,13 @@ pub fn position_error(error: &PositionError) -> ToolError {
 /// Resolve the workspace and path of a snapshot-bound call and pin `version`.
 /// The runtime must exist and the document must have been synced; neither is
 /// created here.
-pub async fn bind(
+pub async fn bind<'c>(
     broker: &Broker,
+    ctx: &'c CallContext,
     workspace: &Workspace,
     path: &str,
     version: u64,
-) -> Result<Bound, ToolError> {
+) -> Result<Bound<'c>, ToolError> {
     let (root, doc_path) = broker.resolve_document(workspace, path)?;
     let rt = broker
         .cached(&root)
@@ -107,6 +132,7 @@ pub async fn bind(
         doc,
         state,
         session,
+        ctx,
     })
 }
 
@@ -152,6 +178,9 @@ pub struct Target<'a> {
     pub session: &'a Session,
     pub doc: &'a Doc,
     pub version: u64,
+    /// The call whose progress shows the document elaborating while Lean
+    /// holds a request until it reaches the position (user documents only).
+    pub ctx: Option<&'a CallContext>,
 }
 
 impl Target<'_> {
@@ -174,12 +203,20 @@ impl Target<'_> {
     pub async fn request_unchecked(&self, method: &str, params: Value) -> Result<Value, ToolError> {
         let mut live = self.doc.subscribe();
         let fatal = |snap: &Snapshot| snap.version == self.version && snap.progress.fatal;
-        let mut stopped = fatal(&live.borrow_and_update()).then(tokio::time::Instant::now);
+        let mut snap = live.borrow_and_update().clone();
+        let mut stopped = fatal(&snap).then(tokio::time::Instant::now);
         let sent = self.doc.state().sent;
+        let mut progress = self
+            .ctx
+            .map(|ctx| Forwarder::for_wait(ctx, self.doc, self.version));
+        if let Some(forwarder) = progress.as_mut() {
+            forwarder.observe(&snap).await;
+        }
         let call = self.rt.request(self.session, method, params);
         tokio::pin!(call);
         loop {
             let give_up = stopped.map(|since| since + STOPPED_WORKER_GRACE);
+            let progress_due = progress.as_ref().and_then(|f| f.progress_due(&snap));
             tokio::select! {
                 answer = &mut call => {
                     if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
@@ -191,11 +228,20 @@ impl Target<'_> {
                     if changed.is_err() {
                         return (&mut call).await;
                     }
-                    stopped = if fatal(&live.borrow_and_update()) {
+                    snap = live.borrow_and_update().clone();
+                    stopped = if fatal(&snap) {
                         stopped.or_else(|| Some(tokio::time::Instant::now()))
                     } else {
                         None
                     };
+                    if let Some(forwarder) = progress.as_mut() {
+                        forwarder.observe(&snap).await;
+                    }
+                }
+                () = tokio::time::sleep_until(progress_due.unwrap_or_else(tokio::time::Instant::now)), if progress_due.is_some() => {
+                    if let Some(forwarder) = progress.as_mut() {
+                        forwarder.observe(&snap).await;
+                    }
                 }
                 () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
                     return Err(memory_error(self.session, Some(self.doc), worker_stopped(self.doc, self.version)));
@@ -213,13 +259,14 @@ impl Target<'_> {
     }
 }
 
-impl Bound {
+impl Bound<'_> {
     pub fn target(&self) -> Target<'_> {
         Target {
             rt: &self.rt,
             session: &self.session,
             doc: &self.doc,
             version: self.state.version,
+            ctx: Some(self.ctx),
         }
     }
 
@@ -228,7 +275,29 @@ impl Bound {
         self.state
             .index
             .offset(&self.state.text, line, character)
-            .map_err(|e| position_error(&e))
+            .map_err(|e| position_error(&e, self.line_text(line)))
+    }
+
+    /// The text of `line` of the pinned version, without its line break.
+    pub fn line_text(&self, line: u64) -> Option<&str> {
+        self.state.index.line_text(&self.state.text, line)
+    }
+
+    /// Whether the file changed on disk since the pinned version was read.
+    pub async fn disk_changed(&self) -> bool {
+        sync::disk_changed(&self.doc, &self.state).await
+    }
+
+    /// The head of an answer about the pinned version; `line` names the
+    /// addressed line of a position-bound answer.
+    pub fn answer(&self, line: Option<u64>, disk_changed: bool) -> DocAnswer {
+        DocAnswer {
+            workspace: self.rt.root.descriptor(),
+            path: self.doc.path.shown.clone(),
+            version: self.state.version,
+            line_text: line.and_then(|l| self.line_text(l)).map(str::to_owned),
+            disk_changed,
+        }
     }
 
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
-use super::document::{DiagnosticSet, Doc, DocState, Snapshot};
+use super::document::{DiagnosticSet, DiskStamp, Doc, DocState, Snapshot};
 use super::errors::from_lsp;
 use super::runtime::{Runtime, Session, memory_error};
 use super::text::{LineIndex, minimal_change, position_json};
@@ -104,18 +104,57 @@ pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<(
     session.admit(doc, reopen).await
 }
 
-/// Bring Lean's copy of `doc` up to date with `text`. The caller holds
+/// A `stat` of a source file gives up after this long (a hung network mount):
+/// nothing is known then.
+const STAT_LIMIT: Duration = Duration::from_secs(2);
+
+/// The size and modification time of `file`, off the async runtime; `None`
+/// when they cannot be told.
+pub async fn disk_stamp(file: &std::path::Path) -> Option<DiskStamp> {
+    let meta = tokio::time::timeout(STAT_LIMIT, tokio::fs::metadata(file))
+        .await
+        .ok()?
+        .ok()?;
+    Some(DiskStamp::of(&meta))
+}
+
+/// Whether the file of `doc` changed on disk since the text of `state` was
+/// read from it: one `stat`, no read. A file that is gone has changed; a
+/// `stat` that does not answer in time says nothing.
+pub async fn disk_changed(doc: &Doc, state: &DocState) -> bool {
+    let Some(read) = state.disk else {
+        return false;
+    };
+    match tokio::time::timeout(STAT_LIMIT, tokio::fs::metadata(&doc.path.file)).await {
+        Ok(Ok(meta)) => DiskStamp::of(&meta) != read,
+        Ok(Err(_)) => true,
+        Err(_) => false,
+    }
+}
+
+/// Read the source and what the file looked like: the `stat` comes first, so
+/// that a change between the two shows as a change later, never the reverse.
+pub async fn read_disk(doc: &Doc) -> Result<(Arc<str>, Option<DiskStamp>), ToolError> {
+    let stamp = disk_stamp(&doc.path.file).await;
+    Ok((read_source(doc).await?, stamp))
+}
+
+/// Bring Lean's copy of `doc` up to date with `text`, read from disk as
+/// `disk` says (`None` for the broker's own documents). The caller holds
 /// `doc.edit`.
 pub async fn apply(
     session: &Session,
     doc: &Doc,
     text: Arc<str>,
+    disk: Option<DiskStamp>,
     mode: Mode,
 ) -> Result<Applied, ToolError> {
     let old = doc.state();
     let open = old.open_in == Some(session.generation) && !old.needs_reopen;
     let differs = old.version == 0 || *old.text != *text;
     if open && !differs && mode == Mode::IfChanged {
+        // The same text: the version stands for what the disk holds now.
+        doc.update_state(|s| s.disk = disk);
         return Ok(Applied {
             version: old.version,
             changed: false,
@@ -139,6 +178,7 @@ pub async fn apply(
         s.version = version;
         s.text = Arc::clone(&text);
         s.index = Arc::clone(&index);
+        s.disk = disk;
         s.open_in = Some(session.generation);
         s.needs_reopen = false;
         s.stopped_by_report = false;
@@ -182,12 +222,17 @@ pub async fn apply(
     })
 }
 
-/// Forwards what Lean reports during a barrier: live `lean.diagnostic` logs,
-/// Lake's setup of the imports and throttled file progress, each at most once.
+/// Forwards what Lean reports while a call waits on a document: live
+/// `lean.diagnostic` logs, Lake's setup of the imports and throttled file
+/// progress, each at most once.
 pub struct Forwarder<'a> {
     ctx: &'a CallContext,
     doc: &'a Doc,
     version: u64,
+    /// The file progress names: the document's own path, or for a probe's
+    /// shadow the user's file it probes.
+    shown: &'a str,
+    probe: bool,
     /// Which diagnostics go out live as `lean.diagnostic`; `None` for none.
     scope: Option<DiagnosticScope>,
     sent: HashSet<String>,
@@ -216,6 +261,8 @@ impl<'a> Forwarder<'a> {
             ctx,
             doc,
             version,
+            shown: &doc.path.shown,
+            probe: false,
             scope,
             sent: HashSet::new(),
             seen_diagnostics: None,
@@ -235,6 +282,26 @@ impl<'a> Forwarder<'a> {
         }
     }
 
+    /// The progress of a probe elaborated in the shadow document `doc`,
+    /// named after the user's file `shown`.
+    pub fn for_probe(ctx: &'a CallContext, doc: &'a Doc, version: u64, shown: &'a str) -> Self {
+        Forwarder {
+            shown,
+            probe: true,
+            ..Forwarder::new(ctx, doc, version, None)
+        }
+    }
+
+    /// The progress of a request that waits on `doc` at `version` (Lean
+    /// answers a position once it has elaborated it): what changes while it
+    /// waits. A version already elaborated has nothing to tell.
+    pub fn for_wait(ctx: &'a CallContext, doc: &'a Doc, version: u64) -> Self {
+        let mut forwarder = Forwarder::new(ctx, doc, version, None);
+        let snap = doc.snapshot();
+        forwarder.done_sent = snap.version == version && snap.progress.done;
+        forwarder
+    }
+
     /// Lake building the imports (the worker's `lake setup-file`, seen through
     /// the build lines Lean publishes): for the tools whose status notice is
     /// "on Lake setup or after the delay", the call's one `beam.status` notice
@@ -248,7 +315,7 @@ impl<'a> Forwarder<'a> {
         }
         self.seen_setup_lines = setup.lines;
         let output = setup.last.as_deref().unwrap_or("");
-        let path = &self.doc.path.shown;
+        let path = self.shown;
         self.ctx
             .status_notice(
                 "lakeSetup",
@@ -264,17 +331,20 @@ impl<'a> Forwarder<'a> {
                 .last_setup_progress
                 .is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL)
         {
-            self.last_setup_progress = Some(Instant::now());
-            self.ctx
+            let sent = self
+                .ctx
                 .progress(
                     &format!("{path}: Lake setup: {output}"),
                     Some(json!({ "done": false, "phase": "lakeSetup", "lake": output })),
                 )
                 .await;
+            if sent {
+                self.last_setup_progress = Some(Instant::now());
+            }
         }
     }
 
-    async fn observe(&mut self, snap: &Snapshot) {
+    pub async fn observe(&mut self, snap: &Snapshot) {
         if snap.version != self.version {
             return;
         }
@@ -331,11 +401,16 @@ impl<'a> Forwarder<'a> {
             return;
         }
         let p = &snap.progress;
-        let lines = self.doc.state().index.line_count();
+        let path = self.shown;
         if p.done {
             self.seen_updates = p.updates;
             self.done_sent = true;
-            let message = format!("{}: elaborated ({lines} lines)", self.doc.path.shown);
+            let message = if self.probe {
+                format!("{path}: probe elaborated")
+            } else {
+                let lines = self.doc.state().index.line_count();
+                format!("{path}: elaborated ({lines} lines)")
+            };
             self.ctx
                 .progress(
                     &message,
@@ -347,18 +422,28 @@ impl<'a> Forwarder<'a> {
             .is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL)
         {
             self.seen_updates = p.updates;
-            self.last_progress = Some(Instant::now());
-            let message = format!(
-                "{}: elaborating, line {} of {lines}",
-                self.doc.path.shown,
-                p.frontier_line + 1
-            );
-            self.ctx
+            let line = p.frontier_line + 1;
+            let lines = self.doc.state().index.line_count();
+            // A probe's lines past the probe position are its own, so only
+            // the line is told, not a count of the user's file.
+            let message = if self.probe {
+                format!("{path}: elaborating the probe, line {line}")
+            } else {
+                format!("{path}: elaborating, line {line} of {lines}")
+            };
+            // Lean reports changes of ranges that leave the first line being
+            // processed where it was: such an update says nothing new and is
+            // not sent (nor does it hold back the next one).
+            let sent = self
+                .ctx
                 .progress(
                     &message,
                     Some(json!({ "done": false, "line": p.frontier_line, "lines": lines })),
                 )
                 .await;
+            if sent {
+                self.last_progress = Some(Instant::now());
+            }
         }
     }
 }
@@ -367,7 +452,7 @@ impl Forwarder<'_> {
     /// When the newest file progress, held back by the throttle, is due: it
     /// goes out then even if Lean reports nothing more (a long command
     /// elaborates for minutes without a word, and the client must see where).
-    fn progress_due(&self, snap: &Snapshot) -> Option<tokio::time::Instant> {
+    pub fn progress_due(&self, snap: &Snapshot) -> Option<tokio::time::Instant> {
         let held_back = self.ctx.has_progress_token()
             && !self.done_sent
             && snap.version == self.version
@@ -479,14 +564,14 @@ pub async fn sync_locked(
     doc: &Doc,
     options: SyncOptions,
 ) -> Result<Synced, ToolError> {
-    let text = read_source(doc).await?;
+    let (text, disk) = read_disk(doc).await?;
     rt.notice_rebuilt_imports(doc, &text).await;
     let session = rt.session().await?;
     let mut mode = options.mode;
     let mut reopened_for_imports = false;
     let mut reopened_for_stop = false;
     loop {
-        let applied = apply(&session, doc, Arc::clone(&text), mode).await?;
+        let applied = apply(&session, doc, Arc::clone(&text), disk, mode).await?;
         let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
         let state = doc.state();
         // An unchanged file whose final report Lean already gave needs no

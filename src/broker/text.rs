@@ -72,6 +72,14 @@ impl LineIndex {
         slice.strip_suffix('\r').unwrap_or(slice)
     }
 
+    /// The text of `line` without its line terminator, if the text has it.
+    pub fn line_text<'t>(&self, text: &'t str, line: u64) -> Option<&'t str> {
+        let line = usize::try_from(line)
+            .ok()
+            .filter(|l| *l < self.starts.len())?;
+        Some(self.line_bytes(text, line))
+    }
+
     /// Byte offset of an LSP position, checking that it names a real place.
     pub fn offset(&self, text: &str, line: u64, character: u64) -> Result<usize, PositionError> {
         let line_no = usize::try_from(line)

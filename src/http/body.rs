@@ -132,6 +132,8 @@ pub enum ReadError {
     TooLarge,
     /// The connection failed while the body was being read.
     Io(String),
+    /// The body did not arrive within the time limit.
+    TimedOut,
 }
 
 /// After refusing an oversized body, keep reading (and discarding) this much
@@ -167,16 +169,51 @@ pub async fn read_limited(
         drain_later(body);
         return Err(ReadError::TooLarge);
     }
-    let mut buffer = Vec::with_capacity(declared as usize);
+    // Keep the data in pieces as it arrives and join them once at the end:
+    // memory follows the data received. Reserving the declared length instead
+    // let every slow client hold the whole limit, and growing one buffer leaves
+    // the smaller ones it outgrew behind. Small frames (a chunked body may
+    // send a byte at a time) are gathered into pieces of at least `PIECE`.
+    const PIECE: usize = 16 * 1024;
+    let mut frames: Vec<Bytes> = Vec::new();
+    let mut small: Vec<u8> = Vec::new();
+    let mut received = 0usize;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| ReadError::Io(e.to_string()))?;
-        if let Some(data) = frame.data_ref() {
-            if buffer.len() + data.len() > limit {
+        if let Ok(data) = frame.into_data() {
+            received += data.len();
+            if received > limit {
                 drain_later(body);
                 return Err(ReadError::TooLarge);
             }
-            buffer.extend_from_slice(data);
+            if data.len() >= PIECE {
+                if !small.is_empty() {
+                    frames.push(Bytes::from(std::mem::take(&mut small)));
+                }
+                frames.push(data);
+            } else {
+                if small.is_empty() {
+                    small.reserve_exact(PIECE);
+                }
+                small.extend_from_slice(&data);
+                if small.len() >= PIECE {
+                    frames.push(Bytes::from(std::mem::take(&mut small)));
+                }
+            }
         }
     }
-    Ok(Bytes::from(buffer))
+    if !small.is_empty() {
+        frames.push(Bytes::from(small));
+    }
+    Ok(match frames.len() {
+        0 => Bytes::new(),
+        1 => frames.pop().expect("one frame"),
+        _ => {
+            let mut joined = Vec::with_capacity(received);
+            for frame in &frames {
+                joined.extend_from_slice(frame);
+            }
+            Bytes::from(joined)
+        }
+    })
 }

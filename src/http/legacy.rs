@@ -10,17 +10,31 @@ use hyper::{Method, Response, StatusCode};
 use super::body::Body;
 use super::headers::{self, SESSION_ID};
 use super::reply::{self, Delivery, Later};
+use super::sessions;
 use super::sessions::LegacySession;
 use super::{Server, method_not_allowed, refuse};
-use crate::mcp::jsonrpc::{INVALID_REQUEST, Incoming, RpcError};
-use crate::mcp::session::Session;
+use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Incoming, RpcError};
 use crate::surface::Operations;
+
+/// A request reusing the id of a call in flight on its session, well-formed
+/// or not: ignored (an answer with that id would be a second terminal
+/// response), and the POST is told why with a null id.
+pub(super) fn active_id_conflict(parts: &Parts) -> Response<Body> {
+    refuse(
+        StatusCode::CONFLICT,
+        &parts.method,
+        parts.uri.path(),
+        &RpcError::invalid_request(
+            "the request reuses the id of a call still in flight on this session; it was ignored",
+        ),
+    )
+}
 
 /// JSON-RPC code of "no such session" (implementation-defined range).
 pub const SESSION_NOT_FOUND: i64 = -32001;
 
 /// Where a request's session id pointed.
-enum Lookup {
+pub(super) enum Lookup {
     Missing,
     Unknown(String),
     Found(Arc<LegacySession>),
@@ -28,7 +42,7 @@ enum Lookup {
 }
 
 impl<O: Operations + 'static> Server<O> {
-    fn lookup(&self, parts: &Parts) -> Lookup {
+    pub(super) fn lookup(&self, parts: &Parts) -> Lookup {
         match headers::get(&parts.headers, SESSION_ID) {
             Ok(None) => Lookup::Missing,
             Ok(Some(id)) => match self.sessions.get(id) {
@@ -94,14 +108,7 @@ impl<O: Operations + 'static> Server<O> {
             Incoming::Request { id, .. } => id.clone(),
         };
         if session.core.is_active(&id) {
-            return refuse(
-                StatusCode::CONFLICT,
-                &parts.method,
-                parts.uri.path(),
-                &RpcError::invalid_request(format!(
-                    "request id {id} is already in use by a call in flight"
-                )),
-            );
+            return active_id_conflict(parts);
         }
         match reply::dispatch(&self.dispatcher, &session.core, message).await {
             Delivery::Now(line) => reply::json(StatusCode::OK, line),
@@ -122,20 +129,46 @@ impl<O: Operations + 'static> Server<O> {
     }
 
     /// `initialize` without a session id: a new session, registered only when
-    /// the dispatcher accepted the handshake.
+    /// the dispatcher accepted the handshake and there is room for it.
     async fn initialize(&self, message: Incoming) -> Response<Body> {
-        let session = self.sessions.create(Arc::new(Session::default()));
+        let session = self
+            .sessions
+            .create(Arc::new(self.dispatcher.client_session()));
         let line = match reply::dispatch(&self.dispatcher, &session.core, message).await {
             Delivery::Now(line) => line,
             Delivery::Later(_) => unreachable!("initialize is answered at once"),
         };
-        let mut response = reply::json(StatusCode::OK, line.clone());
-        if reply::error_code(&line).is_none() {
-            let value = HeaderValue::from_str(&session.id).expect("session ids are visible ASCII");
-            response.headers_mut().insert(SESSION_ID, value);
-            self.sessions.register(session);
+        if reply::error_code(&line).is_some() {
+            return reply::json(StatusCode::OK, line);
         }
-        response
+        let id = session.id.clone();
+        match self.sessions.register(session) {
+            Ok(replaced) => {
+                if let Some(old) = replaced {
+                    crate::log_info!(
+                        "http: session {} ended to make room for a new one ({} sessions, the limit)",
+                        old.id,
+                        self.sessions.max
+                    );
+                }
+                let mut response = reply::json(StatusCode::OK, line);
+                let value = HeaderValue::from_str(&id).expect("session ids are visible ASCII");
+                response.headers_mut().insert(SESSION_ID, value);
+                response
+            }
+            Err(sessions::Full) => refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &Method::POST,
+                "/mcp",
+                &RpcError::new(
+                    INTERNAL_ERROR,
+                    format!(
+                        "too many sessions: {} legacy sessions are open and none is idle; end one with DELETE, or raise --max-sessions",
+                        self.sessions.max
+                    ),
+                ),
+            ),
+        }
     }
 
     pub(super) fn get(&self, parts: &Parts) -> Response<Body> {

@@ -9,6 +9,7 @@
 //! A call's progress and log notifications travel in its POST's SSE response
 //! (or, for a legacy client that accepts only JSON, on the session's GET stream).
 
+mod auth;
 mod body;
 mod drain;
 pub mod guard;
@@ -31,8 +32,9 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use crate::mcp::dispatcher::{Dispatcher, Reply};
@@ -41,6 +43,7 @@ use crate::mcp::session::Session;
 use crate::surface::Operations;
 use crate::{log_error, log_info, log_warn};
 
+pub use auth::Token;
 pub use body::Body;
 pub use drain::Drain;
 pub use guard::AllowList;
@@ -52,14 +55,33 @@ pub const DEFAULT_PORT: u16 = 8765;
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
 /// A legacy session with no request in flight and no open stream expires after this.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Open connections; one more is answered 503 and closed.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// How long a client may take to send a request's headers, and its body.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Legacy sessions at once; a new one replaces the one idle the longest.
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 /// How long shutdown waits for connections to finish after the calls drained.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// Connections over the cap being answered 503 at once; past it they are
+/// closed unanswered.
+const MAX_REFUSING: usize = 64;
+/// The most hyper buffers per connection (request heads must fit in it).
+const READ_BUFFER: usize = 64 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     pub allow: AllowList,
     pub session_idle: Duration,
     pub body_limit: usize,
+    pub body_timeout: Duration,
+    pub max_connections: usize,
+    pub max_sessions: usize,
+    /// Calls one legacy session may run at once (applied to the dispatcher's
+    /// configuration by the caller); `None` keeps the dispatcher's.
+    pub max_in_flight_per_client: Option<usize>,
+    /// Required on every request but `/health` when set.
+    pub token: Option<Token>,
     /// Set by whoever drains the replica (see `crate::replica`); shutdown sets it too.
     pub drain: Drain,
 }
@@ -70,6 +92,11 @@ impl Default for HttpConfig {
             allow: AllowList::default(),
             session_idle: DEFAULT_SESSION_IDLE,
             body_limit: DEFAULT_BODY_LIMIT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_in_flight_per_client: None,
+            token: None,
             drain: Drain::default(),
         }
     }
@@ -105,15 +132,58 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     ))
 }
 
+fn positive_count(flag: &str, value: &str) -> Result<usize, String> {
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0 && *n <= Semaphore::MAX_PERMITS)
+        .ok_or_else(|| format!("{flag} takes a positive integer, not `{value}`"))
+}
+
+fn positive_secs(flag: &str, value: &str) -> Result<Duration, String> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{flag} takes a positive number of seconds, not `{value}`"))
+}
+
 /// Parse the arguments after `--http`: an optional ADDR (default
-/// 127.0.0.1:8765), then `--allowed-host`, `--allowed-origin` and
-/// `--session-idle-secs` (see the command's help).
-pub fn parse_cli(args: &[String]) -> Result<(SocketAddr, HttpConfig), String> {
+/// 127.0.0.1:8765), then the options of the command's help. `env` reads the
+/// `LEAN_BEAM_HTTP_*` variables (a flag wins over its variable); a token file
+/// is read here, before anything is served. Refuses a non-loopback address
+/// without a token.
+pub fn parse_cli(
+    args: &[String],
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(SocketAddr, HttpConfig), String> {
     let mut config = HttpConfig::default();
     let (addr, mut rest) = match args.split_first() {
         Some((first, rest)) if !first.starts_with("--") => (parse_addr(first)?, rest),
         _ => (SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)), args),
     };
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(v) = var("LEAN_BEAM_HTTP_SESSION_IDLE_SECS") {
+        config.session_idle = positive_secs("LEAN_BEAM_HTTP_SESSION_IDLE_SECS", &v)?;
+    }
+    if let Some(v) = var("LEAN_BEAM_HTTP_BODY_TIMEOUT_SECS") {
+        config.body_timeout = positive_secs("LEAN_BEAM_HTTP_BODY_TIMEOUT_SECS", &v)?;
+    }
+    if let Some(v) = var("LEAN_BEAM_HTTP_MAX_CONNECTIONS") {
+        config.max_connections = positive_count("LEAN_BEAM_HTTP_MAX_CONNECTIONS", &v)?;
+    }
+    if let Some(v) = var("LEAN_BEAM_HTTP_MAX_SESSIONS") {
+        config.max_sessions = positive_count("LEAN_BEAM_HTTP_MAX_SESSIONS", &v)?;
+    }
+    if let Some(v) = var("LEAN_BEAM_HTTP_MAX_BODY_BYTES") {
+        config.body_limit = positive_count("LEAN_BEAM_HTTP_MAX_BODY_BYTES", &v)?;
+    }
+    if let Some(v) = env("LEAN_BEAM_HTTP_TOKEN") {
+        config.token = Some(Token::new(&v, "LEAN_BEAM_HTTP_TOKEN")?);
+    }
     while let Some((flag, tail)) = rest.split_first() {
         let Some((value, tail)) = tail.split_first() else {
             return Err(format!("`{flag}` needs a value"));
@@ -121,19 +191,27 @@ pub fn parse_cli(args: &[String]) -> Result<(SocketAddr, HttpConfig), String> {
         match flag.as_str() {
             "--allowed-host" => config.allow.hosts.push(value.clone()),
             "--allowed-origin" => config.allow.origins.push(value.clone()),
-            "--session-idle-secs" => {
-                let secs: f64 = value
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| {
-                        format!("`--session-idle-secs` takes a positive number, not `{value}`")
-                    })?;
-                config.session_idle = Duration::from_secs_f64(secs);
+            "--session-idle-secs" => config.session_idle = positive_secs(flag, value)?,
+            "--body-timeout-secs" => config.body_timeout = positive_secs(flag, value)?,
+            "--max-connections" => config.max_connections = positive_count(flag, value)?,
+            "--max-sessions" => config.max_sessions = positive_count(flag, value)?,
+            "--max-body-bytes" => config.body_limit = positive_count(flag, value)?,
+            "--max-in-flight-per-client" => {
+                config.max_in_flight_per_client = Some(positive_count(flag, value)?);
+            }
+            "--http-token-file" => {
+                let text = std::fs::read_to_string(value)
+                    .map_err(|e| format!("cannot read the token file {value}: {e}"))?;
+                config.token = Some(Token::new(&text, &format!("the token file {value}"))?);
             }
             other => return Err(format!("unknown --http option `{other}`")),
         }
         rest = tail;
+    }
+    if !addr.ip().is_loopback() && config.token.is_none() {
+        return Err(format!(
+            "refusing to serve on {addr} without authentication: a non-loopback address needs a bearer token (set LEAN_BEAM_HTTP_TOKEN or pass --http-token-file PATH), or bind to 127.0.0.1"
+        ));
     }
     Ok((addr, config))
 }
@@ -147,6 +225,9 @@ pub(crate) struct Server<O> {
     /// cancel them (an entry dies with its call).
     modern_live: Mutex<Vec<Weak<Session>>>,
     streams: Arc<AtomicUsize>,
+    /// Open connections, each holding one of `max_connections` permits.
+    connection_slots: Arc<Semaphore>,
+    refused_connections: AtomicU64,
     legacy_requests: AtomicU64,
     modern_requests: AtomicU64,
     started: Instant,
@@ -155,19 +236,24 @@ pub(crate) struct Server<O> {
 
 impl<O: Operations + 'static> Server<O> {
     fn new(dispatcher: Arc<Dispatcher<O>>, config: HttpConfig) -> Self {
-        let idle = config.session_idle;
         let draining = config.drain.clone();
         Self {
             dispatcher,
-            config,
-            sessions: Sessions::new(idle),
+            sessions: Sessions::new(config.session_idle, config.max_sessions),
             modern_live: Mutex::new(Vec::new()),
             streams: Arc::new(AtomicUsize::new(0)),
+            connection_slots: Arc::new(Semaphore::new(config.max_connections)),
+            refused_connections: AtomicU64::new(0),
             legacy_requests: AtomicU64::new(0),
             modern_requests: AtomicU64::new(0),
             started: Instant::now(),
             draining,
+            config,
         }
+    }
+
+    fn connections(&self) -> usize {
+        self.config.max_connections - self.connection_slots.available_permits()
     }
 
     /// Remember a modern call's session for shutdown.
@@ -199,7 +285,9 @@ impl<O: Operations + 'static> Server<O> {
                 self.count(headers::claims_modern(&parts.headers));
             }
             let status = match refusal {
-                guard::Refusal::MissingHost => StatusCode::BAD_REQUEST,
+                guard::Refusal::MissingHost | guard::Refusal::DuplicateHost => {
+                    StatusCode::BAD_REQUEST
+                }
                 _ => StatusCode::FORBIDDEN,
             };
             refuse(
@@ -208,6 +296,27 @@ impl<O: Operations + 'static> Server<O> {
                 path,
                 &RpcError::invalid_request(refusal.message()),
             )
+        } else if self.config.token.as_ref().is_some_and(|token| {
+            // Health checks and CORS preflights (which never carry
+            // credentials) are answered without the token; they reveal nothing.
+            path != "/health" && parts.method != Method::OPTIONS && !token.admits(&parts.headers)
+        }) {
+            if path == "/mcp" {
+                self.count(headers::claims_modern(&parts.headers));
+            }
+            let mut response = refuse(
+                StatusCode::UNAUTHORIZED,
+                &parts.method,
+                path,
+                &RpcError::invalid_request(
+                    "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token this server was started with (LEAN_BEAM_HTTP_TOKEN or --http-token-file)",
+                ),
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(r#"Bearer realm="lean-beam-mcp""#),
+            );
+            response
         } else {
             match (path, &parts.method) {
                 ("/mcp", &Method::POST) => self.post(&parts, body).await,
@@ -271,7 +380,11 @@ impl<O: Operations + 'static> Server<O> {
                 );
             }
         }
-        let bytes = match body::read_limited(body, self.config.body_limit).await {
+        let read = tokio::time::timeout(
+            self.config.body_timeout,
+            body::read_limited(body, self.config.body_limit),
+        );
+        let bytes = match read.await.unwrap_or(Err(body::ReadError::TimedOut)) {
             Ok(bytes) => bytes,
             Err(err) => {
                 self.count(headers::claims_modern(&parts.headers));
@@ -285,6 +398,21 @@ impl<O: Operations + 'static> Server<O> {
                             self.config.body_limit
                         )),
                     ),
+                    body::ReadError::TimedOut => {
+                        let mut response = refuse(
+                            StatusCode::REQUEST_TIMEOUT,
+                            method,
+                            path,
+                            &RpcError::invalid_request(format!(
+                                "the body did not arrive within {:?} (the time limit on reading a request)",
+                                self.config.body_timeout
+                            )),
+                        );
+                        response
+                            .headers_mut()
+                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                        response
+                    }
                     body::ReadError::Io(err) => refuse(
                         StatusCode::BAD_REQUEST,
                         method,
@@ -301,15 +429,21 @@ impl<O: Operations + 'static> Server<O> {
             Ok(message) if modern => self.post_modern(parts, message).await,
             Ok(message) => self.post_legacy(parts, message).await,
             Err(_) => {
-                // The dispatcher answers malformed input itself (and counts it).
+                // The dispatcher answers malformed input itself (and counts it),
+                // on the legacy session the request names: there a malformed
+                // request reusing an active id is ignored, not answered.
                 let (tx, _rx) = tokio::sync::mpsc::channel(1);
-                let scratch = Arc::new(Session::default());
-                let line = match self.dispatcher.handle_line(&scratch, &bytes, &tx).await {
-                    Reply::Line(line) => line,
-                    Reply::None => unreachable!("a rejected message is answered at once"),
+                let session = match self.lookup(parts) {
+                    legacy::Lookup::Found(session) if !modern => Arc::clone(&session.core),
+                    _ => Arc::new(Session::default()),
                 };
-                log_warn!("http: refused {method} {path} with 400: {line}");
-                reply::json(StatusCode::BAD_REQUEST, line)
+                match self.dispatcher.handle_line(&session, &bytes, &tx).await {
+                    Reply::Line(line) => {
+                        log_warn!("http: refused {method} {path} with 400: {line}");
+                        reply::json(StatusCode::BAD_REQUEST, line)
+                    }
+                    Reply::None => legacy::active_id_conflict(parts),
+                }
             }
         }
     }
@@ -344,6 +478,17 @@ impl<O: Operations + 'static> Server<O> {
             "uptimeMs": self.started.elapsed().as_millis() as u64,
             "sessions": self.sessions.len(),
             "streams": self.streams.load(Ordering::Relaxed),
+            "connections": self.connections(),
+            "refusedConnections": self.refused_connections.load(Ordering::Relaxed),
+            "admittedCalls": self.dispatcher.admitted(),
+            "limits": {
+                "maxConnections": self.config.max_connections,
+                "maxSessions": self.config.max_sessions,
+                "bodyBytes": self.config.body_limit,
+                "bodyTimeoutMs": self.config.body_timeout.as_millis() as u64,
+                "maxInFlight": self.dispatcher.config().max_in_flight,
+                "maxInFlightPerClient": self.dispatcher.config().max_in_flight_per_client,
+            },
             "requests": {
                 "legacy": self.legacy_requests.load(Ordering::Relaxed),
                 "modern": self.modern_requests.load(Ordering::Relaxed),
@@ -404,16 +549,19 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// connections finish.
 pub async fn serve<O, S>(
     dispatcher: Arc<Dispatcher<O>>,
-    config: HttpConfig,
+    mut config: HttpConfig,
     listener: TcpListener,
     shutdown: S,
 ) where
     O: Operations + 'static,
     S: Future<Output = ()>,
 {
+    config.allow.bound = listener.local_addr().ok();
+    let header_timeout = config.body_timeout;
     let server = Arc::new(Server::new(dispatcher, config));
     let (stop_tx, stop_rx) = watch::channel(false);
     let reaper = tokio::spawn(reap(Arc::clone(&server), stop_rx.clone()));
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -431,6 +579,23 @@ pub async fn serve<O, S>(
                 continue;
             }
         };
+        let Ok(slot) = Arc::clone(&server.connection_slots).try_acquire_owned() else {
+            let refused = server.refused_connections.fetch_add(1, Ordering::Relaxed);
+            if refused.is_power_of_two() {
+                log_warn!(
+                    "http: {} connection(s) open, the limit (--max-connections); answering 503 ({} refused so far)",
+                    server.config.max_connections,
+                    refused + 1
+                );
+            }
+            if let Ok(permit) = Arc::clone(&refusing).try_acquire_owned() {
+                tokio::spawn(async move {
+                    refuse_connection(stream).await;
+                    drop(permit);
+                });
+            }
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let server = Arc::clone(&server);
         let mut stop = stop_rx.clone();
@@ -438,7 +603,10 @@ pub async fn serve<O, S>(
             let service = service_fn(move |request| Arc::clone(&server).handle(request));
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30))
+                .header_read_timeout(header_timeout)
+                // hyper's read buffer per connection, 400 KiB by default; the
+                // body is copied out of it as it arrives.
+                .max_buf_size(READ_BUFFER)
                 .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection);
             let result = tokio::select! {
@@ -453,6 +621,7 @@ pub async fn serve<O, S>(
                     log_info!("http: connection from {peer} ended: {err}");
                 }
             }
+            drop(slot);
         });
     }
     drop(listener);
@@ -471,6 +640,38 @@ pub async fn serve<O, S>(
         );
         connections.shutdown().await;
     }
+}
+
+/// Answer a connection over the cap with 503 and close it. What the client
+/// sends is then read (and discarded) for a moment, so that it reads the answer
+/// rather than a reset.
+async fn refuse_connection(mut stream: TcpStream) {
+    const READ_FOR: Duration = Duration::from_secs(1);
+    let body = jsonrpc::error_line(
+        None,
+        &RpcError::new(
+            INTERNAL_ERROR,
+            "too many open connections (the server's --max-connections limit); retry shortly",
+        ),
+    );
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(READ_FOR, async {
+        let mut scratch = [0u8; 4096];
+        if stream.write_all(response.as_bytes()).await.is_ok() {
+            let _ = stream.shutdown().await;
+            let mut seen = 0usize;
+            while seen < 1024 * 1024 {
+                match stream.read(&mut scratch).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => seen += n,
+                }
+            }
+        }
+    })
+    .await;
 }
 
 async fn stopped(stop: &mut watch::Receiver<bool>) {
@@ -497,24 +698,6 @@ async fn reap<O: Operations + 'static>(server: Arc<Server<O>>, mut stop: watch::
     }
 }
 
-/// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-        let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,25 +721,94 @@ mod tests {
     #[test]
     fn command_line() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let (addr, config) = parse_cli(&args(&[])).unwrap();
+        let no_env = |_: &str| None;
+        let (addr, config) = parse_cli(&args(&[]), no_env).unwrap();
         assert_eq!(addr, SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)));
         assert_eq!(config.session_idle, DEFAULT_SESSION_IDLE);
-        let (addr, config) = parse_cli(&args(&[
-            "0",
-            "--allowed-host",
-            "box.lan",
-            "--allowed-origin",
-            "https://a.b",
-            "--session-idle-secs",
-            "0.5",
-        ]))
+        assert_eq!(config.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(config.body_timeout, DEFAULT_BODY_TIMEOUT);
+        assert_eq!(config.max_sessions, DEFAULT_MAX_SESSIONS);
+        assert!(config.token.is_none());
+        let (addr, config) = parse_cli(
+            &args(&[
+                "0",
+                "--allowed-host",
+                "box.lan",
+                "--allowed-origin",
+                "https://a.b",
+                "--session-idle-secs",
+                "0.5",
+                "--max-connections",
+                "7",
+                "--body-timeout-secs",
+                "2",
+                "--max-sessions",
+                "3",
+                "--max-body-bytes",
+                "1000",
+                "--max-in-flight-per-client",
+                "5",
+            ]),
+            no_env,
+        )
         .unwrap();
         assert_eq!(addr.port(), 0);
         assert_eq!(config.allow.hosts, vec!["box.lan"]);
         assert_eq!(config.allow.origins, vec!["https://a.b"]);
         assert_eq!(config.session_idle, Duration::from_millis(500));
-        assert!(parse_cli(&args(&["--allowed-host"])).is_err());
-        assert!(parse_cli(&args(&["--nope", "x"])).is_err());
-        assert!(parse_cli(&args(&["--session-idle-secs", "-1"])).is_err());
+        assert_eq!(config.max_connections, 7);
+        assert_eq!(config.body_timeout, Duration::from_secs(2));
+        assert_eq!(config.max_sessions, 3);
+        assert_eq!(config.body_limit, 1000);
+        assert_eq!(config.max_in_flight_per_client, Some(5));
+        for bad in [
+            &["--allowed-host"][..],
+            &["--nope", "x"],
+            &["--session-idle-secs", "-1"],
+            &["--max-connections", "0"],
+            &["--body-timeout-secs", "inf"],
+            &["--http-token-file", "/nonexistent/beam-token"],
+        ] {
+            assert!(parse_cli(&args(bad), no_env).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn environment_and_flags() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let env = |name: &str| match name {
+            "LEAN_BEAM_HTTP_MAX_CONNECTIONS" => Some("9".to_string()),
+            "LEAN_BEAM_HTTP_BODY_TIMEOUT_SECS" => Some("1.5".to_string()),
+            "LEAN_BEAM_HTTP_MAX_SESSIONS" => Some("4".to_string()),
+            "LEAN_BEAM_HTTP_TOKEN" => Some("tok-en\n".to_string()),
+            _ => None,
+        };
+        let (_, config) = parse_cli(&args(&["--max-sessions", "5"]), env).unwrap();
+        assert_eq!(config.max_connections, 9);
+        assert_eq!(config.body_timeout, Duration::from_millis(1500));
+        assert_eq!(config.max_sessions, 5, "a flag wins over its variable");
+        assert_eq!(config.token, Some(Token::new("tok-en", "t").unwrap()));
+        let bad = |name: &str| (name == "LEAN_BEAM_HTTP_MAX_CONNECTIONS").then(|| "many".into());
+        assert!(parse_cli(&args(&[]), bad).is_err());
+        let empty = |name: &str| (name == "LEAN_BEAM_HTTP_TOKEN").then(String::new);
+        assert!(
+            parse_cli(&args(&[]), empty).is_err(),
+            "an empty token is refused"
+        );
+    }
+
+    #[test]
+    fn a_non_loopback_address_needs_a_token() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let no_env = |_: &str| None;
+        for addr in ["0.0.0.0:8765", "[::]:1", "192.168.1.2:80", "10.0.0.1"] {
+            let err = parse_cli(&args(&[addr]), no_env).unwrap_err();
+            assert!(err.contains("LEAN_BEAM_HTTP_TOKEN"), "{addr}: {err}");
+        }
+        for addr in ["127.0.0.1:0", "[::1]:0", "localhost", "9000", "127.1.2.3:4"] {
+            assert!(parse_cli(&args(&[addr]), no_env).is_ok(), "{addr}");
+        }
+        let token = |name: &str| (name == "LEAN_BEAM_HTTP_TOKEN").then(|| "t0k".into());
+        assert!(parse_cli(&args(&["0.0.0.0:8765"]), token).is_ok());
     }
 }

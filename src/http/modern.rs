@@ -13,7 +13,6 @@ use super::headers;
 use super::reply::{self, Delivery, Later};
 use crate::log_warn;
 use crate::mcp::jsonrpc::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND};
-use crate::mcp::session::Session;
 use crate::surface::Operations;
 
 /// The HTTP status of a modern answer: 404 for an unknown method, 400 for a
@@ -32,7 +31,7 @@ impl<O: Operations + 'static> Server<O> {
     pub(super) async fn post_modern(&self, parts: &Parts, message: Incoming) -> Response<Body> {
         // The family is fixed before dispatch: a bare request on this leg is a
         // modern request missing its envelope (-32602), never legacy input.
-        let session = Arc::new(Session::default());
+        let session = Arc::new(self.dispatcher.sessionless());
         session.select_modern();
         let id = match &message {
             Incoming::Notification { .. } => {

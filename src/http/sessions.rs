@@ -1,9 +1,11 @@
 //! Legacy (2025-11-25) sessions: one protocol `Session` per `Mcp-Session-Id`,
-//! created by a successful `initialize`, ended by `DELETE`, by idle expiry, or by
-//! shutdown.
+//! created by a successful `initialize`, ended by `DELETE`, by idle expiry, by
+//! making room for a new one, or by shutdown.
 //!
 //! A session is idle while it has no request in flight and no open `GET` stream;
-//! an idle session older than the configured limit is removed by the reaper.
+//! an idle session older than the configured limit is removed by the reaper. At
+//! most `max` sessions exist: a new one replaces the session idle the longest,
+//! and is refused when none is idle.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,12 +56,13 @@ impl LegacySession {
         Some(rx)
     }
 
-    /// Forget the `GET` stream (it ended).
+    /// Forget the `GET` stream (it ended): the session is idle from now on
+    /// unless a request is in flight. This runs while the stream's receiver is
+    /// still being dropped, so the sender cannot be asked whether it closed;
+    /// it is the only stream (a second is refused while one is open).
     pub fn stream_closed(&self) {
         let mut state = self.state();
-        if state.stream.as_ref().is_some_and(mpsc::Sender::is_closed) {
-            state.stream = None;
-        }
+        state.stream = None;
         state.last_active = Instant::now();
     }
 
@@ -99,13 +102,19 @@ impl Drop for Busy {
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<LegacySession>>>,
     pub idle: Duration,
+    pub max: usize,
 }
 
+/// `register` found the table full and no session idle to replace.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Full;
+
 impl Sessions {
-    pub fn new(idle: Duration) -> Self {
+    pub fn new(idle: Duration, max: usize) -> Self {
         Self {
             map: Mutex::new(HashMap::new()),
             idle,
+            max,
         }
     }
 
@@ -126,8 +135,33 @@ impl Sessions {
         })
     }
 
-    pub fn register(&self, session: Arc<LegacySession>) {
-        self.map().insert(session.id.clone(), session);
+    /// Add a session. At the cap, the session idle the longest is ended to
+    /// make room (returned, to be logged); with none idle, `Err(Full)`.
+    pub fn register(
+        &self,
+        session: Arc<LegacySession>,
+    ) -> Result<Option<Arc<LegacySession>>, Full> {
+        let replaced = {
+            let mut map = self.map();
+            let replaced = if map.len() >= self.max {
+                let now = Instant::now();
+                let oldest = map
+                    .values()
+                    .filter_map(|s| s.idle_for(now).map(|idle| (idle, s.id.clone())))
+                    .max()
+                    .map(|(_, id)| id)
+                    .ok_or(Full)?;
+                map.remove(&oldest)
+            } else {
+                None
+            };
+            map.insert(session.id.clone(), session);
+            replaced
+        };
+        if let Some(old) = &replaced {
+            old.end();
+        }
+        Ok(replaced)
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<LegacySession>> {
@@ -206,12 +240,12 @@ mod tests {
 
     #[test]
     fn only_unattended_sessions_expire() {
-        let sessions = Sessions::new(Duration::from_millis(10));
+        let sessions = Sessions::new(Duration::from_millis(10), 8);
         let idle = sessions.create(Arc::new(Session::default()));
         let busy = sessions.create(Arc::new(Session::default()));
         let streaming = sessions.create(Arc::new(Session::default()));
         for s in [&idle, &busy, &streaming] {
-            sessions.register(Arc::clone(s));
+            sessions.register(Arc::clone(s)).unwrap();
         }
         let _guard = busy.busy();
         let _rx = streaming.open_stream().expect("first stream");
@@ -224,5 +258,30 @@ mod tests {
         assert_eq!(sessions.len(), 2);
         assert!(sessions.remove(&busy.id));
         assert!(!sessions.remove(&busy.id));
+    }
+
+    #[test]
+    fn at_the_cap_the_longest_idle_session_makes_room() {
+        let sessions = Sessions::new(Duration::from_secs(3600), 2);
+        let first = sessions.create(Arc::new(Session::default()));
+        let second = sessions.create(Arc::new(Session::default()));
+        sessions.register(Arc::clone(&first)).unwrap();
+        sessions.register(Arc::clone(&second)).unwrap();
+        // `first` is busy; `second` is idle, so it goes.
+        let guard = first.busy();
+        let third = sessions.create(Arc::new(Session::default()));
+        let replaced = sessions.register(Arc::clone(&third)).unwrap();
+        assert_eq!(replaced.map(|s| s.id.clone()), Some(second.id.clone()));
+        assert!(sessions.get(&second.id).is_none());
+        assert_eq!(sessions.len(), 2);
+        // With every session attended, a new one is refused.
+        let _stream = third.open_stream().unwrap();
+        let fourth = sessions.create(Arc::new(Session::default()));
+        assert!(matches!(sessions.register(fourth), Err(Full)));
+        drop(guard);
+        // `first` is idle again and replaceable.
+        let fifth = sessions.create(Arc::new(Session::default()));
+        let replaced = sessions.register(fifth).unwrap();
+        assert_eq!(replaced.map(|s| s.id.clone()), Some(first.id.clone()));
     }
 }

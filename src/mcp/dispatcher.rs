@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::era::{self, Family, LEGACY_VERSION, META_SERVER_INFO, SUPPORTED_MODERN};
-use super::fence::{Admission, Fence};
+use super::fence::{Admission, FenceScope, RootFences};
 use super::jsonrpc::{self, Incoming, RequestId, RpcError};
-use super::session::{CancelOutcome, Session};
+use super::session::{CancelOutcome, Limits, Session};
 use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
 use crate::stats::Stats;
@@ -27,23 +27,38 @@ pub struct Config {
     /// How long a call without a progress token may run before its one
     /// `beam.status` notice.
     pub status_delay: Duration,
-    /// Calls admitted and not yet finished, across all streams. The reader waits
-    /// for a slot, which pushes back on a client that floods requests.
+    /// Calls running at once across every client (the global cap). A call
+    /// admitted beyond it waits for a slot, still cancellable.
     pub max_in_flight: usize,
+    /// Calls one HTTP client (a legacy session) may run at once, so that one
+    /// client's slow calls leave slots for the others.
+    pub max_in_flight_per_client: usize,
+    /// Calls one stream may hold admitted (running or waiting for a slot).
+    /// Past it a stdio reader waits, which pushes back on a client that floods
+    /// requests; below it every line is read, cancellations included.
+    pub max_admitted_per_stream: usize,
 }
+
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+pub const DEFAULT_MAX_IN_FLIGHT_PER_CLIENT: usize = 64;
+pub const DEFAULT_MAX_ADMITTED_PER_STREAM: usize = 1024;
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             status_delay: Duration::from_secs(2),
-            max_in_flight: 256,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_in_flight_per_client: DEFAULT_MAX_IN_FLIGHT_PER_CLIENT,
+            max_admitted_per_stream: DEFAULT_MAX_ADMITTED_PER_STREAM,
         }
     }
 }
 
 impl Config {
-    /// Defaults, with `LEAN_BEAM_STATUS_DELAY_MS` honoured (tests shorten it).
-    pub fn from_env() -> Self {
+    /// Defaults, with `LEAN_BEAM_STATUS_DELAY_MS` (tests shorten it),
+    /// `LEAN_BEAM_MAX_IN_FLIGHT`, `LEAN_BEAM_MAX_ADMITTED` and
+    /// `LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT` honoured.
+    pub fn from_env() -> Result<Self, String> {
         let mut config = Self::default();
         if let Some(ms) = std::env::var("LEAN_BEAM_STATUS_DELAY_MS")
             .ok()
@@ -51,7 +66,33 @@ impl Config {
         {
             config.status_delay = Duration::from_millis(ms);
         }
-        config
+        for (name, field) in [
+            ("LEAN_BEAM_MAX_IN_FLIGHT", &mut config.max_in_flight),
+            (
+                "LEAN_BEAM_MAX_ADMITTED",
+                &mut config.max_admitted_per_stream,
+            ),
+            (
+                "LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT",
+                &mut config.max_in_flight_per_client,
+            ),
+        ] {
+            if let Some(value) = positive_env(name)? {
+                *field = value;
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// A positive integer from the environment; `Err` names the variable.
+fn positive_env(name: &str) -> Result<Option<usize>, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(text) => match text.trim().parse::<usize>() {
+            Ok(n) if n > 0 && n <= Semaphore::MAX_PERMITS => Ok(Some(n)),
+            _ => Err(format!("{name} takes a positive integer, not `{text}`")),
+        },
     }
 }
 
@@ -100,10 +141,30 @@ fn capabilities() -> Value {
 pub struct Dispatcher<O> {
     ops: Arc<O>,
     stats: Arc<Stats>,
-    fence: Arc<Fence>,
+    /// The fences of sessionless (modern HTTP) requests, one per root.
+    root_fences: Arc<RootFences>,
+    /// The global cap on running calls.
     slots: Arc<Semaphore>,
+    /// Calls admitted and not yet finished, across every stream (for drain).
+    admitted: watch::Sender<usize>,
     config: Config,
     cached: Cached,
+}
+
+/// One admitted call, counted until it has finished.
+struct Counted(watch::Sender<usize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// What a running call holds until its terminal response is out.
+struct Held {
+    _admission: Option<Admission>,
+    _client: Option<OwnedSemaphorePermit>,
+    _global: Option<OwnedSemaphorePermit>,
 }
 
 /// What the transport should do after a message.
@@ -121,8 +182,9 @@ impl<O: Operations + 'static> Dispatcher<O> {
         Arc::new(Self {
             ops,
             stats,
-            fence: Arc::new(Fence::default()),
+            root_fences: Arc::default(),
             slots: Arc::new(Semaphore::new(config.max_in_flight)),
+            admitted: watch::channel(0).0,
             config,
             cached: Cached::new(),
         })
@@ -130,6 +192,48 @@ impl<O: Operations + 'static> Dispatcher<O> {
 
     pub fn stats(&self) -> &Arc<Stats> {
         &self.stats
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// A stdio stream's session: its own full fence, and the bound on admitted
+    /// calls that pushes back on its reader.
+    pub fn stream_session(&self) -> Session {
+        Session::new(
+            Limits {
+                running: None,
+                admitted: Some(Arc::new(Semaphore::new(
+                    self.config.max_admitted_per_stream,
+                ))),
+            },
+            FenceScope::default(),
+        )
+    }
+
+    /// A legacy HTTP session: a full fence over its own calls, and its share
+    /// of the running slots.
+    pub fn client_session(&self) -> Session {
+        Session::new(
+            Limits {
+                running: Some(Arc::new(Semaphore::new(
+                    self.config.max_in_flight_per_client,
+                ))),
+                admitted: None,
+            },
+            FenceScope::default(),
+        )
+    }
+
+    /// A sessionless (modern HTTP) request's session: fenced with the other
+    /// calls on its root only. Its client is its connection, which carries one
+    /// request at a time, so the global cap is its only running limit.
+    pub fn sessionless(&self) -> Session {
+        Session::new(
+            Limits::default(),
+            FenceScope::Root(Arc::clone(&self.root_fences)),
+        )
     }
 
     /// Handle one raw line. Immediate answers are returned; a tool call answers
@@ -144,6 +248,15 @@ impl<O: Operations + 'static> Dispatcher<O> {
             Ok(message) => self.handle_message(session, message, out).await,
             Err(rejected) => {
                 self.stats.record_protocol_error();
+                if let Some(id) = rejected.id.as_ref().filter(|id| session.is_active(id)) {
+                    // However it is malformed, an answer would be a second
+                    // terminal response for the call that owns this id.
+                    log_warn!(
+                        "ignored a malformed request reusing active id {id}: {}",
+                        rejected.error.message
+                    );
+                    return Reply::None;
+                }
                 log_info!("refused message: {}", rejected.error.message);
                 Reply::Line(jsonrpc::error_line(rejected.id.as_ref(), &rejected.error))
             }
@@ -379,6 +492,16 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 ));
             }
         };
+        // Sessionless requests are fenced by root: read it before parsing
+        // consumes the arguments.
+        let root = match session.fence() {
+            FenceScope::Root(_) => arguments
+                .as_ref()
+                .and_then(|a| a.pointer("/workspace/root"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            FenceScope::Stream(_) => None,
+        };
         let call = match surface::parse(&name, arguments) {
             Ok(call) => call,
             Err(ParseError::UnknownTool(name)) => return Err(unknown_tool(&name)),
@@ -395,12 +518,25 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let tool = call.tool();
         let spec = tool.spec();
         self.stats.record_call(tool, era);
+        // Resolved before anything is registered: such a request has a task of
+        // its own (HTTP), so this wait holds up no other request.
+        let root = match root {
+            Some(root) if spec.workspace_bound => Some(canonical_root(&root).await),
+            _ => None,
+        };
         let cancel = Cancellation::default();
-        // Stream order is fixed here, before the call leaves the reader.
-        let permit = Arc::clone(&self.slots)
-            .acquire_owned()
-            .await
-            .expect("semaphore open");
+        // The stream's bound on admitted calls: waiting here is the push-back
+        // on a reader that floods requests. Running slots are waited for later,
+        // by the call's own task, so the reader keeps reading meanwhile.
+        let queued = match &session.limits().admitted {
+            Some(bound) => Some(
+                Arc::clone(bound)
+                    .acquire_owned()
+                    .await
+                    .expect("semaphore open"),
+            ),
+            None => None,
+        };
         // Process-local tools (beam_version, beam_stats) answer at once: cancelling
         // them, by notifications/cancelled or at EOF, could only lose the answer
         // (`printf '<call>' | lean-beam-mcp` used to print nothing, because EOF
@@ -409,7 +545,13 @@ impl<O: Operations + 'static> Dispatcher<O> {
         if !session.activate(id.clone(), cancel.clone(), cancellable) {
             return Ok(None);
         }
-        let admission = self.fence.admit(spec.fence);
+        // Stream order is fixed here, before the call leaves the reader.
+        let admission = match session.fence() {
+            FenceScope::Stream(fence) => Some(fence.admit(spec.fence)),
+            FenceScope::Root(roots) => root.map(|root| roots.admit(&root, spec.fence)),
+        };
+        self.admitted.send_modify(|n| *n += 1);
+        let counted = Counted(self.admitted.clone());
         let ctx = CallContext::new(
             id.clone(),
             era,
@@ -423,10 +565,52 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let session = Arc::clone(session);
         let out = out.clone();
         tokio::spawn(async move {
-            this.run_call(session, ctx, call, admission, out, permit)
-                .await;
+            this.run_call(session, ctx, call, admission, out).await;
+            drop(queued);
+            drop(counted);
         });
         Ok(None)
+    }
+
+    /// Take the call's turn in fence order, then a running slot: the client's
+    /// own first (so that one client's waiting calls never queue ahead of
+    /// another's on the global cap), then the global one. In this order no
+    /// permit is held while waiting on a fence, so a fence cannot deadlock
+    /// against the calls queued behind it.
+    async fn take_turn(
+        &self,
+        session: &Session,
+        mut admission: Option<Admission>,
+        workspace_bound: bool,
+    ) -> Held {
+        if let Some(admission) = admission.as_mut() {
+            admission.wait_turn().await;
+        }
+        // Process-local calls hold nothing and answer at once: they never wait
+        // for a slot, so a client's `beam_version` is answered however busy
+        // the server is.
+        let (mut client, mut global) = (None, None);
+        if workspace_bound {
+            if let Some(slots) = &session.limits().running {
+                client = Some(
+                    Arc::clone(slots)
+                        .acquire_owned()
+                        .await
+                        .expect("semaphore open"),
+                );
+            }
+            global = Some(
+                Arc::clone(&self.slots)
+                    .acquire_owned()
+                    .await
+                    .expect("semaphore open"),
+            );
+        }
+        Held {
+            _admission: admission,
+            _client: client,
+            _global: global,
+        }
     }
 
     async fn run_call(
@@ -434,9 +618,8 @@ impl<O: Operations + 'static> Dispatcher<O> {
         session: Arc<Session>,
         ctx: CallContext,
         call: ToolCall,
-        mut admission: Admission,
+        admission: Option<Admission>,
         out: Outbound,
-        _permit: OwnedSemaphorePermit,
     ) {
         let spec = ctx.tool.spec();
         let path = call.path().map(str::to_owned);
@@ -448,9 +631,11 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 )
                 .await;
             }
-            admission.wait_turn().await;
+            let held = self
+                .take_turn(&session, admission, spec.workspace_bound)
+                .await;
             // A panic in a tool must still answer its request, exactly once.
-            CatchPanic(Box::pin(surface::dispatch(&*self.ops, &ctx, call)))
+            let outcome = CatchPanic(Box::pin(surface::dispatch(&*self.ops, &ctx, call)))
                 .await
                 .unwrap_or_else(|message| {
                     log_warn!("{} panicked: {message}", ctx.tool.name());
@@ -461,7 +646,8 @@ impl<O: Operations + 'static> Dispatcher<O> {
                             ctx.tool.name()
                         ),
                     ))
-                })
+                });
+            (outcome, held)
         };
         let with_status = async {
             tokio::pin!(work);
@@ -479,32 +665,33 @@ impl<O: Operations + 'static> Dispatcher<O> {
             ctx.status_notice("running", path.as_deref(), message).await;
             work.await
         };
-        let outcome: Option<ToolOutcome> = if spec.cancellable {
+        let finished: Option<(ToolOutcome, Held)> = if spec.cancellable {
             tokio::select! {
                 biased;
                 () = ctx.cancel.cancelled() => None,
-                outcome = with_status => Some(outcome),
+                finished = with_status => Some(finished),
             }
         } else {
             Some(with_status.await)
         };
         // Retire the id before publishing, so a client may reuse it on sight.
         let deliver = session.retire(&ctx.request_id);
-        match outcome {
-            Some(outcome) if deliver => {
+        match finished {
+            Some((outcome, held)) if deliver => {
                 if outcome.is_err() {
                     self.stats.record_tool_error();
                 }
                 let line =
                     jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
                 let _ = out.send(line).await;
+                // Calls fenced behind this one start after its terminal result.
+                drop(held);
             }
             _ => {
                 self.stats.record_cancelled();
                 log_debug!("request {} cancelled; no response", ctx.request_id);
             }
         }
-        drop(admission);
     }
 
     /// `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":…}`:
@@ -537,10 +724,13 @@ impl<O: Operations + 'static> Dispatcher<O> {
 
     /// Wait until every admitted call has finished (transport shutdown).
     pub async fn drain(&self) {
-        let all = u32::try_from(self.config.max_in_flight).unwrap_or(u32::MAX);
-        if let Ok(permits) = self.slots.acquire_many(all).await {
-            drop(permits);
-        }
+        let mut admitted = self.admitted.subscribe();
+        let _ = admitted.wait_for(|n| *n == 0).await;
+    }
+
+    /// Calls admitted and not yet finished, across every stream.
+    pub fn admitted(&self) -> usize {
+        *self.admitted.borrow()
     }
 }
 
@@ -567,6 +757,17 @@ impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
                 std::task::Poll::Ready(Err(message))
             }
         }
+    }
+}
+
+/// The canonical form of a root, as the key of its fence: symlinked aliases
+/// meet. A root that cannot be resolved (gone, or a file system that does not
+/// answer within the limit) is its own key, lexically normalized.
+async fn canonical_root(root: &str) -> std::path::PathBuf {
+    const LIMIT: Duration = Duration::from_secs(5);
+    match tokio::time::timeout(LIMIT, tokio::fs::canonicalize(root)).await {
+        Ok(Ok(path)) => path,
+        _ => std::path::Path::new(root).components().collect(),
     }
 }
 

@@ -4,8 +4,14 @@
 //! order is the stream's order even though calls then run on separate tasks. A
 //! fence waits for every call admitted before it; every call admitted after it
 //! waits for the fence.
+//!
+//! Which calls one fence covers is the stream's [`FenceScope`]: every call of
+//! the stream (stdio, a legacy HTTP session), or, for sessionless modern HTTP
+//! requests, the calls on the same canonical root ([`RootFences`]), so that a
+//! drop by one client never stalls the calls of another on other roots.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -82,6 +88,48 @@ impl Drop for Admission {
     }
 }
 
+/// Which calls a `lean_drop_workspace` fence covers.
+#[derive(Debug, Clone)]
+pub enum FenceScope {
+    /// Every call of one stream, in the order it was read: the seed's full
+    /// stream-order fence (stdio, one legacy HTTP session).
+    Stream(Arc<Fence>),
+    /// The calls on the same canonical root, whoever sent them (modern HTTP,
+    /// where requests share no stream). Calls without a root are not fenced.
+    Root(Arc<RootFences>),
+}
+
+impl Default for FenceScope {
+    fn default() -> Self {
+        FenceScope::Stream(Arc::default())
+    }
+}
+
+/// One fence per canonical root, shared by every sessionless request.
+#[derive(Debug, Default)]
+pub struct RootFences {
+    fences: Mutex<HashMap<PathBuf, Arc<Fence>>>,
+}
+
+impl RootFences {
+    /// Admit a call on `root`, in the order admissions reach this registry.
+    pub fn admit(&self, root: &Path, is_fence: bool) -> Admission {
+        let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        // Forget the fences of roots with nothing in flight now and then; an
+        // idle fence holds no order (everything it admitted has finished).
+        if fences.len() >= 64 && fences.len().is_power_of_two() {
+            fences.retain(|_, fence| fence.in_flight() > 0);
+        }
+        let fence = fences.entry(root.to_path_buf()).or_default();
+        fence.admit(is_fence)
+    }
+
+    /// Roots with a fence registered (for tests and statistics).
+    pub fn roots(&self) -> usize {
+        self.fences.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +160,31 @@ mod tests {
         late.wait_turn().await;
         drop(late);
         assert_eq!(fence.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn root_fences_order_only_calls_on_the_same_root() {
+        let roots = RootFences::default();
+        let (a, b) = (Path::new("/a"), Path::new("/b"));
+        let early_a = roots.admit(a, false);
+        let mut drop_a = roots.admit(a, true);
+        let mut call_b = roots.admit(b, false);
+        let mut late_a = roots.admit(a, false);
+        // Root b knows nothing of a's fence.
+        tokio::time::timeout(Duration::from_millis(50), call_b.wait_turn())
+            .await
+            .expect("a call on another root does not wait for the fence");
+        let blocked = tokio::time::timeout(Duration::from_millis(50), drop_a.wait_turn());
+        assert!(
+            blocked.await.is_err(),
+            "the fence waits for a's earlier call"
+        );
+        drop(early_a);
+        drop_a.wait_turn().await;
+        let blocked = tokio::time::timeout(Duration::from_millis(50), late_a.wait_turn());
+        assert!(blocked.await.is_err(), "a's later call waits for the fence");
+        drop(drop_a);
+        late_a.wait_turn().await;
+        assert_eq!(roots.roots(), 2);
     }
 }

@@ -1,16 +1,37 @@
-//! One protocol stream's state: its selected family, its legacy log level, and the
-//! request ids it owns from admission until their terminal response.
+//! One protocol stream's state: its selected family, its legacy log level, the
+//! request ids it owns from admission until their terminal response, and the
+//! client's limits and fence scope.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
 
 use super::era::Family;
+use super::fence::FenceScope;
 use super::jsonrpc::RequestId;
 use crate::context::{Cancellation, LogLevel};
 
 #[derive(Debug)]
 pub struct Session {
     state: Mutex<State>,
+    limits: Limits,
+    fence: FenceScope,
+}
+
+/// The bounds one client's calls live under, besides the dispatcher's global
+/// cap on running calls.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// Calls this client may run at once: its share of the global slots, so
+    /// that one client's slow calls cannot take every slot (a legacy HTTP
+    /// session). A call waits for it after admission, still cancellable.
+    pub running: Option<Arc<Semaphore>>,
+    /// Calls this stream may hold admitted, running or waiting for a slot.
+    /// Admission waits for it, which pushes back on a stdio reader; below it
+    /// the reader keeps reading, so `notifications/cancelled` is read even
+    /// while every running slot is busy.
+    pub admitted: Option<Arc<Semaphore>>,
 }
 
 #[derive(Debug)]
@@ -36,18 +57,33 @@ pub enum CancelOutcome {
 }
 
 impl Default for Session {
+    /// A stream with its own full fence and no limits of its own.
     fn default() -> Self {
+        Self::new(Limits::default(), FenceScope::default())
+    }
+}
+
+impl Session {
+    pub fn new(limits: Limits, fence: FenceScope) -> Self {
         Self {
             state: Mutex::new(State {
                 family: Family::Unselected,
                 log_level: LogLevel::Debug,
                 active: HashMap::new(),
             }),
+            limits,
+            fence,
         }
     }
-}
 
-impl Session {
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn fence(&self) -> &FenceScope {
+        &self.fence
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // No code panics while holding this lock; recover the data if one ever did.
         self.state.lock().unwrap_or_else(|e| e.into_inner())

@@ -134,7 +134,7 @@ where
     // The reader runs as a task rather than in the future that awaits `serve`:
     // on a multi-thread runtime (TOKIO_WORKER_THREADS) the calls it spawns then
     // start on its worker's own queue instead of waking another thread.
-    let session = Arc::new(Session::default());
+    let session = Arc::new(dispatcher.stream_session());
     let reader = tokio::spawn(read_loop(
         Arc::clone(&dispatcher),
         Arc::clone(&session),

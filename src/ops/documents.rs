@@ -23,9 +23,9 @@ pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolO
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
     let _edit = doc.edit.lock().await;
-    let text = sync::read_source(&doc).await?;
+    let (text, disk) = sync::read_disk(&doc).await?;
     let session = rt.session().await?;
-    let applied = sync::apply(&session, &doc, text, Mode::IfChanged).await?;
+    let applied = sync::apply(&session, &doc, text, disk, Mode::IfChanged).await?;
     Ok(json!({
         "workspace": rt.root.descriptor(),
         "path": doc.path.shown,

@@ -13,12 +13,24 @@ mod todo;
 
 use std::sync::Arc;
 
+use serde::Serialize;
+
 use crate::broker::Broker;
 use crate::broker::sync::Mode;
 use crate::replica::ReplicaId;
 use crate::stats::Stats;
 use crate::surface::*;
 use inspect::At;
+
+/// The structured content of a typed result.
+fn typed(result: &impl Serialize) -> ToolOutcome {
+    serde_json::to_value(result).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("could not encode the result: {e}"),
+        )
+    })
+}
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
@@ -116,32 +128,39 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_hover(&self, _ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
-        inspect::hover(&self.broker, &At::from(&args)).await
+    async fn lean_hover(&self, ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
+        inspect::hover(&self.broker, ctx, &At::from(&args)).await
     }
 
     async fn lean_signature_help(
         &self,
-        _ctx: &CallContext,
+        ctx: &CallContext,
         args: LeanSignatureHelpArgs,
     ) -> ToolOutcome {
-        inspect::signature_help(&self.broker, &At::from(&args)).await
+        inspect::signature_help(&self.broker, ctx, &At::from(&args)).await
     }
 
-    async fn lean_definition(&self, _ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {
-        inspect::definition(&self.broker, &At::from(&args)).await
+    async fn lean_definition(&self, ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {
+        inspect::definition(&self.broker, ctx, &At::from(&args)).await
     }
 
-    async fn lean_references(&self, _ctx: &CallContext, args: LeanReferencesArgs) -> ToolOutcome {
-        inspect::references(&self.broker, &At::from(&args), args.include_declaration).await
+    async fn lean_references(&self, ctx: &CallContext, args: LeanReferencesArgs) -> ToolOutcome {
+        inspect::references(
+            &self.broker,
+            ctx,
+            &At::from(&args),
+            args.include_declaration,
+        )
+        .await
     }
 
     async fn lean_document_symbols(
         &self,
-        _ctx: &CallContext,
+        ctx: &CallContext,
         args: LeanDocumentSymbolsArgs,
     ) -> ToolOutcome {
-        inspect::document_symbols(&self.broker, &args.workspace, &args.path, args.version).await
+        inspect::document_symbols(&self.broker, ctx, &args.workspace, &args.path, args.version)
+            .await
     }
 
     async fn lean_workspace_symbols(
@@ -152,21 +171,22 @@ impl Operations for Beam {
         inspect::workspace_symbols(&self.broker, &args.workspace, &args.query).await
     }
 
-    async fn lean_goals(&self, _ctx: &CallContext, args: LeanGoalsArgs) -> ToolOutcome {
-        inspect::goals(&self.broker, &At::from(&args), args.mode).await
+    async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> ToolOutcome {
+        inspect::goals(&self.broker, ctx, &At::from(&args), args.mode).await
     }
 
-    async fn lean_todo(&self, _ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
-        todo::todo(&self.broker, &args).await
+    async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
+        todo::todo(&self.broker, ctx, &args).await
     }
 
     async fn lean_code_action_resolve(
         &self,
-        _ctx: &CallContext,
+        ctx: &CallContext,
         args: LeanCodeActionResolveArgs,
     ) -> ToolOutcome {
         inspect::code_action_resolve(
             &self.broker,
+            ctx,
             &args.workspace,
             &args.path,
             args.version,

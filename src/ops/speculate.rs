@@ -1,19 +1,34 @@
 //! Speculative execution: `lean_run_at`, `lean_run_at_handle`, `lean_run_with`,
 //! `lean_run_with_linear` and `lean_release`, on shadow documents.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::typed;
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
 use crate::broker::goals::{self, query_position};
 use crate::broker::handles::{HandleState, HandleStore, Shadow};
+use crate::broker::lexer::{self, TokenKind};
 use crate::broker::outline;
 use crate::broker::runtime::{Runtime, Session};
-use crate::broker::shadow::{self, Pool, SlotGuard};
+use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
+use crate::broker::sync;
 use crate::broker::text::LineIndex;
 use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, ToolOutcome, Workspace};
+
+/// What a step's text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Tactics, in a tactic block.
+    Proof,
+    /// One command, between commands.
+    Command,
+    /// A term, in place of the term at the position (a `sorry`, a hole).
+    Term,
+}
 
 /// Where a step starts in its shadow, and what the shadow is.
 struct Step {
@@ -21,7 +36,27 @@ struct Step {
     /// Byte offset in `shadow` where the step's text begins.
     start: usize,
     indent: usize,
-    proof: bool,
+    mode: Mode,
+    placement: Placement,
+    /// A term step: the type expected where it goes (a structured goal).
+    expected: Option<Value>,
+}
+
+/// The run result (seed: "Stable Result Shapes"), with the addressed line
+/// for `lean_run_at*`.
+#[derive(Debug, Serialize)]
+struct RunResult {
+    workspace: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line_text: Option<String>,
+    success: bool,
+    messages: Vec<Value>,
+    traces: Vec<Value>,
+    proof_state: Value,
+    next_handle: Option<String>,
+    /// The file changed on disk since the version probed was read from it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    disk_changed: bool,
 }
 
 /// Indent continuation lines of a multi-line step to the step's column.
@@ -126,13 +161,13 @@ struct Exec {
 }
 
 /// Where the prefix a base can stand for ends: the start of the step's own
-/// command (command mode) or of the declaration it is in (proof mode).
+/// command (command mode) or of the declaration it is in (proof and term
+/// mode).
 fn base_cut(step: &Step) -> Option<usize> {
     let before = &step.shadow[..step.start];
-    if step.proof {
-        outline::enclosing_command_start(&step.shadow, step.start)
-    } else {
-        Some(before.rfind('\n').map_or(0, |i| i + 1))
+    match step.mode {
+        Mode::Proof | Mode::Term => outline::enclosing_command_start(&step.shadow, step.start),
+        Mode::Command => Some(before.rfind('\n').map_or(0, |i| i + 1)),
     }
 }
 
@@ -176,15 +211,30 @@ struct Elaborated {
     blocked: bool,
 }
 
+/// Who a probe is for: the call, and the user's file it probes.
+#[derive(Clone, Copy)]
+struct Asker<'a> {
+    ctx: &'a CallContext,
+    shown: &'a str,
+}
+
 /// Elaborate `exec` in `slot` and record whether its header imported.
 async fn elaborate_in(
     rt: &Runtime,
     session: &Session,
-    ctx: &CallContext,
+    asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated, ToolError> {
-    let (version, snap) = shadow::elaborate(rt, session, ctx, &slot, exec.text.clone()).await?;
+    let (version, snap) = shadow::elaborate(
+        rt,
+        session,
+        asker.ctx,
+        asker.shown,
+        &slot,
+        exec.text.clone(),
+    )
+    .await?;
     let blocked = header_failed(&snap, &exec.text);
     slot.confirm_header((!blocked).then(|| shadow::header(&exec.text)));
     Ok(Elaborated {
@@ -201,13 +251,13 @@ async fn elaborate_in(
 async fn elaborate_step(
     rt: &Runtime,
     session: &Session,
-    ctx: &CallContext,
+    asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
 ) -> Result<Elaborated, ToolError> {
     let exec = exec_text(rt, step);
     let slot = pool.acquire(rt, &exec.text).await;
-    let done = elaborate_in(rt, session, ctx, slot, exec).await?;
+    let done = elaborate_in(rt, session, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
     };
@@ -221,7 +271,18 @@ async fn elaborate_step(
         start: step.start,
         base: None,
     };
-    elaborate_in(rt, session, ctx, done.slot, whole).await
+    elaborate_in(rt, session, asker, done.slot, whole).await
+}
+
+/// A range of the shadow in the user's coordinates (see [`Placement`]).
+fn user_range(range: &Value, placement: &Placement) -> Value {
+    let at = |p: &Value| {
+        let line = p["line"].as_u64().unwrap_or(0) as u32;
+        let character = p["character"].as_u64().unwrap_or(0) as u32;
+        let (l, c) = placement.to_user((line, character));
+        json!({ "line": l, "character": c })
+    };
+    json!({ "start": at(&range["start"]), "end": at(&range["end"]) })
 }
 
 /// Run one step in a shadow slot and build the run result. `baseline` holds
@@ -230,14 +291,16 @@ async fn elaborate_step(
 /// declaration's name) and is reported too. Errors before the step are not:
 /// cutting the declaration after the step causes some by itself (unsolved
 /// goals, missing alternatives), and the goals already say what is left.
+/// Ranges are in the user's file (see [`Placement::to_user`]); `step_range`
+/// counts from the step's first character.
 async fn run_step(
     rt: &Runtime,
     session: &Session,
-    ctx: &CallContext,
+    asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
     baseline: &[Value],
-) -> Result<Value, ToolError> {
+) -> Result<RunResult, ToolError> {
     let Elaborated {
         slot,
         exec,
@@ -246,13 +309,13 @@ async fn run_step(
         // Lean could not take the file's imports: the step never ran, and
         // the errors that say why are the answer.
         blocked,
-    } = elaborate_step(rt, session, ctx, pool, step).await?;
+    } = elaborate_step(rt, session, asker, pool, step).await?;
     let index = LineIndex::new(&exec.text);
     let (start_line, start_char) = index.position(&exec.text, exec.start);
-    let known = |d: &Value| {
-        baseline.iter().any(|b| {
-            b.get("range") == d.get("range") && diagnostics::message(b) == diagnostics::message(d)
-        })
+    // A term step begins at the parenthesis put around it.
+    let (begin_line, begin_char) = match step.mode {
+        Mode::Term => step.placement.anchor,
+        Mode::Proof | Mode::Command => (start_line, start_char),
     };
     let mut messages = Vec::new();
     let mut traces = Vec::new();
@@ -261,11 +324,23 @@ async fn run_step(
         let severity = diagnostics::severity(d);
         let text = diagnostics::message(d);
         let range = d.get("range").cloned().unwrap_or(Value::Null);
-        let in_step = shadow::starts_at_or_after(d, start_line, start_char);
+        let in_users_file = user_range(&range, &step.placement);
+        // The user's own version reports the same there.
+        let known = baseline
+            .iter()
+            .any(|b| b.get("range") == Some(&in_users_file) && diagnostics::message(b) == text);
+        // After a term step comes the rest of the user's declaration: what
+        // the user's own version reports there is not the step's doing.
+        let after_term = known
+            && step
+                .placement
+                .resume
+                .is_some_and(|(resume, _)| shadow::starts_at_or_after(d, resume.0, resume.1));
+        let in_step = shadow::starts_at_or_after(d, begin_line, begin_char) && !after_term;
         let mut entry = json!({
             "severity": diagnostics::severity_name(severity),
             "text": text,
-            "range": range,
+            "range": in_users_file,
         });
         if in_step {
             entry["step_range"] = step_range(&range, (start_line, start_char));
@@ -274,7 +349,7 @@ async fn run_step(
             }
         } else if blocked && severity == ERROR {
             entry["before_step"] = Value::Bool(true);
-        } else if severity == ERROR || known(d) {
+        } else if severity == ERROR || known {
             continue;
         } else {
             entry["before_step"] = Value::Bool(true);
@@ -285,39 +360,52 @@ async fn run_step(
             messages.push(entry);
         }
     }
-    let proof_state = if step.proof {
-        // After a failed step Lean's error recovery leaves goals that look
-        // finished; the goals before the step are what to work from.
-        let at = if success {
-            exec.text.trim_end().len()
-        } else {
-            exec.start
-        };
-        let (line, character) = index.position(&exec.text, at);
-        let target = Target {
-            rt,
-            session,
-            doc: slot.doc(),
-            version,
-        };
-        let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
-        let when = if success {
-            "after_step"
-        } else {
-            "before_failed_step"
-        };
-        json!({ "goals": goals, "source": source.as_str(), "at": when })
+    let when = if success {
+        "after_step"
     } else {
-        Value::Null
+        "before_failed_step"
     };
-    Ok(json!({
-        "workspace": rt.root.descriptor(),
-        "success": success,
-        "messages": messages,
-        "traces": traces,
-        "proof_state": proof_state,
-        "next_handle": Value::Null,
-    }))
+    let proof_state = match step.mode {
+        Mode::Proof => {
+            // After a failed step Lean's error recovery leaves goals that
+            // look finished; the goals before the step are what to work from.
+            let at = if success {
+                exec.text.trim_end().len()
+            } else {
+                exec.start
+            };
+            let (line, character) = index.position(&exec.text, at);
+            let target = Target {
+                rt,
+                session,
+                doc: slot.doc(),
+                version,
+                ctx: None,
+            };
+            let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
+            json!({ "goals": goals, "source": source.as_str(), "at": when })
+        }
+        // A term that elaborates leaves nothing to prove; one that does not
+        // still has the type expected where it goes.
+        Mode::Term => {
+            let goals = match (&step.expected, success) {
+                (Some(expected), false) => vec![expected.clone()],
+                _ => Vec::new(),
+            };
+            json!({ "goals": goals, "source": "plainTermGoal", "at": when })
+        }
+        Mode::Command => Value::Null,
+    };
+    Ok(RunResult {
+        workspace: rt.root.descriptor(),
+        line_text: None,
+        success,
+        messages,
+        traces,
+        proof_state,
+        next_handle: None,
+        disk_changed: false,
+    })
 }
 
 /// The first step of a chain, at a position of a pinned version.
@@ -330,12 +418,75 @@ pub struct RunAt<'a> {
     pub text: &'a str,
 }
 
+/// The term Lean has at a position (`$/lean/plainTermGoal`): its byte range
+/// in `text`, which holds the position, and the type expected there.
+struct TermAt {
+    start: usize,
+    end: usize,
+    expected: Value,
+}
+
+async fn term_at(
+    bound: &snapshot::Bound<'_>,
+    at: &RunAt<'_>,
+    offset: usize,
+) -> Result<Option<TermAt>, ToolError> {
+    let answer = bound
+        .request(
+            "$/lean/plainTermGoal",
+            bound.position_params(at.line, at.character),
+        )
+        .await?;
+    let (text, index) = (&bound.state.text, &bound.state.index);
+    let byte = |which: &str| {
+        let p = |k: &str| {
+            answer
+                .pointer(&format!("/range/{which}/{k}"))
+                .and_then(Value::as_u64)
+        };
+        index.offset(text, p("line")?, p("character")?).ok()
+    };
+    let (Some(start), Some(end), Some(goal)) = (
+        byte("start"),
+        byte("end"),
+        answer.get("goal").and_then(Value::as_str),
+    ) else {
+        return Ok(None);
+    };
+    Ok(
+        (start <= offset && offset <= end && start < end).then(|| TermAt {
+            start,
+            end,
+            expected: goals::plain_goal_json(goal),
+        }),
+    )
+}
+
+/// Whether a `sorry` token starts at byte `offset` of `text` (in code).
+fn sorry_at(text: &str, line_start: usize, line_end: usize, offset: usize) -> bool {
+    lexer::scan(&text[line_start..line_end])
+        .iter()
+        .any(|t| t.kind == TokenKind::Sorry && line_start + t.start == offset)
+}
+
+fn not_a_probe_place(at: &RunAt<'_>) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidParams,
+        format!(
+            "({}, {}) is neither inside a tactic block, nor on a term, nor between commands: give a position in a proof (for tactics), on a term such as a `sorry` (for a term to put in its place), or at the start of a line between commands (for one command)",
+            at.line, at.character
+        ),
+    )
+}
+
 pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bool) -> ToolOutcome {
-    let bound = snapshot::bind(broker, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
+    let index = &bound.state.index;
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line_text = &text[line_start..text[offset..].find('\n').map_or(text.len(), |i| offset + i)];
+    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let line_text = &text[line_start..line_end];
     let before = &text[line_start..offset];
 
     // Inside a tactic block Lean shows goals at the position: proof mode.
@@ -361,105 +512,187 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
         .and_then(Value::as_array)
         .is_some_and(|g| g.is_empty());
     let between_commands = before.is_empty() && line_text.trim().is_empty() && no_goals;
-    let proof = if goal.is_null() {
-        false
+    let in_block = !goal.is_null() && !between_commands;
+    // A `sorry` in a tactic's term (`exact f sorry`) is a hole for a term.
+    let term_sorry =
+        in_block && !goals::starts_tactic(before) && sorry_at(text, line_start, line_end, offset);
+    let mode = if in_block && !term_sorry {
+        Mode::Proof
+    } else if !in_block && before.trim().is_empty() {
+        Mode::Command
     } else {
-        !between_commands
+        Mode::Term
     };
-    // The shadow's prefix: the snapshot's first `cut` bytes, then `suffix`.
-    let ((cut, suffix), indent) = if proof {
-        let line_text = line_text.trim_end_matches('\r');
-        let column = if line_text.is_empty() {
-            // An empty line inside a proof: the step belongs to the tactic
-            // block above, at that block's column, not at column 0.
-            continuation_column(&text[..line_start])
-        } else {
-            query_position(line_text, at.character as usize, GoalsMode::Before)
-        };
-        if before.trim().is_empty() {
-            // In the indentation of a tactic line: before that tactic, at its
-            // column.
-            ((line_start, " ".repeat(column)), column)
-        } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
-            (
-                (text[..offset].trim_end().len(), " ".to_string()),
-                before.trim_end().chars().count() + 1,
-            )
-        } else {
-            // Inside or after a tactic on the same line (Lean shows the goals
-            // after it): the step goes on a new line of the same block, after
-            // the line's tactic text, never into the middle of it.
-            let content = line_text
-                .find("--")
-                .map_or(line_text, |i| &line_text[..i])
-                .trim_end();
-            let head = line_start + content.len();
-            if content.ends_with("by") || content.ends_with("=>") {
-                ((head, " ".to_string()), content.chars().count() + 1)
+    let term = match mode {
+        Mode::Term => term_at(&bound, at, offset).await?,
+        Mode::Proof | Mode::Command => None,
+    };
+    let mode = match (mode, &term) {
+        (Mode::Term, None) if in_block => Mode::Proof,
+        (Mode::Term, None) => return Err(not_a_probe_place(at)),
+        (mode, _) => mode,
+    };
+    if mint && mode == Mode::Term {
+        return Err(ToolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "({}, {}) is on a term: a handle continues tactics or commands, not a term. Try the term with lean_run_at, or write `by` there in the file and continue its tactics",
+                at.line, at.character
+            ),
+        ));
+    }
+    let position = |byte: usize| index.position(text, byte);
+    let step = match (mode, term) {
+        (Mode::Proof, _) => {
+            let line_text = line_text.trim_end_matches('\r');
+            let column = if line_text.is_empty() {
+                // An empty line inside a proof: the step belongs to the tactic
+                // block above, at that block's column, not at column 0.
+                continuation_column(&text[..line_start])
             } else {
-                let column = block_column(content);
-                ((head, format!("\n{}", " ".repeat(column))), column)
+                query_position(line_text, at.character as usize, GoalsMode::Before)
+            };
+            let after = |head: &str| {
+                // `… by` / `… =>`: the step follows on the same line.
+                let end = position(head.len());
+                (format!("{head} "), (end.0, end.1 + 1))
+            };
+            let (prefix, indent, placement) = if before.trim().is_empty() {
+                // In the indentation of a tactic line: before that tactic, at
+                // its column.
+                (
+                    format!("{}{}", &text[..line_start], " ".repeat(column)),
+                    column,
+                    Placement::at((at.line as u32, column as u32)),
+                )
+            } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
+                let (prefix, from) = after(text[..offset].trim_end());
+                (
+                    prefix,
+                    before.trim_end().chars().count() + 1,
+                    Placement::at(from),
+                )
+            } else {
+                // Inside or after a tactic on the same line (Lean shows the
+                // goals after it): the step goes on a new line of the same
+                // block, after the line's tactic text, never into the middle
+                // of it.
+                let content = line_text
+                    .find("--")
+                    .map_or(line_text, |i| &line_text[..i])
+                    .trim_end();
+                let head = &text[..line_start + content.len()];
+                if content.ends_with("by") || content.ends_with("=>") {
+                    let (prefix, from) = after(head);
+                    (prefix, content.chars().count() + 1, Placement::at(from))
+                } else {
+                    let column = block_column(content);
+                    let end = position(head.len());
+                    let placement = Placement {
+                        anchor: end,
+                        text: (end.0 + 1, column as u32),
+                        origin: end,
+                        resume: None,
+                    };
+                    (format!("{head}\n{}", " ".repeat(column)), column, placement)
+                }
+            };
+            let step_text = indent_lines(at.text, indent);
+            Step {
+                start: prefix.len(),
+                shadow: format!("{prefix}{step_text}\n"),
+                indent,
+                mode,
+                placement,
+                expected: None,
             }
         }
-    } else {
-        if !before.trim().is_empty() {
-            return Err(ToolError::new(
-                ErrorCode::InvalidParams,
-                format!(
-                    "({}, {}) is neither inside a tactic block nor between commands: give a position in a proof (for tactics) or at the start of a line between commands (for one command)",
-                    at.line, at.character
-                ),
-            ));
+        (Mode::Command, _) => {
+            let n = command_count(at.text);
+            if n != 1 {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    format!(
+                        "between commands lean_run_at runs exactly one command; the text holds {n}"
+                    ),
+                )
+                .with_data(json!({ "commands": n })));
+            }
+            let prefix = &text[..offset];
+            Step {
+                start: prefix.len(),
+                shadow: format!("{prefix}{}\n", indent_lines(at.text, 0)),
+                indent: 0,
+                mode,
+                placement: Placement::at((at.line as u32, at.character as u32)),
+                expected: None,
+            }
         }
-        let n = command_count(at.text);
-        if n != 1 {
-            return Err(ToolError::new(
-                ErrorCode::InvalidParams,
-                format!(
-                    "between commands lean_run_at runs exactly one command; the text holds {n}"
-                ),
-            )
-            .with_data(json!({ "commands": n })));
+        (Mode::Term, term) => {
+            let term = term.expect("a term step has its term");
+            // The text takes the term's place, in parentheses (it may be an
+            // argument), with the rest of the declaration after it.
+            let rest = &text[term.end..outline::command_end(text, term.end)];
+            let step_text = at.text.trim_end();
+            let anchor = position(term.start);
+            let text_at = (anchor.0, anchor.1 + 1);
+            let mut shadow = format!("{}({step_text}){rest}", &text[..term.start]);
+            if !shadow.ends_with('\n') {
+                shadow.push('\n');
+            }
+            Step {
+                start: term.start + 1,
+                shadow,
+                indent: 0,
+                mode,
+                placement: Placement {
+                    anchor,
+                    text: text_at,
+                    origin: anchor,
+                    resume: Some((
+                        advance(text_at, &format!("{step_text})")),
+                        position(term.end),
+                    )),
+                },
+                expected: Some(term.expected),
+            }
         }
-        ((offset, String::new()), 0)
-    };
-    let start = cut + suffix.len();
-    // Handles share the snapshot's text instead of copying the prefix.
-    let shadow = Shadow::new(
-        std::sync::Arc::clone(text),
-        cut,
-        format!("{suffix}{}\n", indent_lines(at.text, indent)),
-    );
-    let step = Step {
-        shadow: shadow.text(),
-        start,
-        indent,
-        proof,
     };
     let pool = bound.rt.shadow_pool(&bound.doc.path);
     let baseline = bound.doc.snapshot().diagnostics;
-    let mut result = run_step(
-        &bound.rt,
-        &bound.session,
+    let asker = Asker {
         ctx,
-        &pool,
-        &step,
-        baseline.items(),
-    )
-    .await?;
-    if mint && result["success"] == true {
+        shown: &bound.doc.path.shown,
+    };
+    let (result, disk_changed) = tokio::join!(
+        run_step(
+            &bound.rt,
+            &bound.session,
+            asker,
+            &pool,
+            &step,
+            baseline.items(),
+        ),
+        bound.disk_changed()
+    );
+    let mut result = result?;
+    result.line_text = Some(line_text.trim_end_matches('\r').to_owned());
+    result.disk_changed = disk_changed;
+    if mint && result.success {
         let handle = bound.rt.handles.mint(HandleState {
             file: bound.doc.path.file.clone(),
             shown: bound.doc.path.shown.clone(),
             version: at.version,
             generation: bound.session.generation,
-            shadow,
+            // Handles share the snapshot's text instead of copying the prefix.
+            shadow: Shadow::sharing(std::sync::Arc::clone(text), &step.shadow),
             indent: step.indent,
-            proof: step.proof,
+            proof: step.mode == Mode::Proof,
+            placement: step.placement,
         })?;
-        result["next_handle"] = Value::String(handle);
+        result.next_handle = Some(handle);
     }
-    Ok(result)
+    typed(&result)
 }
 
 /// Continue from a handle; `linear` consumes it whatever the outcome.
@@ -478,16 +711,20 @@ pub async fn run_with(
         .cached(&root)
         .ok_or_else(|| unknown_runtime(handle))?;
     rt.record_request();
-    let state = rt.handles.take(handle, linear)?;
+    // A file this server never read: that is what to fix first, whatever
+    // the handle continues.
     let doc = rt
         .existing_doc(&doc_path)
-        .ok_or_else(|| unknown_runtime(handle))?;
+        .filter(|doc| doc.state().version != 0)
+        .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
+    let state = rt.handles.take(handle, linear)?;
     let session = rt.session().await?;
+    let doc_state = doc.state();
     HandleStore::check_current(
         handle,
         &state,
         &doc_path.file,
-        doc.state().version,
+        doc_state.version,
         session.generation,
     )?;
     let start = state.shadow.len();
@@ -500,16 +737,31 @@ pub async fn run_with(
         shadow: shadow.text(),
         start: start + state.indent,
         indent: state.indent,
-        proof: state.proof,
+        mode: if state.proof {
+            Mode::Proof
+        } else {
+            Mode::Command
+        },
+        placement: state.placement,
+        expected: None,
     };
     let pool = rt.shadow_pool(&doc_path);
     let baseline = doc.snapshot().diagnostics;
-    let mut result = run_step(&rt, &session, ctx, &pool, &step, baseline.items()).await?;
-    if result["success"] == true {
+    let asker = Asker {
+        ctx,
+        shown: &doc.path.shown,
+    };
+    let (result, disk_changed) = tokio::join!(
+        run_step(&rt, &session, asker, &pool, &step, baseline.items()),
+        sync::disk_changed(&doc, &doc_state)
+    );
+    let mut result = result?;
+    result.disk_changed = disk_changed;
+    if result.success {
         let next = rt.handles.mint(HandleState { shadow, ..state })?;
-        result["next_handle"] = Value::String(next);
+        result.next_handle = Some(next);
     }
-    Ok(result)
+    typed(&result)
 }
 
 fn unknown_runtime(handle: &str) -> ToolError {

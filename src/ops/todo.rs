@@ -1,19 +1,35 @@
 //! `lean_todo`: the unfinished work in a range of a pinned version, each item
 //! with a place and (optionally) a text to try with `lean_run_at`.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::broker::Broker;
 use crate::broker::diagnostics;
+use crate::broker::goals::starts_tactic;
 use crate::broker::lexer::{self, TokenKind};
-use crate::broker::snapshot::{self, Bound};
+use crate::broker::snapshot::{self, Bound, DocAnswer};
 use crate::broker::text::position_json;
-use crate::surface::{ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError, ToolOutcome};
+use crate::surface::{
+    CallContext, ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError, ToolOutcome,
+};
 
 use super::inspect::add_paths;
+use super::typed;
 
 /// The tactic suggested where a goal is left open: Lean's own library search.
 const SEARCH_TACTIC: &str = "exact?";
+/// The same as a term, for a hole outside tactics.
+const SEARCH_TERM: &str = "by exact?";
+
+/// The unfinished work in a range of a pinned version.
+#[derive(Debug, Serialize)]
+struct TodoResult {
+    #[serde(flatten)]
+    doc: DocAnswer,
+    range: Value,
+    items: Vec<Value>,
+}
 
 /// One `textDocument/codeAction` query: a range and the diagnostics sent with it.
 type Query = ((u32, u32), (u32, u32), Vec<Value>);
@@ -43,7 +59,7 @@ fn in_range(pos: (u32, u32), start: (u32, u32), end: (u32, u32)) -> bool {
 }
 
 /// The goals Lean shows at a position (rendered), for items that leave one open.
-async fn proof_state(bound: &Bound, at: (u32, u32)) -> Option<Value> {
+async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Value> {
     let answer = bound
         .request(
             "$/lean/plainGoal",
@@ -54,8 +70,8 @@ async fn proof_state(bound: &Bound, at: (u32, u32)) -> Option<Value> {
     answer.get("goals").cloned()
 }
 
-pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
-    let bound = snapshot::bind(broker, &args.workspace, &args.path, args.version).await?;
+pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> ToolOutcome {
+    let bound = snapshot::bind(broker, ctx, &args.workspace, &args.path, args.version).await?;
     let start_off = bound.check_position(args.start_line, args.start_character)?;
     let end_off = bound.check_position(args.end_line, args.end_character)?;
     if start_off > end_off {
@@ -66,9 +82,11 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
     }
     // Diagnostics must be complete for this version before they are read.
     let wait = json!({ "uri": bound.doc.uri, "version": args.version });
-    bound
-        .request("textDocument/waitForDiagnostics", wait)
-        .await?;
+    let (waited, disk_changed) = tokio::join!(
+        bound.request("textDocument/waitForDiagnostics", wait),
+        bound.disk_changed()
+    );
+    waited?;
     bound.rt.settle(&bound.session).await;
     let snapshot = bound.doc.snapshot();
     if snapshot.version != args.version {
@@ -98,15 +116,21 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
         if !wanted(kind) {
             continue;
         }
-        // `exact sorry` in a tactic block: try a tactic in place of the whole
-        // `exact sorry`; a term `sorry`: try a term (`by …`) in its place.
+        // Each suggestion is a probe lean_run_at takes there: `exact sorry`
+        // in a tactic block, a tactic in place of the whole `exact sorry`; a
+        // tactic `sorry`, a tactic in its place; a hole `?_` in a tactic
+        // block, a tactic on the goals it leaves; any other `sorry` or hole,
+        // a term in its place.
         let line_start = text[..s].rfind('\n').map_or(0, |i| i + 1);
-        let before = text[line_start..s].trim_end();
-        let tactic = before.ends_with("exact");
-        let run_at = if tactic {
-            index.position(text, line_start + before.len() - "exact".len())
+        let before = &text[line_start..s];
+        let exact = before.trim_end().ends_with("exact");
+        let (run_at, goals, tactic) = if exact {
+            let at = index.position(text, line_start + before.trim_end().len() - "exact".len());
+            (at, proof_state(&bound, at).await, true)
         } else {
-            start
+            let goals = proof_state(&bound, start).await;
+            let tactic = goals.is_some() && (kind == TodoKind::Hole || starts_tactic(before));
+            (start, goals, tactic)
         };
         let mut value = json!({
             "kind": kind.as_str(),
@@ -114,13 +138,10 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
             "run_at_position": position_json(run_at.0, run_at.1),
         });
         if suggest {
-            value["run_at_text"] = Value::String(if tactic || kind == TodoKind::Hole {
-                SEARCH_TACTIC.to_string()
-            } else {
-                format!("by {SEARCH_TACTIC}")
-            });
+            let probe = if tactic { SEARCH_TACTIC } else { SEARCH_TERM };
+            value["run_at_text"] = Value::String(probe.to_string());
         }
-        if let Some(goals) = proof_state(&bound, run_at).await {
+        if let Some(goals) = goals {
             value["proof_state"] = goals;
         }
         items.push(Item { kind, start, value });
@@ -234,11 +255,9 @@ pub async fn todo(broker: &Broker, args: &LeanTodoArgs) -> ToolOutcome {
 
     items.sort_by(|a, b| (a.start, a.kind.as_str()).cmp(&(b.start, b.kind.as_str())));
     items.dedup_by(|a, b| a.value == b.value);
-    Ok(json!({
-        "workspace": bound.rt.root.descriptor(),
-        "path": bound.doc.path.shown,
-        "version": args.version,
-        "range": range_json(range_start, range_end),
-        "items": items.into_iter().map(|i| i.value).collect::<Vec<_>>(),
-    }))
+    typed(&TodoResult {
+        doc: bound.answer(None, disk_changed),
+        range: range_json(range_start, range_end),
+        items: items.into_iter().map(|i| i.value).collect(),
+    })
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod gated;
 pub mod lean;
 pub mod mcp;
 pub mod samples;
