@@ -45,7 +45,7 @@ from replicaset import LEGACY, MODERN, Failure, check  # noqa: E402
 
 GOALS = "Fix/Goals.lean"
 SLEEPY = "Fix/Sleepy.lean"
-SLEEPY_TEXT = "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem sleepy : Eq one one := by\n  sleep 3000\n  exact Eq.refl one\n\nend Fix\n"
+SLEEPY_TEXT = "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem sleepy : Eq one one := by\n  sleep 6000\n  exact Eq.refl one\n\nend Fix\n"
 # `theorem and_swap`'s first tactic in Fix/Goals.lean (0-based line 33).
 PROBE = {"line": 33, "character": 2}
 WORKSPACES = 6
@@ -284,8 +284,16 @@ def main() -> int:
         big = probe.call("lean_run_at", {"workspace": {"root": roots[0]}, "path": GOALS, "version": 1, "text": "x" * 300_000, **PROBE})
         check(big.status == 413 and "routing buffer" in (big.message or {}).get("error", {}).get("message", ""), f"a 300 kB body: {big}")
         probe.close()
+        # The replicas hold the token: HAProxy passes the client's
+        # Authorization through (every call above carried it), so a call
+        # without it is refused by the replica, and /health needs none.
+        stranger = rs.Client(balancer.port, MODERN, "wrong-token", "stranger")
+        refused = stranger.call("beam_version", {})
+        check(refused.status == 401 and refused.served_by is not None, f"a call with a wrong token: {refused}")
+        stranger.close()
+        check(_health_through(balancer) == 200, "/health through HAProxy without a token")
         passed += 1
-        print("ok: a root with a trailing or doubled slash routes alike; a 300 kB body is refused with 413", file=sys.stderr)
+        print("ok: a root with a trailing or doubled slash routes alike; a 300 kB body is refused with 413; a wrong token gets 401 from the replica", file=sys.stderr)
 
         # ---- 2. failover ------------------------------------------------------
         load: dict[str, int] = defaultdict(int)
@@ -450,6 +458,17 @@ def _health(replica: rs.Replica) -> int:
         return connection.getresponse().status
     except OSError:
         return 0
+    finally:
+        connection.close()
+
+
+def _health_through(balancer: rs.Balancer) -> int:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", balancer.port, timeout=5)
+    try:
+        connection.request("GET", "/health")
+        return connection.getresponse().status
     finally:
         connection.close()
 

@@ -183,7 +183,8 @@ impl Exchange {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Exchange {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let mut stream = TcpStream::connect(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("connect to {port}: {e}"));
         stream.set_read_timeout(Some(TIMEOUT)).unwrap();
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
@@ -280,7 +281,7 @@ fn post_modern(port: u16, tool: &str, arguments: Value, id: u64, token: Option<&
 }
 
 /// A theorem whose proof sleeps, so that a sync of it is surely in flight.
-const SLEEPY: &str = "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem sleepy : Eq one one := by\n  sleep 3000\n  exact Eq.refl one\n\nend Fix\n";
+const SLEEPY: &str = "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem sleepy : Eq one one := by\n  sleep 6000\n  exact Eq.refl one\n\nend Fix\n";
 
 /// SIGTERM: `/health` turns 503, a new call gets 503 with `Retry-After`
 /// (nothing of it done, so a load balancer may retry it elsewhere), the call
@@ -307,10 +308,16 @@ fn sigterm_drains_the_calls_in_flight_and_refuses_new_ones_retryably() {
     // The first progress event: the call is admitted and Lean works on it.
     let first = slow.next_chunk().expect("a first event");
     assert!(first.contains("notifications/progress"), "{first}");
+    assert!(!first.contains("\"result\""), "still running: {first}");
 
     server.signal("TERM");
     let deadline = Instant::now() + TIMEOUT;
     let health = loop {
+        assert!(
+            !server.log().iter().any(|l| l.contains("stopped")),
+            "the server stopped before the call in flight ended: {:#?}",
+            server.log()
+        );
         let health = Exchange::send(port, "GET", "/health", &[], b"");
         if health.status != 200 {
             break health;
