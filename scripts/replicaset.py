@@ -110,7 +110,7 @@ def start_replica(binary: str, lean: str, index: int, token: str, workdir: Path,
     )
     process = subprocess.Popen(
         [
-            binary,
+            os.path.abspath(binary),
             "--http",
             "127.0.0.1:0",
             "--allowed-host",
