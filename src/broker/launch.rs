@@ -162,6 +162,8 @@ pub struct Limits {
     /// A shadow slot unused this long gives its Lean worker back (reopened by
     /// the next probe that takes the slot).
     pub shadow_idle: Duration,
+    /// Larger source files are refused (`invalidInput`), never read.
+    pub max_file_bytes: u64,
 }
 
 impl Limits {
@@ -178,6 +180,11 @@ impl Limits {
             handles: n("LEAN_BEAM_MAX_HANDLES", 4096),
             prefix_bases: std::env::var("LEAN_BEAM_PREFIX_BASES").map_or(true, |v| v != "0"),
             shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300) as u64),
+            max_file_bytes: std::env::var("LEAN_BEAM_MAX_FILE_BYTES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(crate::safe_fs::DEFAULT_MAX_FILE_BYTES),
         }
     }
 }

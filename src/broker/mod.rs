@@ -11,6 +11,7 @@ pub mod errors;
 pub mod goals;
 pub mod handles;
 pub mod importers;
+pub mod lakefile;
 pub mod launch;
 pub mod lexer;
 pub mod outline;
@@ -127,6 +128,15 @@ impl Broker {
                 Arc::downgrade(&rt),
                 self.limits.shadow_idle,
             ));
+            // What killed servers left behind: checkpoint scratch in this
+            // root, prefix bases in the temp dir.
+            let (stale, bases) = (root.path().to_path_buf(), self.limits.prefix_bases);
+            tokio::task::spawn_blocking(move || {
+                checkpoint::remove_stale_scratch(&stale);
+                if bases {
+                    bases::remove_orphans();
+                }
+            });
             rt
         }))
     }

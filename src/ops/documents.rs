@@ -24,7 +24,7 @@ pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolO
     let (rt, doc_path) = locate(broker, workspace, path)?;
     let doc = rt.doc(&doc_path);
     let _edit = doc.edit.lock().await;
-    let text = sync::read_source(&doc).await?;
+    let text = sync::read_source(&doc, rt.max_file_bytes).await?;
     let session = rt.session().await?;
     let applied = sync::apply(&session, &doc, text, Mode::IfChanged)?;
     Ok(json!({

@@ -20,7 +20,7 @@ pub async fn save(
 ) -> ToolOutcome {
     let (root, doc_path) = broker.resolve_document(ws, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
-    checkpoint::check_setup(&root)?;
+    checkpoint::check_setup(&root).await?;
     let rt = broker.runtime(&root);
     rt.record_request();
     let doc = rt.doc(&doc_path);
@@ -58,10 +58,11 @@ pub async fn save(
         &doc.path,
         &module,
         &hash,
+        rt.max_file_bytes,
         rt.timeouts.sync,
     )
     .await?;
-    let reopened = rt.imports_rebuilt(&doc.path.file, &module);
+    let reopened = rt.imports_rebuilt(&doc.path.file, &module).await;
     log_debug!(
         "{module} saved: {reopened} open document(s) that may import it reopen at their next use"
     );
