@@ -14,8 +14,8 @@
 //! create files with `O_CREAT | O_EXCL | O_NOFOLLOW` under random names and
 //! publish them by `rename`.
 //!
-//! A leaf: it depends on std, libc and tokio, and on the surface's error type
-//! for [`FsError::tool_error`].
+//! A leaf: it depends on std, libc, tokio and getrandom, and on the
+//! surface's error type for [`FsError::tool_error`]; nothing depends back.
 //!
 //! Why `unsafe` here: std has no `openat`/`mkdirat`/`renameat2`/`fstatat`,
 //! which are what make a walk immune to a symbolic link swapped in between a

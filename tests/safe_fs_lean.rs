@@ -427,7 +427,9 @@ impl Call {
         tokio::time::timeout(ERROR_WITHIN, Call::start(port, id, tool, args, Some(token)))
             .await
             .unwrap_or_else(|_| {
-                panic!("{tool} got no response headers within {ERROR_WITHIN:?}: the server is blocked")
+                panic!(
+                    "{tool} got no response headers within {ERROR_WITHIN:?}: the server is blocked"
+                )
             })
     }
 
