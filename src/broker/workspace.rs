@@ -125,7 +125,7 @@ pub fn resolve_path(root: &Root, path: &str) -> Result<DocPath, ToolError> {
         return Err(invalid(
             "path",
             path,
-            &format!("must name a regular file, not a {kind}"),
+            &format!("must name a file, not a {kind}"),
         ));
     }
     if file.extension().and_then(|e| e.to_str()) != Some("lean") {
