@@ -14,5 +14,6 @@ pub mod lsp;
 pub mod mcp;
 pub mod ops;
 pub mod replica;
+pub mod safe_fs;
 pub mod stats;
 pub mod surface;

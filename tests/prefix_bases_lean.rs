@@ -83,6 +83,27 @@ fn warm(mcp: &mut Mcp, version: u64, at: (u64, u64), text: &str) {
     assert!(ready, "no base became ready: {}", bases(mcp));
 }
 
+/// The base directory and everything in it are private to this user:
+/// directories 0700, files 0600 (issue 14, item 8).
+fn assert_private(stats: &Value) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::PathBuf::from(stats["dir"].as_str().expect("bases dir"));
+    let mut pending = vec![dir];
+    let mut files = 0;
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        if meta.is_dir() {
+            assert_eq!(mode, 0o700, "{path:?} is {mode:o}");
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            assert_eq!(mode, 0o600, "{path:?} is {mode:o}");
+            files += 1;
+        }
+    }
+    assert!(files >= 1, "no base file: {stats}");
+}
+
 #[test]
 fn probes_on_a_base_equal_probes_on_the_whole_prefix() {
     let mut on = spawn(true);
@@ -93,6 +114,7 @@ fn probes_on_a_base_equal_probes_on_the_whole_prefix() {
     assert_eq!(bases(&mut on)["enabled"], true);
 
     warm(&mut on, v_on, SHOW, "exact Eq.refl _");
+    assert_private(&bases(&mut on));
     let uses_before = bases(&mut on)["uses"].as_u64().unwrap();
 
     let probes: Vec<(&str, (u64, u64), &str)> = vec![

@@ -333,16 +333,13 @@ fn feedback_collects_context_or_keeps_it_confidential() {
     assert!(secret.get("collected").is_none(), "{secret}");
     assert!(!secret.to_string().contains(&root), "{secret}");
 
-    // bundle_dir must be absolute.
+    // bundle_dir must stay inside the root's feedback folder.
     let error = mcp.call_err(
         "beam_feedback_report",
-        report_args(
-            &root,
-            json!({"bundle": "dir", "bundle_dir": "relative/dir"}),
-        ),
+        report_args(&root, json!({"bundle": "dir", "bundle_dir": "../dir"})),
     );
-    assert_code(&error, "invalidInput", "relative bundle_dir");
-    assert!(!w.root().join("relative").exists());
+    assert_code(&error, "invalidInput", "bundle_dir outside");
+    assert!(!w.root().join(".lake/dir").exists());
 
     // Evidence over the cap is truncated, with a warning.
     w.write("big.txt", &"0123456789abcdef".repeat(300 * 1024 / 16));
@@ -394,7 +391,7 @@ fn redacted_reports_and_bundles_keep_secrets_and_home_out() {
     let gh = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5");
     assert_eq!(gh.len(), 4 + 36);
     let api_value = "plainApiValue42";
-    let evidence = home_dir.path().join("evidence.log");
+    let evidence = w.root().join("evidence.log");
     std::fs::write(
         &evidence,
         format!("log from {home}/project\nauth header {gh}\ntoken=s3cr3tvalue\n"),
@@ -467,27 +464,28 @@ fn redacted_reports_and_bundles_keep_secrets_and_home_out() {
     }
     check("zip", &String::from_utf8_lossy(&bytes));
 
-    // An explicit absolute bundle_dir, and no half-written entries anywhere.
-    let out = TempDir::new("feedback-out");
+    // An explicit absolute bundle_dir (inside the feedback folder), and no
+    // half-written entries anywhere.
+    let out = w.root().join(".lake/beam-feedback/explicit");
     let explicit = mcp.call(
         "beam_feedback_report",
         report_args(
             &root,
-            json!({"bundle": "zip", "bundle_dir": out.path().to_string_lossy()}),
+            json!({"bundle": "zip", "bundle_dir": out.to_string_lossy()}),
         ),
     );
     let zipped = PathBuf::from(explicit["zip_path"].as_str().unwrap());
-    assert_eq!(zipped.parent(), Some(out.path()));
-    for base in [
-        out.path().to_path_buf(),
-        w.root().join(".lake/beam-feedback"),
-    ] {
-        let temps: Vec<PathBuf> = walk(&base)
-            .into_iter()
-            .filter(|p| p.file_name().unwrap().to_string_lossy().contains(".tmp-"))
-            .collect();
-        assert!(temps.is_empty(), "{temps:?}");
-    }
+    assert_eq!(zipped.parent(), Some(out.as_path()));
+    let temps: Vec<PathBuf> = walk(&w.root().join(".lake/beam-feedback"))
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains(".beam-tmp-")
+        })
+        .collect();
+    assert!(temps.is_empty(), "{temps:?}");
 }
 
 /// A checkpoint reopens the open documents that may import its module,

@@ -13,8 +13,9 @@
 //! base (or whose base failed to import) runs on the whole prefix as before. A
 //! base is compiled in the background by the workspace's own `lean --stdin`
 //! when the same prefix is probed a second time and holds enough commands to
-//! matter; it lives in a private directory on the Lean server's search path,
-//! written through a rename, and removed with the runtime. Under `lake serve`
+//! matter; it lives in a private directory (0700, its files 0600, never
+//! reached through a link) on the Lean server's search path, written through
+//! a rename, and removed with the runtime. Under `lake serve`
 //! the directory is on the `LEAN_PATH` Lake starts with; if the first base
 //! does not import there, bases are off for the runtime.
 
@@ -30,6 +31,7 @@ use super::compiler;
 use super::launch::Launcher;
 use super::outline::Skeleton;
 use super::workspace::Root;
+use crate::safe_fs::{self, Dir, FsError};
 use crate::{log_debug, log_info};
 
 /// The name of every base directory: this prefix, the server's pid, a tag.
@@ -101,10 +103,8 @@ impl Bases {
     pub fn new(enabled: bool) -> Self {
         let hasher = std::collections::hash_map::RandomState::new();
         let dir = enabled.then(|| {
-            let temp = std::env::temp_dir();
-            remove_orphans(&temp);
             let tag = hasher.hash_one(std::time::SystemTime::now());
-            temp.join(format!("{DIR_PREFIX}{}-{tag:016x}", std::process::id()))
+            std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{tag:016x}", std::process::id()))
         });
         Bases {
             dir,
@@ -242,11 +242,12 @@ impl Bases {
         if let Some(task) = state.compiling.take() {
             task.abort();
         }
-        for ready in state.ready.drain(..) {
-            if let Some(dir) = &self.dir {
-                let _ = std::fs::remove_file(olean_path(dir, &ready.module));
-            }
-        }
+        let stale: Vec<PathBuf> = state
+            .ready
+            .drain(..)
+            .filter_map(|ready| Some(olean_path(self.dir.as_ref()?, &ready.module)))
+            .collect();
+        remove_later(move || stale.iter().for_each(|p| drop(std::fs::remove_file(p))));
         state.entries.clear();
     }
 
@@ -269,19 +270,29 @@ impl Drop for Bases {
         if let Some(task) = self.lock().compiling.take() {
             task.abort();
         }
-        if let Some(dir) = &self.dir {
-            let _ = std::fs::remove_dir_all(dir);
+        if let Some(dir) = self.dir.clone() {
+            remove_later(move || drop(std::fs::remove_dir_all(dir)));
         }
     }
 }
 
+/// Run a removal off the runtime when there is one (else here).
+fn remove_later(remove: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn_blocking(remove)),
+        Err(_) => remove(),
+    }
+}
+
 /// Remove the base directories of servers that are gone (killed before they
-/// could clean up): those whose pid names no running process.
-fn remove_orphans(temp: &Path) {
+/// could clean up): those whose pid names no running process. Blocking: run
+/// it off the runtime.
+pub fn remove_orphans() {
+    let temp = std::env::temp_dir();
     if !Path::new("/proc/self").exists() {
         return; // no way to tell a live pid here
     }
-    let Ok(entries) = std::fs::read_dir(temp) else {
+    let Ok(entries) = std::fs::read_dir(&temp) else {
         return;
     };
     for entry in entries.flatten() {
@@ -320,8 +331,10 @@ async fn compile(
     let module = format!("{MODULE_ROOT}.P{key:016x}");
     let target = olean_path(&dir, &module);
     let staged = target.with_extension("olean.partial");
-    if let Err(e) = std::fs::create_dir_all(dir.join(MODULE_ROOT)) {
-        log_debug!("cannot create {}: {e}", dir.display());
+    let private = dir.clone();
+    let made = safe_fs::off_runtime(&dir, "create", move || private_dir(&private)).await;
+    if let Err(e) = made {
+        log_debug!("no prefix bases: {e}");
     }
     let args = vec![
         "--stdin".to_string(),
@@ -332,8 +345,12 @@ async fn compile(
     let (describe, output) =
         compiler::run(&launcher, &root, &args, Some(prefix.clone()), limit).await;
     let outcome = match output {
-        Ok(output) if output.status.success() => std::fs::rename(&staged, &target)
-            .map_err(|e| format!("cannot place {}: {e}", target.display())),
+        Ok(output) if output.status.success() => {
+            let (from, to, private) = (staged.clone(), target.clone(), dir.clone());
+            safe_fs::off_runtime(&target, "place", move || place(&private, &from, &to))
+                .await
+                .map_err(|e| e.to_string())
+        }
         Ok(output) => Err(format!(
             "`{describe}` failed ({}): {}",
             output.status,
@@ -362,14 +379,43 @@ async fn compile(
             if state.ready.len() > MAX_READY {
                 let evicted = state.ready.remove(0);
                 state.entries.remove(&evicted.key);
-                let _ = std::fs::remove_file(olean_path(&dir, &evicted.module));
+                let old = olean_path(&dir, &evicted.module);
+                remove_later(move || drop(std::fs::remove_file(old)));
             }
         }
         Err(why) => {
-            let _ = std::fs::remove_file(&staged);
+            remove_later(move || drop(std::fs::remove_file(staged)));
             log_debug!("prefix base of {} not built: {why}", root.display());
             state.failures += 1;
             state.entries.insert(key, Entry::Never);
         }
     }
+}
+
+/// The base directory and its module folder, private to this user: created
+/// 0700 (an existing one must be ours: `fchmod` fails on anybody else's) and
+/// never reached through a link.
+fn private_dir(dir: &Path) -> Result<Dir, FsError> {
+    let parent = dir.parent().unwrap_or(dir);
+    let name = dir.file_name().unwrap_or_default();
+    let base = Dir::open(parent)?.subdir(name, Some(0o700))?;
+    base.set_mode(0o700)?;
+    let modules = base.subdir(std::ffi::OsStr::new(MODULE_ROOT), Some(0o700))?;
+    modules.set_mode(0o700)?;
+    Ok(modules)
+}
+
+/// Make a compiled base private (0600) and move it into place.
+fn place(dir: &Path, staged: &Path, target: &Path) -> Result<(), FsError> {
+    use std::os::unix::fs::PermissionsExt;
+    let modules = private_dir(dir)?;
+    std::fs::set_permissions(staged, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+        FsError::Io {
+            path: staged.to_path_buf(),
+            op: "change the mode of",
+            error: e,
+        }
+    })?;
+    let name = |p: &Path| p.file_name().unwrap_or_default().to_os_string();
+    modules.rename(&name(staged), &modules, &name(target), true)
 }

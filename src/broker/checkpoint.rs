@@ -2,15 +2,28 @@
 //! with the workspace's own toolchain into Lake's build layout, published so
 //! that no reader ever sees a mix of old and new artifacts or a partial file.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::compiler::{self, RunError};
+use super::lakefile;
 use super::launch::Launcher;
 use super::workspace::{DocPath, Root};
+use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
 use crate::surface::{ErrorCode, ToolError};
+
+/// Scratch directories of checkpoints: `.beam-save-<pid>-<random>` in the
+/// build folder.
+const SCRATCH_PREFIX: &str = ".beam-save-";
+
+/// Lake's build folder, relative to the root.
+const BUILD: &str = ".lake/build";
+
+/// Directories Lake would create are created as Lake creates them.
+const BUILD_DIR_MODE: u32 = 0o755;
 
 /// A module's artifacts in Lake's build layout.
 #[derive(Debug, Clone)]
@@ -77,13 +90,23 @@ pub fn module_name(root: &Root, doc: &DocPath) -> Result<String, ToolError> {
     Ok(parts.join("."))
 }
 
-/// Refuse setups whose batch build we cannot reproduce from here.
-pub fn check_setup(root: &Root) -> Result<(), ToolError> {
+/// Refuse setups whose batch build we cannot reproduce from here. A lakefile
+/// that is not a regular file (a FIFO, a device) is refused by name, never
+/// read.
+pub async fn check_setup(root: &Root) -> Result<(), ToolError> {
     for name in ["lakefile.lean", "lakefile.toml"] {
-        let Ok(text) = std::fs::read_to_string(root.path().join(name)) else {
+        let Some(text) = safe_fs::read_small_text(&root.path().join(name))
+            .await
+            .map_err(|e| e.tool_error())?
+        else {
             continue;
         };
-        if text.contains("moreLeanArgs") {
+        let sets = if name.ends_with(".toml") {
+            lakefile::toml_sets_more_lean_args(&text)
+        } else {
+            lakefile::lean_sets_more_lean_args(&text)
+        };
+        if sets {
             return Err(ToolError::new(
                 ErrorCode::SaveUnsupportedSetup,
                 format!(
@@ -107,13 +130,86 @@ pub fn artifacts(root: &Root, module: &str) -> Artifacts {
     }
 }
 
-/// A scratch directory inside the build folder (same file system, so renames
-/// are atomic), removed on drop whatever happens.
-struct Scratch(PathBuf);
+/// A private scratch directory inside the build folder (same file system, so
+/// renames are atomic), removed on drop whatever happens (off the runtime
+/// when there is one).
+struct Scratch {
+    build: Option<Dir>,
+    name: OsString,
+    dir: Dir,
+}
+
+impl Scratch {
+    /// Create `<root>/.lake/build/.beam-save-<pid>-<random>` (0700), and the
+    /// directories `target`'s artifacts go to, without following a link
+    /// anywhere under the root.
+    fn create(root: &Path, target: &Artifacts) -> Result<Scratch, FsError> {
+        let root_dir = Dir::open(root)?;
+        for (_, path) in target.all() {
+            let parent = path.parent().unwrap_or(path);
+            let rel = parent.strip_prefix(root).unwrap_or(parent);
+            root_dir.walk(rel, Some(BUILD_DIR_MODE))?;
+        }
+        let build = root_dir.walk(Path::new(BUILD), Some(BUILD_DIR_MODE))?;
+        let name = OsString::from(safe_fs::random_name(&format!(
+            "{SCRATCH_PREFIX}{}-",
+            std::process::id()
+        )));
+        let dir = build.create_dir_new(&name, 0o700)?;
+        Ok(Scratch {
+            build: Some(build),
+            name,
+            dir,
+        })
+    }
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let Some(build) = self.build.take() else {
+            return;
+        };
+        let name = std::mem::take(&mut self.name);
+        let remove = move || {
+            let _ = build.remove_tree(&name);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(remove)),
+            Err(_) => remove(),
+        }
+    }
+}
+
+/// Remove the scratch directories that servers killed in the middle of a save
+/// left in `root`'s build folder: those whose pid names no running process.
+/// Called when a runtime for the root starts, off the runtime.
+pub fn remove_stale_scratch(root: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return; // no way to tell a live pid here
+    }
+    let Ok(build) = Dir::open(root).and_then(|r| r.walk(Path::new(BUILD), None)) else {
+        return;
+    };
+    for name in build.names().unwrap_or_default() {
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)) else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("");
+        if !pid.is_empty()
+            && pid.bytes().all(|b| b.is_ascii_digit())
+            && pid != std::process::id().to_string()
+            && !Path::new("/proc").join(pid).exists()
+        {
+            match build.remove_tree(&name) {
+                Ok(()) => crate::log_info!(
+                    "removed {}, left by a server that is gone",
+                    build.path().join(&name).display()
+                ),
+                Err(e) => {
+                    crate::log_debug!("cannot remove {}: {e}", build.path().join(&name).display())
+                }
+            }
+        }
     }
 }
 
@@ -126,11 +222,7 @@ async fn compile(
     scratch: &Path,
     limit: Duration,
 ) -> Result<Artifacts, ToolError> {
-    let staged = Artifacts {
-        olean: scratch.join("out.olean"),
-        ilean: scratch.join("out.ilean"),
-        c: scratch.join("out.c"),
-    };
+    let staged = staged_in(scratch);
     let rel = doc.file.strip_prefix(root.path()).unwrap_or(&doc.file);
     let mut args = Vec::new();
     for (flag, path) in [
@@ -187,49 +279,62 @@ async fn compile(
     Ok(staged)
 }
 
-/// Move the staged artifacts into place. Old artifacts are set aside first and
-/// put back if any step fails, so readers see all old or all new files.
-fn publish(staged: &Artifacts, target: &Artifacts) -> Result<(), ToolError> {
-    let fail = |what: String| ToolError::new(ErrorCode::InternalError, what);
-    let mut backups: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut placed: Vec<PathBuf> = Vec::new();
+/// The staged file name of each artifact in the scratch directory.
+fn staged_in(scratch: &Path) -> Artifacts {
+    Artifacts {
+        olean: scratch.join("out.olean"),
+        ilean: scratch.join("out.ilean"),
+        c: scratch.join("out.c"),
+    }
+}
+
+/// Move the staged artifacts (in `scratch`) into place under `root`, walking
+/// to each target without following a link. Old artifacts are set aside
+/// first and put back if any step fails, so readers see all old or all new
+/// files. Returns the kinds published.
+fn publish(root: &Path, scratch: &Dir, target: &Artifacts) -> Result<Vec<&'static str>, FsError> {
+    let root_dir = Dir::open(root)?;
+    let staged = staged_in(scratch.path());
+    let mut backups: Vec<(&Dir, OsString, OsString)> = Vec::new();
+    let mut placed: Vec<(&Dir, OsString)> = Vec::new();
+    let mut dirs: Vec<(&'static str, Dir, OsString, OsString)> = Vec::new();
+    for ((kind, from), (_, to)) in staged.all().into_iter().zip(target.all()) {
+        let from_name = from.file_name().unwrap_or_default().to_os_string();
+        if scratch.kind(&from_name).ok().flatten().is_none() {
+            continue; // the toolchain did not produce this artifact
+        }
+        let parent = to.parent().unwrap_or(to);
+        let rel = parent.strip_prefix(root).unwrap_or(parent);
+        let dir = root_dir.walk(rel, Some(BUILD_DIR_MODE))?;
+        let to_name = to.file_name().unwrap_or_default().to_os_string();
+        dirs.push((kind, dir, from_name, to_name));
+    }
     let result = (|| {
-        for ((_, from), (_, to)) in staged.all().into_iter().zip(target.all()) {
-            if !from.exists() {
-                continue; // the toolchain did not produce this artifact
+        for (_, dir, from, to) in &dirs {
+            if dir.kind(to).ok().flatten() == Some("regular file") {
+                let mut backup = to.clone();
+                backup.push(".beam-old");
+                dir.rename(to, dir, &backup, true)?;
+                backups.push((dir, backup, to.clone()));
             }
-            if let Some(dir) = to.parent() {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
-            }
-            if to.is_file() {
-                let backup = to.with_extension(format!(
-                    "{}.beam-old",
-                    to.extension().and_then(|e| e.to_str()).unwrap_or("")
-                ));
-                std::fs::rename(to, &backup)
-                    .map_err(|e| fail(format!("cannot set aside {}: {e}", to.display())))?;
-                backups.push((backup, to.to_path_buf()));
-            }
-            std::fs::rename(from, to)
-                .map_err(|e| fail(format!("cannot publish {}: {e}", to.display())))?;
-            placed.push(to.to_path_buf());
+            scratch.rename(from, dir, to, true)?;
+            placed.push((dir, to.clone()));
         }
         Ok(())
     })();
     match result {
         Ok(()) => {
-            for (backup, _) in backups {
-                let _ = std::fs::remove_file(backup);
+            for (dir, backup, _) in backups {
+                let _ = dir.remove_file(&backup);
             }
-            Ok(())
+            Ok(dirs.iter().map(|(kind, ..)| *kind).collect())
         }
         Err(error) => {
-            for path in placed {
-                let _ = std::fs::remove_file(path);
+            for (dir, name) in placed {
+                let _ = dir.remove_file(&name);
             }
-            for (backup, original) in backups {
-                let _ = std::fs::rename(backup, original);
+            for (dir, backup, original) in backups {
+                let _ = dir.rename(&backup, dir, &original, true);
             }
             Err(error)
         }
@@ -244,27 +349,28 @@ pub async fn save(
     doc: &DocPath,
     module: &str,
     expected_hash: &str,
+    max_bytes: u64,
     limit: Duration,
 ) -> Result<(Artifacts, Value), ToolError> {
     let target = artifacts(root, module);
-    let build = root.path().join(".lake/build");
-    std::fs::create_dir_all(&build).map_err(|e| {
-        ToolError::new(
+    let refused = |e: FsError| match e {
+        FsError::WrongType { .. } | FsError::Outside { .. } => {
+            let mut error = e.tool_error();
+            error.message.push_str("; nothing was published");
+            error
+        }
+        _ => ToolError::new(
             ErrorCode::InternalError,
-            format!("cannot create {}: {e}", build.display()),
+            format!("{e}; nothing was published"),
         )
-    })?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let scratch_dir = build.join(format!(".beam-save-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&scratch_dir).map_err(|e| {
-        ToolError::new(
-            ErrorCode::InternalError,
-            format!("cannot create {}: {e}", scratch_dir.display()),
-        )
-    })?;
-    let scratch = Scratch(scratch_dir);
+        .with_data(json!({ "path": e.path().to_string_lossy(), "reason": e.reason() })),
+    };
+    let (root_path, targets) = (root.path().to_path_buf(), target.clone());
+    let scratch = safe_fs::off_runtime(root.path(), "prepare a checkpoint in", move || {
+        Scratch::create(&root_path, &targets)
+    })
+    .await
+    .map_err(refused)?;
     let changed = |when: &str| {
         ToolError::new(
             ErrorCode::ContentModified,
@@ -275,23 +381,35 @@ pub async fn save(
         )
         .with_data(json!({ "reason": "sourceChanged", "path": doc.shown }))
     };
-    let on_disk = |path: &Path| std::fs::read_to_string(path).map(|t| source_hash(&t)).ok();
-    if on_disk(&doc.file).as_deref() != Some(expected_hash) {
+    let on_disk = || async {
+        safe_fs::read_regular(&doc.file, Links::Refuse, max_bytes, Oversize::Refuse)
+            .await
+            .ok()
+            .and_then(|c| String::from_utf8(c.bytes).ok())
+            .map(|t| source_hash(&t))
+    };
+    if on_disk().await.as_deref() != Some(expected_hash) {
         return Err(changed("since it was synced"));
     }
-    let staged = compile(launcher, root, doc, &scratch.0, limit).await?;
-    if on_disk(&doc.file).as_deref() != Some(expected_hash) {
+    compile(launcher, root, doc, scratch.dir.path(), limit).await?;
+    if on_disk().await.as_deref() != Some(expected_hash) {
         return Err(changed("while it was being compiled"));
     }
-    publish(&staged, &target)?;
+    let (root_path, targets) = (root.path().to_path_buf(), target.clone());
+    let published = safe_fs::off_runtime(root.path(), "publish a checkpoint in", move || {
+        let published = publish(&root_path, &scratch.dir, &targets);
+        drop(scratch);
+        published
+    })
+    .await
+    .map_err(refused)?;
     let mut paths = json!({
         "olean": target.olean.to_string_lossy(),
         "ilean": target.ilean.to_string_lossy(),
     });
-    if target.c.is_file() {
+    if published.contains(&"c") {
         paths["c"] = Value::String(target.c.to_string_lossy().into_owned());
     }
-    drop(scratch);
     Ok((target, paths))
 }
 
@@ -301,31 +419,55 @@ pub async fn save(
 mod tests {
     use super::*;
 
-    #[test]
-    fn publish_rolls_back_when_a_later_artifact_cannot_be_placed() {
-        let dir = std::env::temp_dir().join(format!("beam-publish-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            let dir = std::env::temp_dir().join(format!("beam-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir.canonicalize().unwrap())
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn staged(dir: &Path) -> Dir {
         std::fs::create_dir_all(dir.join("stage")).unwrap();
-        std::fs::create_dir_all(dir.join("out")).unwrap();
-        let staged = Artifacts {
-            olean: dir.join("stage/a.olean"),
-            ilean: dir.join("stage/a.ilean"),
-            c: dir.join("stage/a.c"),
-        };
-        let target = Artifacts {
-            olean: dir.join("out/a.olean"),
-            ilean: dir.join("out/a.ilean"),
-            c: dir.join("out/a.c"),
-        };
-        for p in [&staged.olean, &staged.ilean, &staged.c] {
+        for p in staged_in(&dir.join("stage"))
+            .all()
+            .map(|(_, p)| p.to_path_buf())
+        {
             std::fs::write(p, "new").unwrap();
         }
+        Dir::open(&dir.join("stage")).unwrap()
+    }
+
+    fn target(dir: &Path) -> Artifacts {
+        Artifacts {
+            olean: dir.join("out/lib/a.olean"),
+            ilean: dir.join("out/lib/a.ilean"),
+            c: dir.join("out/ir/a.c"),
+        }
+    }
+
+    #[test]
+    fn publish_rolls_back_when_a_later_artifact_cannot_be_placed() {
+        let dir = TempDir::new("publish");
+        let stage = staged(&dir.0);
+        let target = target(&dir.0);
+        std::fs::create_dir_all(dir.0.join("out/lib")).unwrap();
         std::fs::write(&target.olean, "old").unwrap();
         // A non-empty directory where the second artifact goes: the rename fails.
         std::fs::create_dir_all(target.ilean.join("blocker")).unwrap();
-        assert!(publish(&staged, &target).is_err());
+        assert!(publish(&dir.0, &stage, &target).is_err());
         assert_eq!(std::fs::read_to_string(&target.olean).unwrap(), "old");
-        let leftovers: Vec<_> = std::fs::read_dir(dir.join("out"))
+        let leftovers: Vec<_> = std::fs::read_dir(dir.0.join("out/lib"))
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -334,7 +476,58 @@ mod tests {
             !leftovers.iter().any(|n| n.contains("beam-old")),
             "{leftovers:?}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn publish_never_follows_a_link_out_of_the_root() {
+        let dir = TempDir::new("publish-link");
+        let outside = TempDir::new("publish-outside");
+        let stage = staged(&dir.0);
+        let target = target(&dir.0);
+        std::fs::create_dir_all(dir.0.join("out")).unwrap();
+        std::os::unix::fs::symlink(&outside.0, dir.0.join("out/ir")).unwrap();
+        let error = publish(&dir.0, &stage, &target).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                FsError::WrongType {
+                    kind: "symbolic link",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("out/ir"), "{error}");
+        assert_eq!(std::fs::read_dir(&outside.0).unwrap().count(), 0);
+        assert!(!target.olean.exists(), "nothing published");
+        let scratch = Scratch::create(&dir.0, &target);
+        assert!(scratch.is_err(), "the scratch walk refuses it too");
+    }
+
+    #[test]
+    fn scratch_is_private_and_stale_scratch_of_dead_servers_goes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("scratch");
+        let build = dir.0.join(BUILD);
+        let dead = build.join(format!("{SCRATCH_PREFIX}4999999-1"));
+        let live = build.join(format!("{SCRATCH_PREFIX}1-1"));
+        for d in [&dead, &live] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("out.olean"), "x").unwrap();
+        }
+        let scratch = Scratch::create(&dir.0, &target(&dir.0)).unwrap();
+        let mode = std::fs::metadata(scratch.dir.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        remove_stale_scratch(&dir.0);
+        assert!(!dead.exists(), "pid 4999999 is above any pid_max");
+        assert!(live.exists(), "pid 1 runs");
+        assert!(scratch.dir.path().exists(), "ours stays while in use");
+        let path = scratch.dir.path().to_path_buf();
+        drop(scratch);
+        assert!(!path.exists(), "removed on drop");
     }
 
     #[test]

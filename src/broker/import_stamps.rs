@@ -12,7 +12,9 @@
 //!
 //! A stamp is taken before Lean is sent the file, so a rebuild racing with
 //! the open counts as a change: at worst one reopen too many, never a stale
-//! answer.
+//! answer. The `stat`s (and the headers read for a new closure) run off the
+//! runtime with `safe_fs`'s time limit; a check that fails is skipped (the
+//! next sync checks again).
 //!
 //! [`Runtime::imports_rebuilt`]: super::runtime::Runtime::imports_rebuilt
 
@@ -23,11 +25,7 @@ use std::time::SystemTime;
 
 use super::importers::ImportGraph;
 use super::outline;
-
-/// Past this many artifacts a check runs on the blocking pool; below it the
-/// `stat`s of small local files cost less than the hop (as for reading the
-/// source itself, see `sync::read_source`).
-const INLINE_STATS: usize = 64;
+use crate::{log_warn, safe_fs};
 
 /// What a file looked like: enough to tell that it was replaced (checkpoints
 /// and Lake publish by rename, so the inode changes too).
@@ -114,20 +112,29 @@ impl ImportStamps {
                 .filter(|c| c.header == header)
                 .map(|c| Arc::clone(&c.modules))
         };
-        match known {
-            Some(modules) if modules.len() <= INLINE_STATS => self.compare(&modules),
-            _ => {
-                let this = Arc::clone(self);
-                let file = file.to_path_buf();
-                let text = text.to_owned();
-                tokio::task::spawn_blocking(move || {
-                    let modules = this.closure(&file, &text, header);
-                    this.compare(&modules)
-                })
-                .await
-                .unwrap_or_default()
-            }
+        if known.as_ref().is_some_and(|modules| modules.is_empty()) {
+            return Vec::new();
         }
+        let this = Arc::clone(self);
+        let file = file.to_path_buf();
+        // The text is needed only to read a new closure.
+        let text = known.is_none().then(|| text.to_owned());
+        let checked =
+            safe_fs::off_runtime(&self.root, "stat the imported modules under", move || {
+                let modules = match (known, text) {
+                    (Some(modules), _) => modules,
+                    (None, text) => this.closure(&file, text.as_deref().unwrap_or(""), header),
+                };
+                Ok(this.compare(&modules))
+            })
+            .await;
+        checked.unwrap_or_else(|error| {
+            log_warn!(
+                "skipped the check for rebuilt imports: {}",
+                error.tool_error().message
+            );
+            Vec::new()
+        })
     }
 
     /// The workspace modules `text` reaches, remembered for `file`.
@@ -169,9 +176,13 @@ impl ImportStamps {
 
     /// `module`'s artifact was rebuilt and the documents that may import it
     /// reopen: take it as loaded as it is now.
-    pub fn reloaded(&self, module: &str) {
-        let now = stamp(&self.olean(module));
-        self.inner().seen.insert(module.to_owned(), now);
+    pub async fn reloaded(self: &Arc<Self>, module: &str) {
+        let olean = self.olean(module);
+        let stamped = safe_fs::off_runtime(&olean.clone(), "stat", move || Ok(stamp(&olean))).await;
+        // Unknown now: take it as absent, so that the next check reports it.
+        self.inner()
+            .seen
+            .insert(module.to_owned(), stamped.unwrap_or(None));
     }
 }
 
@@ -233,7 +244,7 @@ mod tests {
             vec!["P.Base".to_string()],
             "until it is reloaded"
         );
-        stamps.reloaded("P.Base");
+        stamps.reloaded("P.Base").await;
         assert!(stamps.changed(&top, text).await.is_empty());
 
         // A module without an artifact yet: its first checkpoint is a change.

@@ -5,12 +5,14 @@
 //!
 //! The reading errs on the side of reopening: a header it cannot read, a
 //! module built in the workspace whose source it cannot find, or an import
-//! graph past its limit all count as "may import".
+//! graph past its limit all count as "may import". It reads files: run it off
+//! the runtime.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::outline;
+use crate::safe_fs;
 
 /// Modules looked at per question, far past any real workspace's depth.
 const LIMIT: usize = 10_000;
@@ -97,8 +99,18 @@ impl ImportGraph {
         }
         let rel: PathBuf = name.split('.').collect();
         let source = self.root.join(&rel).with_extension("lean");
-        let known = match std::fs::read_to_string(&source) {
-            Ok(text) => outline::imports(&text).map_or(Module::Unknown, Module::Source),
+        // Only the header matters, and only a regular file is read (a FIFO
+        // in a source's place must not hang the question).
+        let read = safe_fs::read_regular_blocking(
+            &source,
+            safe_fs::Links::Follow,
+            safe_fs::SMALL_FILE_BYTES,
+            safe_fs::Oversize::Truncate,
+        );
+        let known = match read {
+            Ok(c) => outline::imports(&String::from_utf8_lossy(&c.bytes))
+                .map_or(Module::Unknown, Module::Source),
+            Err(safe_fs::FsError::WrongType { .. }) => Module::Unknown,
             Err(_) => {
                 let built = self
                     .root
@@ -139,7 +151,13 @@ mod tests {
         for (path, text) in files {
             let file = root.join(path);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, text).unwrap();
+            if *text == "fifo" {
+                let c = std::ffi::CString::new(file.to_str().unwrap()).unwrap();
+                // SAFETY: a NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            } else {
+                std::fs::write(file, text).unwrap();
+            }
         }
         Scratch(root)
     }
@@ -151,6 +169,7 @@ mod tests {
             ("P/Mid.lean", "prelude\nimport P.Base\n"),
             ("P/Top.lean", "prelude\nimport P.Mid\nimport Std.Data\n"),
             ("P/Odd.lean", "import «P».Base\n"),
+            ("P/Pipe.lean", "fifo"),
             (".lake/build/lib/lean/Gen/Made.olean", ""),
         ]);
         let mut graph = ImportGraph::new(&w.0);
@@ -167,6 +186,10 @@ mod tests {
         assert!(
             graph.may_import("import P.Odd\n", "P.Other"),
             "an unreadable header"
+        );
+        assert!(
+            graph.may_import("import P.Pipe\n", "P.Other"),
+            "a FIFO in a source's place is not read, and may import anything"
         );
         assert!(
             graph.may_import("import Gen.Made\n", "P.Base"),

@@ -12,6 +12,7 @@ pub mod goals;
 pub mod handles;
 pub mod import_stamps;
 pub mod importers;
+pub mod lakefile;
 pub mod launch;
 pub mod lexer;
 pub mod outline;
@@ -157,6 +158,15 @@ impl Broker {
             handles,
         ));
         rt.spawn_housekeeping();
+        // What killed servers left behind: checkpoint scratch in this root,
+        // prefix bases in the temp dir.
+        let (stale, bases) = (root.path().to_path_buf(), self.limits.prefix_bases);
+        tokio::task::spawn_blocking(move || {
+            checkpoint::remove_stale_scratch(&stale);
+            if bases {
+                bases::remove_orphans();
+            }
+        });
         map.insert(root.clone(), Arc::clone(&rt));
         Ok(rt.begin_use())
     }
@@ -245,6 +255,7 @@ impl Broker {
                 "used": largest_rss.map(|b| b / mib),
                 "per": "Lean process",
             },
+            (env::MAX_FILE_BYTES): { "limit": limits.max_file_bytes, "per": "source file" },
             (env::RUNTIME_IDLE_SECS): {
                 "limit": limits.runtime_idle.as_secs(),
                 "used": most(&|rt| if rt.is_idle() { rt.last_used().elapsed().as_secs() } else { 0 }),

@@ -87,6 +87,8 @@ pub struct Runtime {
     /// When a call last began or ended on it.
     last_used: Mutex<Instant>,
     memory: Mutex<MemoryUse>,
+    /// Source files larger than this are refused.
+    pub max_file_bytes: u64,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     bases: Bases,
@@ -166,6 +168,7 @@ impl Runtime {
             in_flight: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
             memory: Mutex::default(),
+            max_file_bytes: limits.max_file_bytes,
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             bases,
@@ -603,23 +606,41 @@ impl Runtime {
     /// the others keep their workers and reports. Shadow slots are all
     /// reopened: a prefix base imports the module's old `.olean` under a name
     /// that says nothing of it. Returns how many documents were marked.
-    pub fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
-        self.import_stamps.reloaded(module);
+    pub async fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
+        self.import_stamps.reloaded(module).await;
         self.bases.clear();
-        let docs: Vec<Arc<Doc>> = {
+        let docs: Vec<(Arc<Doc>, Arc<str>)> = {
             let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
             by_file
                 .iter()
                 .filter(|(file, _)| file.as_path() != saved)
-                .map(|(_, doc)| Arc::clone(doc))
+                .map(|(_, doc)| (Arc::clone(doc), doc.state()))
+                .filter(|(_, state)| state.open_in.is_some())
+                .map(|(doc, state)| (doc, Arc::clone(&state.text)))
                 .collect()
         };
-        let mut graph = super::importers::ImportGraph::new(self.root.path());
+        // The import graph reads the workspace's headers: off the runtime.
+        // If that fails, every open document may import the module.
+        let (root, module, texts) = (
+            self.root.path().to_path_buf(),
+            module.to_owned(),
+            docs.iter()
+                .map(|(doc, text)| (doc.is_shadow(), Arc::clone(text)))
+                .collect::<Vec<_>>(),
+        );
+        let verdicts =
+            crate::safe_fs::off_runtime(self.root.path(), "read the headers under", move || {
+                let mut graph = super::importers::ImportGraph::new(&root);
+                Ok(texts
+                    .iter()
+                    .map(|(shadow, text)| *shadow || graph.may_import(text, &module))
+                    .collect::<Vec<bool>>())
+            })
+            .await
+            .unwrap_or_else(|_| vec![true; docs.len()]);
         let mut marked = 0;
-        for doc in docs {
-            let state = doc.state();
-            if state.open_in.is_some() && (doc.is_shadow() || graph.may_import(&state.text, module))
-            {
+        for ((doc, _), may_import) in docs.iter().zip(verdicts) {
+            if may_import {
                 doc.update_state(super::document::DocState::mark_for_reopen);
                 marked += 1;
             }
@@ -635,7 +656,7 @@ impl Runtime {
     pub async fn notice_rebuilt_imports(&self, doc: &Doc, text: &str) {
         for module in self.import_stamps.changed(&doc.path.file, text).await {
             let source = self.import_stamps.source(&module);
-            let marked = self.imports_rebuilt(&source, &module);
+            let marked = self.imports_rebuilt(&source, &module).await;
             log_info!(
                 "{module} was rebuilt outside this server (another replica or a build): {marked} open document(s) that may import it reopen"
             );

@@ -121,7 +121,12 @@ pub fn resolve_path(root: &Root, path: &str) -> Result<DocPath, ToolError> {
         )
     })?;
     if !file.is_file() {
-        return Err(invalid("path", path, "must name a file, not a directory"));
+        let kind = crate::safe_fs::irregular_kind(&file).unwrap_or("special file");
+        return Err(invalid(
+            "path",
+            path,
+            &format!("must name a file, not a {kind}"),
+        ));
     }
     if file.extension().and_then(|e| e.to_str()) != Some("lean") {
         return Err(invalid("path", path, "must name a .lean file"));
@@ -186,25 +191,44 @@ struct KnownDocument {
     id: FileId,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// What a `stat` tells of a resolved object. The file type is part of it: an
+/// inode number is reused as soon as it is free, so a synced document deleted
+/// and replaced by a FIFO can have the old one (and a FIFO must never reach a
+/// read). Size and mtime are not: an edit in place changes them without
+/// changing what the path resolves to, and the read that follows checks the
+/// opened descriptor anyway.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct FileId {
     dev: u64,
     ino: u64,
-    dir: bool,
+    /// `st_mode & S_IFMT`.
+    format: u32,
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> FileId {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            format: meta.mode() & libc::S_IFMT,
+        }
+    }
 }
 
 fn file_id(path: &Path) -> Option<FileId> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some(FileId {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        dir: meta.is_dir(),
-    })
+    std::fs::metadata(path).ok().map(|m| FileId::of(&m))
 }
 
-/// Both names still lead to the object that was resolved.
+/// Both names still lead to the object that was resolved. The canonical name
+/// has no link in it, so it is not followed: a link put there since is a
+/// change.
 fn still_same(raw: &Path, canonical: &Path, id: FileId) -> bool {
-    file_id(raw) == Some(id) && (raw == canonical || file_id(canonical) == Some(id))
+    file_id(raw) == Some(id)
+        && (raw == canonical
+            || std::fs::symlink_metadata(canonical)
+                .map(|m| FileId::of(&m))
+                .ok()
+                == Some(id))
 }
 
 fn recall<K: std::hash::Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
@@ -380,6 +404,27 @@ mod tests {
         std::fs::remove_file(&alias).unwrap();
         std::os::unix::fs::symlink(s.0.join("other"), &alias).unwrap();
         agree(&resolver, &alias, "Sub/A.lean");
+
+        // A document deleted and replaced by a FIFO that got the old inode
+        // number (the file system reuses free inodes at once): simulated by
+        // giving the remembered entry the FIFO's device and inode.
+        agree(&resolver, &proj, "Sub/A.lean");
+        std::fs::remove_file(proj.join("Sub/A.lean")).unwrap();
+        let c = std::ffi::CString::new(proj.join("Sub/A.lean").to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo = std::fs::metadata(proj.join("Sub/A.lean")).unwrap();
+        {
+            let mut docs = resolver.documents.lock().unwrap();
+            let key = (ws(&proj).root, "Sub/A.lean".to_string());
+            let known = docs.get_mut(&key).expect("remembered");
+            known.id.dev = fifo.dev();
+            known.id.ino = fifo.ino();
+        }
+        let error = resolver.document(&ws(&proj), "Sub/A.lean").unwrap_err();
+        assert!(error.message.contains("FIFO"), "{}", error.message);
+        agree(&resolver, &proj, "Sub/A.lean");
+        std::fs::remove_file(proj.join("Sub/A.lean")).unwrap();
 
         // The project marker removed.
         std::fs::remove_file(proj.join("lean-toolchain")).unwrap();

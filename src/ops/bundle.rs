@@ -1,22 +1,23 @@
-//! Evidence bundles of feedback reports, as a directory or a zip file, written
-//! beside their final place and renamed into it, so none is ever seen half
-//! written.
+//! Evidence bundles of feedback reports, as a directory or a zip file. They
+//! are written in a directory reached without following any link, under a
+//! random temporary name created exclusively (`O_CREAT | O_EXCL |
+//! O_NOFOLLOW`), private to the user (directories 0700, files 0600), and
+//! renamed into a name nobody has taken, so none is ever seen half written
+//! and nothing else is ever overwritten.
 
+use std::ffi::OsStr;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::safe_fs::{self, Dir, FsError};
+
+/// Names tried before giving up (`stem`, `stem-2`, …).
+const NAME_ATTEMPTS: usize = 1000;
 
 /// One file of a bundle.
 pub struct Entry {
     pub name: String,
     pub bytes: Vec<u8>,
-}
-
-fn temp_beside(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    target.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
 /// A safe file name inside a bundle.
@@ -30,6 +31,7 @@ pub fn safe_name(name: &str) -> String {
                 '_'
             }
         })
+        .take(80)
         .collect();
     let cleaned = cleaned.trim_start_matches('.').to_string();
     if cleaned.is_empty() {
@@ -39,34 +41,70 @@ pub fn safe_name(name: &str) -> String {
     }
 }
 
-/// Write `entries` as the directory `target` (which must not exist yet).
-pub fn write_dir(target: &Path, entries: &[Entry]) -> std::io::Result<()> {
-    let temp = temp_beside(target);
-    let _ = std::fs::remove_dir_all(&temp);
-    let result = (|| {
-        std::fs::create_dir_all(&temp)?;
-        for entry in entries {
-            std::fs::write(temp.join(&entry.name), &entry.bytes)?;
+/// Rename the temporary `temp` in `dir` to the first free name of `stem`
+/// (+ `ext`); the temporary is removed if none is free.
+fn publish(dir: &Dir, temp: &str, stem: &str, ext: &str) -> Result<PathBuf, FsError> {
+    for n in 1..=NAME_ATTEMPTS {
+        let name = if n == 1 {
+            format!("{stem}{ext}")
+        } else {
+            format!("{stem}-{n}{ext}")
+        };
+        match dir.rename(OsStr::new(temp), dir, OsStr::new(&name), false) {
+            Ok(()) => return Ok(dir.path().join(name)),
+            Err(FsError::Io { error, .. }) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            }
+            Err(e) => return Err(e),
         }
-        std::fs::rename(&temp, target)
+    }
+    Err(FsError::Io {
+        path: dir.path().join(stem),
+        op: "find a free name for",
+        error: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+    })
+}
+
+/// Write `entries` as a new directory named after `stem` in `dir`; returns
+/// its path.
+pub fn write_dir(dir: &Dir, stem: &str, entries: &[Entry]) -> Result<PathBuf, FsError> {
+    let temp = safe_fs::random_name(".beam-tmp-");
+    let result = (|| {
+        let staging = dir.create_dir_new(OsStr::new(&temp), 0o700)?;
+        for entry in entries {
+            let mut file = staging.create_new(OsStr::new(&entry.name), 0o600)?;
+            file.write_all(&entry.bytes)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| FsError::Io {
+                    path: staging.path().join(&entry.name),
+                    op: "write",
+                    error: e,
+                })?;
+        }
+        publish(dir, &temp, stem, "")
     })();
     if result.is_err() {
-        let _ = std::fs::remove_dir_all(&temp);
+        let _ = dir.remove_tree(OsStr::new(&temp));
     }
     result
 }
 
-/// Write `entries` as the zip file `target` (stored, uncompressed).
-pub fn write_zip(target: &Path, entries: &[Entry]) -> std::io::Result<()> {
-    let temp = temp_beside(target);
+/// Write `entries` as a new zip file (stored, uncompressed) named after
+/// `stem` in `dir`; returns its path.
+pub fn write_zip(dir: &Dir, stem: &str, entries: &[Entry]) -> Result<PathBuf, FsError> {
+    let temp = safe_fs::random_name(".beam-tmp-");
     let result = (|| {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&temp)?);
-        file.write_all(&zip_bytes(entries))?;
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&temp, target)
+        let mut file = dir.create_new(OsStr::new(&temp), 0o600)?;
+        file.write_all(&zip_bytes(entries))
+            .and_then(|()| file.sync_all())
+            .map_err(|e| FsError::Io {
+                path: dir.path().join(&temp),
+                op: "write",
+                error: e,
+            })?;
+        publish(dir, &temp, stem, ".zip")
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+        let _ = dir.remove_file(OsStr::new(&temp));
     }
     result
 }
@@ -144,25 +182,39 @@ mod tests {
     }
 
     #[test]
-    fn zip_and_dir_bundles_are_written_whole() {
+    fn zip_and_dir_bundles_are_written_whole_private_and_never_over_another() {
+        use std::os::unix::fs::PermissionsExt;
         let base = std::env::temp_dir().join(format!("beam-bundle-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
+        let dir = Dir::open(&base).unwrap();
         let entries = vec![Entry {
             name: "report.md".into(),
             bytes: b"# hi".to_vec(),
         }];
-        write_dir(&base.join("b"), &entries).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let b = write_dir(&dir, "b", &entries).unwrap();
+        assert_eq!(b, base.join("b"));
         assert_eq!(std::fs::read(base.join("b/report.md")).unwrap(), b"# hi");
-        write_zip(&base.join("b.zip"), &entries).unwrap();
-        let zip = std::fs::read(base.join("b.zip")).unwrap();
+        assert_eq!((mode(&b), mode(&b.join("report.md"))), (0o700, 0o600));
+        let z = write_zip(&dir, "b", &entries).unwrap();
+        assert_eq!(z, base.join("b.zip"));
+        assert_eq!(mode(&z), 0o600);
+        let zip = std::fs::read(&z).unwrap();
         assert_eq!(&zip[..4], b"PK\x03\x04");
+        // Taken names are never overwritten: the next bundle gets `-2`.
+        assert_eq!(
+            write_zip(&dir, "b", &entries).unwrap(),
+            base.join("b-2.zip")
+        );
+        assert_eq!(write_dir(&dir, "b", &entries).unwrap(), base.join("b-2"));
+        assert_eq!(std::fs::read(&z).unwrap(), zip);
         let names: Vec<String> = std::fs::read_dir(&base)
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(!names.iter().any(|n| n.contains(".tmp-")), "{names:?}");
+        assert!(!names.iter().any(|n| n.contains(".beam-tmp-")), "{names:?}");
         let _ = std::fs::remove_dir_all(&base);
     }
 }

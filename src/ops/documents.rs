@@ -23,7 +23,7 @@ pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolO
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
     let _edit = doc.edit.lock().await;
-    let (text, disk) = sync::read_disk(&doc).await?;
+    let (text, disk) = sync::read_disk(&doc, rt.max_file_bytes).await?;
     let session = rt.session().await?;
     let applied = sync::apply(&session, &doc, text, disk, Mode::IfChanged).await?;
     Ok(json!({

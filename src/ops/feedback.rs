@@ -1,7 +1,12 @@
 //! `beam_feedback_report`: a structured report returned to the caller (never
 //! uploaded), optionally with a local evidence bundle.
+//!
+//! A report reads only what it may: evidence files that resolve (after links)
+//! inside the workspace root and are regular files, within a per-item and a
+//! per-report byte budget; and it writes only under the root's private
+//! `.lake/beam-feedback/`. Every read and write runs off the runtime.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
@@ -10,10 +15,20 @@ use super::redact::Redactor;
 use crate::broker::Broker;
 use crate::broker::workspace::Root;
 use crate::identity;
-use crate::surface::{BeamFeedbackReportArgs, Bundle, ErrorCode, ToolError, ToolOutcome};
+use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
+use crate::surface::{
+    BeamFeedbackReportArgs, Bundle, ErrorCode, EvidenceItem, ToolError, ToolOutcome,
+};
 
-/// Evidence files are read up to this size.
+/// Evidence items per report; more are left out (with a warning).
+const MAX_EVIDENCE_ITEMS: usize = 32;
+/// Bytes read from one evidence file.
 const EVIDENCE_CAP: u64 = 256 * 1024;
+/// Bytes read from evidence files in one report.
+const EVIDENCE_BUDGET: u64 = 1024 * 1024;
+
+/// Where bundles go, relative to the root.
+const BUNDLE_BASE: &str = ".lake/beam-feedback";
 
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
@@ -23,13 +38,18 @@ fn unix_now() -> u64 {
 
 /// Project context of a workspace, from files and the cached runtime only: a
 /// report never starts Lean.
-fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> Value {
-    let toolchain = std::fs::read_to_string(root.path().join("lean-toolchain"))
-        .map(|t| t.trim().to_string())
-        .ok();
-    if toolchain.is_none() {
-        warnings.push("the workspace has no readable lean-toolchain file".into());
-    }
+async fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> Value {
+    let toolchain = match safe_fs::read_small_text(&root.path().join("lean-toolchain")).await {
+        Ok(Some(text)) => Some(text.trim().to_string()),
+        Ok(None) => {
+            warnings.push("the workspace has no lean-toolchain file".into());
+            None
+        }
+        Err(e) => {
+            warnings.push(format!("lean-toolchain not read: {e}"));
+            None
+        }
+    };
     let lakefiles: Vec<&str> = ["lakefile.lean", "lakefile.toml"]
         .into_iter()
         .filter(|f| root.path().join(f).is_file())
@@ -48,34 +68,137 @@ fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> Value {
     })
 }
 
-fn read_evidence(root: &Root, path: &str, warnings: &mut Vec<String>) -> Option<(String, bool)> {
-    let p = Path::new(path);
-    let full: PathBuf = if p.is_absolute() {
-        p.to_path_buf()
+/// Read an evidence file: it must resolve, after links, inside the root and
+/// be a regular file; at most `cap` bytes are read. Blocking.
+fn read_evidence_blocking(root: &Path, path: &str, cap: u64) -> Result<safe_fs::Contents, String> {
+    let given = Path::new(path);
+    let full = if given.is_absolute() {
+        given.to_path_buf()
     } else {
-        root.path().join(p)
+        root.join(given)
     };
-    let file = match std::fs::File::open(&full) {
-        Ok(f) => f,
-        Err(e) => {
-            warnings.push(format!("evidence {path}: cannot read it ({e})"));
-            return None;
-        }
-    };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut bytes = Vec::new();
-    use std::io::Read;
-    if let Err(e) = file.take(EVIDENCE_CAP).read_to_end(&mut bytes) {
-        warnings.push(format!("evidence {path}: read failed ({e})"));
-        return None;
-    }
-    let truncated = len > EVIDENCE_CAP;
-    if truncated {
-        warnings.push(format!(
-            "evidence {path}: truncated to {EVIDENCE_CAP} of {len} bytes"
+    let canonical = full
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve it ({e})"))?;
+    if !canonical.starts_with(root) {
+        return Err(format!(
+            "it resolves to {}, outside the workspace root; only files inside the root are read",
+            canonical.display()
         ));
     }
-    Some((String::from_utf8_lossy(&bytes).into_owned(), truncated))
+    safe_fs::read_regular_blocking(&canonical, Links::Refuse, cap, Oversize::Truncate)
+        .map_err(|e| e.to_string())
+}
+
+/// The evidence items of a report, files read within the caps. A file that
+/// may not be read leaves its item without file content and a reason in the
+/// item and in `warnings`.
+async fn gather_evidence(
+    root: &Root,
+    items: &[EvidenceItem],
+    warnings: &mut Vec<String>,
+) -> Vec<Value> {
+    if items.len() > MAX_EVIDENCE_ITEMS {
+        warnings.push(format!(
+            "{} evidence items left out: at most {MAX_EVIDENCE_ITEMS} per report",
+            items.len() - MAX_EVIDENCE_ITEMS
+        ));
+    }
+    let mut budget = EVIDENCE_BUDGET;
+    let mut out = Vec::new();
+    for item in items.iter().take(MAX_EVIDENCE_ITEMS) {
+        let mut v = json!({ "name": item.name });
+        let mut content = item.content.clone().unwrap_or_default();
+        if let Some(path) = &item.path {
+            v["path"] = Value::String(path.clone());
+            let cap = EVIDENCE_CAP.min(budget);
+            let read = if cap == 0 {
+                Err(format!(
+                    "the report's evidence budget of {EVIDENCE_BUDGET} bytes is spent"
+                ))
+            } else {
+                let (base, owned) = (root.path().to_path_buf(), path.clone());
+                safe_fs::off_runtime(root.path(), "read evidence under", move || {
+                    Ok(read_evidence_blocking(&base, &owned, cap))
+                })
+                .await
+                .unwrap_or_else(|e: FsError| Err(e.to_string()))
+            };
+            match read {
+                Ok(file) => {
+                    budget -= file.bytes.len() as u64;
+                    if !content.is_empty() {
+                        content.push('\n');
+                    }
+                    content.push_str(&String::from_utf8_lossy(&file.bytes));
+                    v["truncated"] = Value::Bool(file.truncated);
+                    if file.truncated {
+                        let why = if cap < EVIDENCE_CAP {
+                            format!("the report's evidence budget of {EVIDENCE_BUDGET} bytes")
+                        } else {
+                            format!("the per-item cap of {EVIDENCE_CAP} bytes")
+                        };
+                        let note = format!(
+                            "truncated to the first {} of {} bytes by {why}",
+                            file.bytes.len(),
+                            file.size
+                        );
+                        warnings.push(format!("evidence {path}: {note}"));
+                        v["truncation"] = Value::String(note);
+                    }
+                }
+                Err(why) => {
+                    warnings.push(format!("evidence {path}: not read: {why}"));
+                    v["refused"] = Value::String(why);
+                }
+            }
+        }
+        v["content"] = Value::String(content);
+        out.push(v);
+    }
+    out
+}
+
+/// The bundle folder below `<root>/.lake/beam-feedback`, from `bundle_dir`
+/// (relative to that folder, or absolute inside it; plain names only).
+fn bundle_subdir(root: &Root, given: Option<&str>) -> Result<PathBuf, ToolError> {
+    let Some(given) = given else {
+        return Ok(PathBuf::new());
+    };
+    let base = root.path().join(BUNDLE_BASE);
+    let refuse = |why: &str| {
+        ToolError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "bundle_dir {given:?} {why}; bundles are written only under {}",
+                base.display()
+            ),
+        )
+        .with_data(json!({ "field": "bundle_dir", "value": given, "base": base.to_string_lossy() }))
+    };
+    let rel = if Path::new(given).is_absolute() {
+        Path::new(given)
+            .strip_prefix(&base)
+            .map_err(|_| refuse("is not inside the workspace's feedback folder"))?
+    } else {
+        Path::new(given)
+    };
+    if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(refuse(
+            "must name a folder by plain names (no `.`, `..` or root)",
+        ));
+    }
+    Ok(rel.to_path_buf())
+}
+
+/// The private bundle folder: `<root>/.lake/beam-feedback/<rel>`, reached
+/// without following a link, created 0700 (the feedback folder made 0700 if
+/// it was not). Blocking.
+fn bundle_folder(root: &Path, rel: &Path) -> Result<Dir, FsError> {
+    let lake = Dir::open(root)?.walk(Path::new(".lake"), Some(0o755))?;
+    let base = lake.subdir(std::ffi::OsStr::new("beam-feedback"), Some(0o700))?;
+    base.set_mode(0o700)?;
+    base.walk(rel, Some(0o700))
 }
 
 fn section(md: &mut String, title: &str, body: &str) {
@@ -157,30 +280,16 @@ fn slug(title: &str) -> String {
         .to_string()
 }
 
-pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
+pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
     let root = broker.resolve_root(&args.workspace)?;
+    let bundle_rel = bundle_subdir(&root, args.bundle_dir.as_deref())?;
     let mut warnings = Vec::new();
-    let collected = (!args.confidential).then(|| collect(broker, &root, &mut warnings));
-    let evidence: Vec<Value> = args
-        .evidence
-        .iter()
-        .map(|item| {
-            let mut v = json!({ "name": item.name });
-            let mut content = item.content.clone().unwrap_or_default();
-            if let Some(path) = &item.path {
-                v["path"] = Value::String(path.clone());
-                if let Some((text, truncated)) = read_evidence(&root, path, &mut warnings) {
-                    if !content.is_empty() {
-                        content.push('\n');
-                    }
-                    content.push_str(&text);
-                    v["truncated"] = Value::Bool(truncated);
-                }
-            }
-            v["content"] = Value::String(content);
-            v
-        })
-        .collect();
+    let collected = if args.confidential {
+        None
+    } else {
+        Some(collect(broker, &root, &mut warnings).await)
+    };
+    let evidence = gather_evidence(&root, &args.evidence, &mut warnings).await;
     let metadata = json!({
         "title": args.title,
         "kind": args.kind.map(|k| k.as_str()),
@@ -212,26 +321,6 @@ pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
     result["markdown"] = Value::String(markdown.clone());
 
     if args.bundle != Bundle::None {
-        let base = match &args.bundle_dir {
-            Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
-            Some(dir) => {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidInput,
-                    format!("bundle_dir {dir:?} must be an absolute path"),
-                )
-                .with_data(json!({ "field": "bundle_dir", "value": dir })));
-            }
-            // A confidential bundle stays out of the project (and its path out
-            // of the result's workspace context).
-            None if args.confidential => std::env::temp_dir().join("beam-feedback"),
-            None => root.path().join(".lake/beam-feedback"),
-        };
-        std::fs::create_dir_all(&base).map_err(|e| {
-            ToolError::new(
-                ErrorCode::InvalidInput,
-                format!("cannot create bundle folder {}: {e}", base.display()),
-            )
-        })?;
         let mut entries = vec![
             Entry {
                 name: "report.md".into(),
@@ -257,30 +346,25 @@ pub fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
         let title = result["metadata"]["title"].as_str().unwrap_or("report");
         let stem = format!("beam-feedback-{}-{}", unix_now(), slug(title));
         let zip = args.bundle == Bundle::Zip;
-        let mut target = base.join(if zip {
-            format!("{stem}.zip")
-        } else {
-            stem.clone()
-        });
-        let mut n = 2;
-        while target.exists() {
-            target = base.join(if zip {
-                format!("{stem}-{n}.zip")
+        // Confidential reports too: the folder is private to the user, never
+        // a shared temp directory.
+        let root_path = root.path().to_path_buf();
+        let written = safe_fs::off_runtime(root.path(), "write a bundle under", move || {
+            let folder = bundle_folder(&root_path, &bundle_rel)?;
+            if zip {
+                bundle::write_zip(&folder, &stem, &entries)
             } else {
-                format!("{stem}-{n}")
-            });
-            n += 1;
-        }
-        let written = if zip {
-            bundle::write_zip(&target, &entries)
-        } else {
-            bundle::write_dir(&target, &entries)
-        };
-        written.map_err(|e| {
-            ToolError::new(
+                bundle::write_dir(&folder, &stem, &entries)
+            }
+        })
+        .await;
+        let target = written.map_err(|e| match e {
+            FsError::WrongType { .. } | FsError::Outside { .. } => e.tool_error(),
+            _ => ToolError::new(
                 ErrorCode::InternalError,
-                format!("cannot write the bundle {}: {e}", target.display()),
+                format!("cannot write the bundle: {e}"),
             )
+            .with_data(json!({ "path": e.path().to_string_lossy(), "reason": e.reason() })),
         })?;
         let key = if zip { "zip_path" } else { "bundle_dir" };
         result[key] = Value::String(target.to_string_lossy().into_owned());

@@ -79,7 +79,7 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: BeamFeedbackReportArgs,
     ) -> ToolOutcome {
-        feedback::report(&self.broker, &args)
+        feedback::report(&self.broker, &args).await
     }
 
     async fn lean_drop_workspace(

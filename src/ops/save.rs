@@ -71,7 +71,7 @@ async fn save_module(
 ) -> Result<SaveResult, ToolError> {
     let (root, doc_path) = broker.resolve_document(ws, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
-    checkpoint::check_setup(&root)?;
+    checkpoint::check_setup(&root).await?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     let doc = rt.doc(&doc_path);
@@ -118,6 +118,7 @@ async fn save_module(
         &doc.path,
         &result.module,
         &hash,
+        rt.max_file_bytes,
         rt.timeouts.sync,
     )
     .await?;
@@ -127,7 +128,7 @@ async fn save_module(
             format!("the checkpoint reported unexpected artifacts: {e}"),
         )
     })?;
-    let reopened = rt.imports_rebuilt(&doc.path.file, &result.module);
+    let reopened = rt.imports_rebuilt(&doc.path.file, &result.module).await;
     log_debug!(
         "{} saved: {reopened} open document(s) that may import it reopen at their next use",
         result.module
