@@ -13,5 +13,6 @@ pub mod identity;
 pub mod lsp;
 pub mod mcp;
 pub mod ops;
+pub mod process;
 pub mod stats;
 pub mod surface;

@@ -26,7 +26,7 @@ struct GroupGuard(Option<u32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
-            let _ = crate::lsp::sys::kill_process_group(pgid, crate::lsp::sys::SIGKILL);
+            let _ = crate::process::sys::kill_process_group(pgid, crate::process::sys::SIGKILL);
         }
     }
 }

@@ -33,7 +33,8 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::framing::{self, FrameError};
 use super::lean::methods;
-use super::{ExitInfo, LspError, ServerCommand, ServerEvent, sys, tree, uri};
+use super::{ExitInfo, LspError, ServerCommand, ServerEvent, uri};
+use crate::process::{sys, tree};
 use crate::{log_debug, log_warn};
 
 /// How much of the server's stderr is kept (the tail).

@@ -4,7 +4,8 @@
 //! process group, speaks JSON-RPC over `Content-Length` framed stdio, answers the
 //! server's own requests, streams server notifications to an event channel and
 //! tears the whole process tree down on shutdown, kill or drop (the group, plus
-//! Lean's file workers, which run in sessions of their own: see [`tree`]). It
+//! Lean's file workers, which run in sessions of their own: see
+//! [`crate::process::tree`]). It
 //! knows nothing about documents or versions: that is the broker's job.
 //!
 //! * [`client`]: the process and the JSON-RPC connection ([`LspClient`]).
@@ -12,7 +13,6 @@
 //!   `fullRange`/`isSilent`/`leanTags`, `$/lean/fileProgress`, goals, RPC) and a
 //!   `TaggedText` flattener.
 //! * [`uri`]: file path ↔ `file://` URI, encoded exactly as Lean encodes them.
-//! * [`tree`]: finding every process of a server tree through an environment mark.
 //!
 //! Payloads stay `serde_json::Value` in and out; typed views are opt-in.
 
@@ -24,8 +24,6 @@ use serde_json::Value;
 pub mod client;
 mod framing;
 pub mod lean;
-pub(crate) mod sys;
-pub mod tree;
 pub mod uri;
 
 pub use client::{ClientStats, LspClient};
@@ -34,7 +32,8 @@ use lean::{FileProgressParams, PublishedDiagnostics};
 /// How to start a language server process.
 ///
 /// The child inherits this process's environment, with `env` applied on top
-/// (plus one `LEAN_BEAM_LSP_TREE` entry that marks the process tree, see [`tree`]).
+/// (plus one `LEAN_BEAM_LSP_TREE` entry that marks the process tree, see
+/// [`crate::process::tree`]).
 /// For `lean --server` set `LEAN_PATH` (and `LEAN_SRC_PATH`, or go-to-definition
 /// into imported modules finds nothing) and make sure `LAKE` is not set to a stand-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
