@@ -16,3 +16,4 @@ pub mod ops;
 pub mod process;
 pub mod stats;
 pub mod surface;
+pub mod util;

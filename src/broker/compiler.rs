@@ -64,7 +64,7 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = match crate::lsp::client::spawn_supervised(command).await {
+    let mut child = match crate::process::spawn_supervised(command).await {
         Ok(child) => child,
         Err(e) => return (describe, Err(RunError::Spawn(e))),
     };

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -34,7 +34,8 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use super::framing::{self, FrameError};
 use super::lean::methods;
 use super::{ExitInfo, LspError, ServerCommand, ServerEvent, uri};
-use crate::process::{sys, tree};
+use crate::process::{spawn_supervised, sys, tree};
+use crate::util::lock;
 use crate::{log_debug, log_warn};
 
 /// How much of the server's stderr is kept (the tail).
@@ -366,10 +367,6 @@ impl std::fmt::Debug for LspClient {
             .field("alive", &self.is_alive())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// An outgoing request or notification, serialized without moving `params`.
@@ -890,12 +887,7 @@ fn absolute(p: &Path) -> std::path::PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Spawn the server process on a long-lived thread.
-///
-/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
-/// process. Tokio may run a future on a blocking-pool thread that exits when idle,
-/// which would kill a healthy server; a dedicated thread that lives as long as the
-/// process makes the signal mean "our process died".
+/// Spawn the server process (see [`spawn_supervised`]).
 async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> {
     let mut command = Command::new(&cmd.program);
     for name in &cmd.env_remove {
@@ -911,52 +903,6 @@ async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> 
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     spawn_supervised(command).await
-}
-
-/// Spawn `command` in its own process group with the parent-death signal set,
-/// on the long-lived spawner thread (see [`spawn`]). Also used for the batch
-/// compiler of a checkpoint, so that it dies with the server too.
-pub(crate) async fn spawn_supervised(mut command: Command) -> std::io::Result<Child> {
-    #[cfg(unix)]
-    {
-        command.process_group(0);
-        let parent = std::process::id();
-        // SAFETY: the closure runs between fork and exec and only makes syscalls
-        // (prctl, getppid); it allocates nothing and takes no locks.
-        unsafe {
-            command.pre_exec(move || sys::set_parent_death_signal(parent));
-        }
-    }
-    let handle = tokio::runtime::Handle::current();
-    let (tx, rx) = oneshot::channel();
-    spawner()
-        .send(Box::new(move || {
-            let _rt = handle.enter();
-            let _ = tx.send(command.spawn());
-        }))
-        .map_err(|_| std::io::Error::other("spawner thread is gone"))?;
-    rx.await
-        .map_err(|_| std::io::Error::other("spawner thread dropped the request"))?
-}
-
-type SpawnJob = Box<dyn FnOnce() + Send>;
-
-fn spawner() -> std::sync::mpsc::Sender<SpawnJob> {
-    static SPAWNER: OnceLock<std::sync::mpsc::Sender<SpawnJob>> = OnceLock::new();
-    SPAWNER
-        .get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
-            std::thread::Builder::new()
-                .name("lsp-spawner".into())
-                .spawn(move || {
-                    for job in rx {
-                        job();
-                    }
-                })
-                .expect("cannot start the lsp-spawner thread");
-            tx
-        })
-        .clone()
 }
 
 /// Finish the frames [`Sink::send`] could not write at once, in order, as the
