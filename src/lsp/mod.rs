@@ -21,9 +21,13 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+mod capabilities;
 pub mod client;
 mod framing;
+mod incoming;
 pub mod lean;
+mod outgoing;
+mod pending;
 pub mod uri;
 
 pub use client::{ClientStats, LspClient};
