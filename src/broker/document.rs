@@ -11,7 +11,7 @@ use super::diagnostics;
 use super::text::LineIndex;
 use super::workspace::DocPath;
 use crate::log_warn;
-use crate::lsp::lean::{FileProgressKind, FileProgressProcessingInfo};
+use crate::lsp::protocol::{FileProgressKind, FileProgressProcessingInfo};
 use crate::process::tree::Seen;
 
 /// What Lean has reported for the document's current version. Published through

@@ -1,11 +1,11 @@
 //! One language-server process and its JSON-RPC connection: the public
 //! [`LspClient`] and the tasks that keep the connection (see also
-//! [`super::outgoing`], [`super::incoming`], [`super::pending`]).
+//! `outgoing`, `incoming` and `pending` beside it).
 //!
 //! Writes go straight from the sending task into the child's stdin: the frame
 //! is serialized first, then written with non-blocking writes under a lock, with
 //! no await in between, so frames never interleave and a cancelled caller can
-//! never leave half a frame (see [`super::outgoing::Sink`]).
+//! never leave half a frame (see `outgoing::Sink`).
 //!
 //! Tasks per client (all ended by the process's exit):
 //! * drain — finishes the frames the pipe had no room for (only when Lean is
@@ -16,34 +16,33 @@
 //! * waiter — reaps the process, kills what is left of its tree, fails every
 //!   pending request with [`LspError::Exited`] and sends [`ServerEvent::Exited`].
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use lsp_types::notification::Notification;
+use lsp_types::request::Request;
+use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::unix::pipe;
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::capabilities::initialize_params;
-use super::framing::{self, FrameError};
 use super::incoming::{Received, classify};
-use super::outgoing::{Frame, Outgoing, SendError, Sink, trace_frame};
+use super::outgoing::{Frame, Outgoing, SendError, Sink, trace_frame, typed_params, value_params};
 use super::pending::{PendingGuard, PendingTable};
-use super::{ExitInfo, LspError, ServerCommand, ServerEvent};
-use crate::process::{spawn_supervised, sys, tree};
+use super::{ExitInfo, LeanErrorCode, LspError, ServerCommand, ServerEvent};
+use crate::process::{sys, tree};
 use crate::util::lock;
 use crate::{log_debug, log_warn};
 
 pub use super::outgoing::OUTGOING_QUEUE;
 
+mod lifecycle;
+use lifecycle::{drain_task, reader_task, spawn, stderr_task, waiter_task};
+
 /// How much of the server's stderr is kept (the tail).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
-/// After the process is reaped, how long to wait for the rest of its stdout and
-/// stderr before declaring it exited anyway.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
 /// A running language server. Use it behind the [`Arc`] that [`LspClient::start`]
 /// returns; every method takes `&self`. Dropping the last reference kills the
@@ -201,21 +200,49 @@ impl LspClient {
         Ok(client)
     }
 
-    /// Send a request and await its answer (`result` on success, [`LspError::Rpc`]
-    /// for an error answer). Every notification the server sent before the
-    /// answer is already in `events` when this returns.
+    /// Send request `R` and await its typed answer ([`LspError::Rpc`] for an
+    /// error answer). An answer that does not read as `R::Result` fails with
+    /// [`LeanErrorCode::InternalError`]; the connection stays up. Every
+    /// notification the server sent before the answer is already in `events`
+    /// when this returns.
     ///
     /// Dropping the returned future before the answer arrives sends
     /// `$/cancelRequest` for its id and forgets the id (a late answer is discarded).
     /// Note that Lean answers a cancelled request only when it would have finished
     /// anyway and does not stop elaboration. If the process exits, every pending
     /// request fails with [`LspError::Exited`]; requests made after that fail at once.
+    pub async fn request_typed<R: Request>(
+        &self,
+        params: R::Params,
+    ) -> Result<R::Result, LspError> {
+        let (id, frame) = self
+            .shared
+            .encode_request(R::METHOD, typed_params(&params))?;
+        drop(params);
+        let answer = self.shared.send_request(id, frame).await?;
+        serde_json::from_value(answer).map_err(|e| LspError::Rpc {
+            code: LeanErrorCode::InternalError,
+            message: format!("cannot read the answer to {}: {e}", R::METHOD),
+            data: None,
+        })
+    }
+
+    /// Queue notification `N`. Fails if the connection is dead, or with
+    /// [`LspError::Io`] if [`OUTGOING_QUEUE`] messages are already waiting.
+    pub fn notify_typed<N: Notification>(&self, params: N::Params) -> Result<(), LspError> {
+        self.shared
+            .send_notification(N::METHOD, typed_params(&params))
+    }
+
+    /// [`LspClient::request_typed`] by method name, with untyped params
+    /// (`null` for none) and answer. Being retired: the broker's requests move
+    /// to [`LspClient::request_typed`]; new code uses that.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, LspError> {
         self.shared.request(method, params).await
     }
 
-    /// Queue a notification. Fails if the connection is dead, or with
-    /// [`LspError::Io`] if [`OUTGOING_QUEUE`] messages are already waiting.
+    /// [`LspClient::notify_typed`] by method name, with untyped params (`null`
+    /// for none). Being retired like [`LspClient::request`].
     pub fn notify(&self, method: &str, params: Value) -> Result<(), LspError> {
         self.shared.notify(method, params)
     }
@@ -349,9 +376,23 @@ impl std::fmt::Debug for LspClient {
 
 impl Shared {
     async fn request(&self, method: &str, params: Value) -> Result<Value, LspError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = Outgoing::request(id, method, &params).encode()?;
+        let (id, frame) = self.encode_request(method, value_params(&params))?;
         drop(params);
+        self.send_request(id, frame).await
+    }
+
+    /// A new request id and the request's frame.
+    fn encode_request<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(i64, Frame), LspError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        Ok((id, Outgoing::request(id, method, params).encode()?))
+    }
+
+    /// Send request `id` and await its answer.
+    async fn send_request(&self, id: i64, frame: Frame) -> Result<Value, LspError> {
         let answer = self.pending.register(id)?;
         let mut guard = PendingGuard::new(&self.pending, id, |id| self.cancel(id));
         // If the write failed the connection is dying: the waiter task will fail
@@ -370,16 +411,28 @@ impl Shared {
     /// `$/cancelRequest` for a request whose caller gave up.
     fn cancel(&self, id: i64) {
         log_debug!("cancelling request {id} to {}", self.program);
-        if self.notify("$/cancelRequest", json!({ "id": id })).is_ok() {
+        let params = json!({ "id": id });
+        if self
+            .send_notification(lsp_types::notification::Cancel::METHOD, Some(&params))
+            .is_ok()
+        {
             self.cancels_sent.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), LspError> {
+        self.send_notification(method, value_params(&params))
+    }
+
+    fn send_notification<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), LspError> {
         if let Some(e) = self.pending.closed() {
             return Err(e);
         }
-        let frame = Outgoing::notification(method, &params).encode()?;
+        let frame = Outgoing::notification(method, params).encode()?;
         self.write(frame)
     }
 
@@ -526,137 +579,4 @@ impl Shared {
         }
         Ok(())
     }
-}
-
-/// Spawn the server process (see [`spawn_supervised`]).
-async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> {
-    let mut command = Command::new(&cmd.program);
-    for name in &cmd.env_remove {
-        command.env_remove(name);
-    }
-    command
-        .args(&cmd.args)
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env(tree::TREE_ENV, tree_token)
-        .current_dir(&cmd.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    spawn_supervised(command).await
-}
-
-/// Finish the frames [`Sink`] could not write at once, in order, as the
-/// pipe drains; ends at the process's exit or when a write fails.
-async fn drain_task(shared: Arc<Shared>, mut exit: watch::Receiver<Option<ExitInfo>>) {
-    let result = tokio::select! {
-        biased;
-        result = shared.outgoing.drain_forever() => result,
-        _ = exit.wait_for(|e| e.is_some()) => return,
-    };
-    if let Err(e) = result {
-        shared.write_failed(&e);
-    }
-}
-
-async fn reader_task(stdout: ChildStdout, shared: Arc<Shared>, done: oneshot::Sender<()>) {
-    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut line = Vec::new();
-    loop {
-        let problem = match framing::read_frame(&mut reader, &mut line).await {
-            Ok(body) => match shared.dispatch(&body) {
-                Ok(()) => continue,
-                Err(m) => m,
-            },
-            Err(FrameError::Eof) => break,
-            Err(FrameError::Io(e)) => {
-                // Usually the process died mid-frame; the waiter reports that.
-                log_debug!("reading from {} failed: {e}", shared.program);
-                break;
-            }
-            Err(FrameError::Garbled(m)) => m,
-        };
-        log_warn!(
-            "language server {} (pid {}) broke the protocol, killing it: {problem}",
-            shared.program,
-            shared.pid
-        );
-        shared.connection_broken(LspError::Protocol(problem));
-        break;
-    }
-    // stdout closed: the process is exiting (or closed it on purpose: either way
-    // the connection is over).
-    shared.kill_group();
-    let _ = done.send(());
-}
-
-async fn stderr_task(mut stderr: ChildStderr, shared: Arc<Shared>, done: oneshot::Sender<()>) {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        match stderr.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let mut tail = lock(&shared.stderr_tail);
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > STDERR_TAIL_BYTES {
-                    let excess = tail.len() - STDERR_TAIL_BYTES;
-                    tail.drain(..excess);
-                }
-            }
-        }
-    }
-    let _ = done.send(());
-}
-
-async fn waiter_task(
-    mut child: Child,
-    shared: Arc<Shared>,
-    stdout_done: oneshot::Receiver<()>,
-    stderr_done: oneshot::Receiver<()>,
-) {
-    let status = child.wait().await;
-    // Kill whatever is left of the group and of the tree (no-op after a clean
-    // exit) so nothing is orphaned; the server is gone, so nothing new can start.
-    shared.kill_group();
-    shared.group_gone.store(true, Ordering::Release);
-    shared.sweep_tree();
-    shared.tree_swept.store(true, Ordering::Release);
-    // Let the reader deliver what the server wrote before dying, and collect the
-    // last of stderr, but do not wait forever for pipes a stray process may hold.
-    let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, async {
-        let _ = stdout_done.await;
-        let _ = stderr_done.await;
-    })
-    .await;
-    let (code, signal) = match &status {
-        Ok(s) => (s.code(), exit_signal(s)),
-        Err(e) => {
-            log_warn!("waiting for {} failed: {e}", shared.program);
-            (None, None)
-        }
-    };
-    let info = ExitInfo {
-        status: code,
-        signal,
-        stderr_tail: String::from_utf8_lossy(&lock(&shared.stderr_tail)).into_owned(),
-    };
-    log_debug!(
-        "language server {} (pid {}) ended: {}",
-        shared.program,
-        shared.pid,
-        info
-    );
-    shared.pending.finish(&LspError::Exited(info.clone()));
-    shared.exit.send_replace(Some(info.clone()));
-    let _ = shared.events.send(ServerEvent::Exited(info));
-}
-
-#[cfg(unix)]
-fn exit_signal(s: &std::process::ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(s)
-}
-
-#[cfg(not(unix))]
-fn exit_signal(_s: &std::process::ExitStatus) -> Option<i32> {
-    None
 }

@@ -6,11 +6,13 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::lean::methods;
+use lsp_types::notification::{Notification, PublishDiagnostics};
+
+use super::protocol::{FileProgress, LeanErrorCode};
 use super::{LspError, ServerEvent};
 
-/// JSON-RPC's internal-error code, for a malformed answer.
-const INTERNAL_ERROR: i64 = -32603;
+const FILE_PROGRESS: &str = FileProgress::METHOD;
+const PUBLISH_DIAGNOSTICS: &str = PublishDiagnostics::METHOD;
 
 /// One message from the server.
 #[derive(Debug)]
@@ -30,7 +32,10 @@ pub(super) enum Received {
     /// An answer whose id is not one we use (ours are integers).
     ForeignAnswer(Value),
     /// An error the server reported with neither id nor method.
-    PeerError { code: i64, message: String },
+    PeerError {
+        code: LeanErrorCode,
+        message: String,
+    },
 }
 
 /// What `body` (one frame's JSON) is. `Err` when it is no JSON-RPC message at
@@ -71,7 +76,7 @@ pub(super) fn classify(body: &[u8]) -> Result<Received, String> {
                 // One malformed answer; the connection itself is intact, so
                 // this is not the connection-breaking `Protocol` error.
                 (None, None) => Err(LspError::Rpc {
-                    code: INTERNAL_ERROR,
+                    code: LeanErrorCode::InternalError,
                     message: format!("answer to request {id} has neither result nor error"),
                     data: None,
                 }),
@@ -92,8 +97,8 @@ pub(super) fn classify(body: &[u8]) -> Result<Received, String> {
 /// events (see [`ServerEvent::FileProgress`], [`ServerEvent::Diagnostics`]).
 fn typed_notification(method: &str, params: &str) -> Option<Result<ServerEvent, String>> {
     let event = match method {
-        methods::FILE_PROGRESS => serde_json::from_str(params).map(ServerEvent::FileProgress),
-        methods::PUBLISH_DIAGNOSTICS => serde_json::from_str(params).map(ServerEvent::Diagnostics),
+        FILE_PROGRESS => serde_json::from_str(params).map(ServerEvent::FileProgress),
+        PUBLISH_DIAGNOSTICS => serde_json::from_str(params).map(ServerEvent::Diagnostics),
         _ => return None,
     };
     Some(event.map_err(|e| e.to_string()))
@@ -119,10 +124,10 @@ fn typed_notification_fast(body: &[u8]) -> Option<ServerEvent> {
     let at = head.windows(PREFIX.len()).position(|w| w == PREFIX)? + PREFIX.len();
     let names =
         |m: &str| body[at..].starts_with(m.as_bytes()) && body.get(at + m.len()) == Some(&b'"');
-    if names(methods::FILE_PROGRESS) {
-        parse(body, methods::FILE_PROGRESS).map(ServerEvent::FileProgress)
-    } else if names(methods::PUBLISH_DIAGNOSTICS) {
-        parse(body, methods::PUBLISH_DIAGNOSTICS).map(ServerEvent::Diagnostics)
+    if names(FILE_PROGRESS) {
+        parse(body, FILE_PROGRESS).map(ServerEvent::FileProgress)
+    } else if names(PUBLISH_DIAGNOSTICS) {
+        parse(body, PUBLISH_DIAGNOSTICS).map(ServerEvent::Diagnostics)
     } else {
         None
     }
@@ -152,7 +157,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 /// A JSON-RPC error object.
 #[derive(Deserialize)]
 struct RpcErrorObject {
-    code: i64,
+    code: LeanErrorCode,
     #[serde(default)]
     message: String,
     #[serde(default)]

@@ -5,16 +5,21 @@
 //! server's own requests, streams server notifications to an event channel and
 //! tears the whole process tree down on shutdown, kill or drop (the group, plus
 //! Lean's file workers, which run in sessions of their own: see
-//! [`crate::process::tree`]). It
-//! knows nothing about documents or versions: that is the broker's job.
+//! [`crate::process::tree`]). It knows nothing about documents or versions:
+//! that is the broker's job.
 //!
-//! * [`client`]: the process and the JSON-RPC connection ([`LspClient`]).
-//! * [`lean`]: serde structs for Lean's protocol extensions (diagnostics with
-//!   `fullRange`/`isSilent`/`leanTags`, `$/lean/fileProgress`, goals, RPC) and a
+//! * [`client`]: the public [`LspClient`] and the tasks that keep its
+//!   connection; `outgoing` (frames, the non-blocking writer, the frame trace),
+//!   `incoming` (what a server frame is), `pending` (requests awaiting their
+//!   answer, cancel-on-drop), `capabilities` (`initialize`), `framing`.
+//! * [`protocol`]: Lean's extensions as `lsp_types` requests and notifications
+//!   (`waitForDiagnostics`, plain goals, RPC, `fileProgress`), its error codes
+//!   ([`LeanErrorCode`]), a borrowed view of its diagnostics, and a
 //!   `TaggedText` flattener.
 //! * [`uri`]: file path ↔ `file://` URI, encoded exactly as Lean encodes them.
 //!
-//! Payloads stay `serde_json::Value` in and out; typed views are opt-in.
+//! Requests are typed ([`LspClient::request_typed`]) or, while the broker
+//! still sends them that way, method strings with `serde_json::Value` params.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -25,13 +30,14 @@ mod capabilities;
 pub mod client;
 mod framing;
 mod incoming;
-pub mod lean;
 mod outgoing;
 mod pending;
+pub mod protocol;
 pub mod uri;
 
 pub use client::{ClientStats, LspClient};
-use lean::{FileProgressParams, PublishedDiagnostics};
+pub use protocol::LeanErrorCode;
+use protocol::{FileProgressParams, PublishedDiagnostics};
 
 /// How to start a language server process.
 ///
@@ -124,9 +130,11 @@ pub(crate) fn short_tail(tail: &str) -> (&str, bool) {
 /// Why a request (or the start) failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LspError {
-    /// The server answered with a JSON-RPC error (see [`lean::error_codes`]).
+    /// The server answered with a JSON-RPC error, or with an answer the
+    /// client cannot read ([`LeanErrorCode::InternalError`]; the connection
+    /// stays up).
     Rpc {
-        code: i64,
+        code: LeanErrorCode,
         message: String,
         data: Option<Value>,
     },
@@ -142,7 +150,7 @@ pub enum LspError {
 
 impl LspError {
     /// The JSON-RPC error code, for [`LspError::Rpc`].
-    pub fn rpc_code(&self) -> Option<i64> {
+    pub fn rpc_code(&self) -> Option<LeanErrorCode> {
         match self {
             LspError::Rpc { code, .. } => Some(*code),
             _ => None,

@@ -24,36 +24,36 @@ pub const OUTGOING_QUEUE: usize = 4096;
 const TRACE_BYTES: usize = 320;
 
 /// An outgoing request or notification, serialized without moving `params`.
-/// JSON-RPC's `params` is an object or an array when present, never `null`:
-/// `None` leaves it out.
 #[derive(Serialize)]
-pub(super) struct Outgoing<'a> {
+pub(super) struct Outgoing<'a, P: ?Sized> {
     jsonrpc: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<i64>,
     method: &'a str,
+    /// JSON-RPC's `params` is an object or an array when present, never
+    /// `null`: `None` leaves it out (see [`value_params`], [`typed_params`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
+    params: Option<&'a P>,
 }
 
-impl<'a> Outgoing<'a> {
-    /// Request `id`; a `null` `params` is left out.
-    pub(super) fn request(id: i64, method: &'a str, params: &'a Value) -> Self {
+impl<'a, P: Serialize + ?Sized> Outgoing<'a, P> {
+    /// Request `id`.
+    pub(super) fn request(id: i64, method: &'a str, params: Option<&'a P>) -> Self {
         Outgoing {
             jsonrpc: "2.0",
             id: Some(id),
             method,
-            params: (!params.is_null()).then_some(params),
+            params,
         }
     }
 
-    /// A notification; a `null` `params` is left out.
-    pub(super) fn notification(method: &'a str, params: &'a Value) -> Self {
+    /// A notification.
+    pub(super) fn notification(method: &'a str, params: Option<&'a P>) -> Self {
         Outgoing {
             jsonrpc: "2.0",
             id: None,
             method,
-            params: (!params.is_null()).then_some(params),
+            params,
         }
     }
 
@@ -62,6 +62,16 @@ impl<'a> Outgoing<'a> {
         Frame::encode(self)
             .map_err(|e| LspError::Protocol(format!("cannot serialize {}: {e}", self.method)))
     }
+}
+
+/// Untyped params: `null` means none.
+pub(super) fn value_params(params: &Value) -> Option<&Value> {
+    (!params.is_null()).then_some(params)
+}
+
+/// Typed params: `()` (the params of lsp_types' `Shutdown`, `Exit`) means none.
+pub(super) fn typed_params<P: 'static>(params: &P) -> Option<&P> {
+    (std::any::TypeId::of::<P>() != std::any::TypeId::of::<()>()).then_some(params)
 }
 
 /// One whole frame, header and body, in one buffer: `bytes[start..]`.
@@ -297,21 +307,28 @@ mod tests {
         );
     }
 
-    /// `null` params are left out (JSON-RPC allows an object or an array only).
+    /// `null` and `()` params are left out (JSON-RPC allows an object or an
+    /// array only).
     #[test]
-    fn null_params_are_left_out() {
+    fn absent_params_are_left_out() {
         let body = |frame: Frame| String::from_utf8(frame.rest().to_vec()).unwrap();
-        let shutdown = Outgoing::request(7, "shutdown", &Value::Null)
-            .encode()
-            .unwrap();
-        assert!(body(shutdown).ends_with(r#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#));
-        let params = json!({ "id": 3 });
-        let cancel = Outgoing::notification("$/cancelRequest", &params)
-            .encode()
-            .unwrap();
+        let shutdown = Outgoing::request(7, "shutdown", value_params(&Value::Null));
         assert!(
-            body(cancel)
+            body(shutdown.encode().unwrap())
+                .ends_with(r#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#)
+        );
+        let exit = Outgoing::notification("exit", typed_params(&()));
+        assert!(body(exit.encode().unwrap()).ends_with(r#"{"jsonrpc":"2.0","method":"exit"}"#));
+        let params = json!({ "id": 3 });
+        let cancel = Outgoing::notification("$/cancelRequest", value_params(&params));
+        assert!(
+            body(cancel.encode().unwrap())
                 .ends_with(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":3}}"#)
+        );
+        let empty = lsp_types::InitializedParams {};
+        let initialized = Outgoing::notification("initialized", typed_params(&empty));
+        assert!(
+            body(initialized.encode().unwrap()).ends_with(r#""method":"initialized","params":{}}"#)
         );
     }
 }
