@@ -8,8 +8,9 @@ use serde_json::value::RawValue;
 
 use lsp_types::notification::{Notification, PublishDiagnostics};
 
+use super::error::LspError;
 use super::protocol::{FileProgress, LeanErrorCode};
-use super::{LspError, ServerEvent};
+use super::server::ServerEvent;
 
 const FILE_PROGRESS: &str = FileProgress::METHOD;
 const PUBLISH_DIAGNOSTICS: &str = PublishDiagnostics::METHOD;

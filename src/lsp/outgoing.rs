@@ -11,7 +11,8 @@ use serde_json::Value;
 use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
-use super::{LspError, framing};
+use super::error::LspError;
+use super::framing;
 use crate::log_debug;
 use crate::util::lock;
 

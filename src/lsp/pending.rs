@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::LspError;
+use super::error::LspError;
 use crate::util::lock;
 
 /// What a request's caller receives: its `result`, or why there is none.
@@ -143,7 +143,7 @@ mod tests {
     use super::*;
 
     fn exited(status: i32) -> LspError {
-        LspError::Exited(super::super::ExitInfo {
+        LspError::Exited(crate::lsp::ExitInfo {
             status: Some(status),
             ..Default::default()
         })
