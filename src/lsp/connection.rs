@@ -43,6 +43,7 @@ pub struct ClientStats {
     pub notifications: u64,
 }
 
+/// One server process and its connection, shared by the client and its tasks.
 pub(super) struct Connection {
     /// Program name, for messages.
     program: String,
@@ -265,17 +266,18 @@ impl Connection {
     fn write(&self, frame: Frame) -> Result<(), LspError> {
         trace_frame(self.pid, "->", frame.rest());
         let sent = self.outgoing.send(frame);
-        self.sent(sent)
+        self.after_send(sent)
     }
 
-    /// [`Shared::write`] for a request: never refused for a full queue.
+    /// [`Connection::write`] for a request: never refused for a full queue.
     fn write_unbounded(&self, frame: Frame) -> Result<(), LspError> {
         trace_frame(self.pid, "->", frame.rest());
         let sent = self.outgoing.send_unbounded(frame);
-        self.sent(sent)
+        self.after_send(sent)
     }
 
-    fn sent(&self, sent: Result<(), SendError>) -> Result<(), LspError> {
+    /// What a send's outcome means for the caller and the connection.
+    fn after_send(&self, sent: Result<(), SendError>) -> Result<(), LspError> {
         match sent {
             Ok(()) => Ok(()),
             Err(SendError::Full) => Err(LspError::Io(format!(
