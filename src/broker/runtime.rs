@@ -781,9 +781,9 @@ async fn stop(client: &Arc<LspClient>) {
 /// The file worker that `process` is, or that started it (through any
 /// number of parents within the tree).
 fn worker_of<'a>(
-    tree: &'a [crate::lsp::tree::Usage],
-    process: &'a crate::lsp::tree::Usage,
-) -> Option<&'a crate::lsp::tree::Usage> {
+    tree: &'a [crate::process::tree::Usage],
+    process: &'a crate::process::tree::Usage,
+) -> Option<&'a crate::process::tree::Usage> {
     let mut at = process;
     for _ in 0..tree.len() {
         if at.worker_uri.is_some() {
