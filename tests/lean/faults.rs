@@ -12,9 +12,8 @@
 //! Random points come from a seeded generator; the seed is printed and can be
 //! fixed with `FAULTS_SEED=<n>`.
 
-mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
+use crate::common;
+use crate::procfs;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! except the one bound that *is* the property (a cancelled probe frees its
 //! slot at once), which has a wide margin.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

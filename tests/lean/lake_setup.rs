@@ -20,7 +20,7 @@
 //! it on stderr, and prints the module setup on stdout. Everything the client
 //! sees comes from the real Lean server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

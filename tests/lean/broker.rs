@@ -6,7 +6,7 @@
 //! Expected values come from `tests/fixtures/EXPECTED.md`. Files are only
 //! edited in temp copies of the fixtures. Timeouts are failure guards only.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

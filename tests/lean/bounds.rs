@@ -10,9 +10,8 @@
 //! Every test works on private copies of the fixtures, so the process counts
 //! of parallel tests do not mix.
 
-mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
+use crate::common;
+use crate::procfs;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
