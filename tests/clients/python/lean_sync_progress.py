@@ -4,7 +4,7 @@ fixture, once in each connection mode the SDK offers ("auto": the modern
 2026-07-28 per-request protocol after discovery; "legacy": initialize).
 
 Usage: python lean_sync_progress.py LEAN_BEAM_MCP_BINARY WORKSPACE_ROOT
-(LEAN_BEAM_LEAN must name the test toolchain's lean; see tests/broker_lean.rs).
+(LEAN_BEAM_LEAN must name the test toolchain's lean; see tests/lean/broker.rs).
 Prints "OK lean_sync ..." per mode and exits 0 on success.
 """
 
