@@ -3,6 +3,7 @@
 //! relies on, what the descriptions must say, its size) and the server
 //! instructions.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
 use common::samples::valid_instance;

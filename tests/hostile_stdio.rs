@@ -7,9 +7,8 @@
 //! Memory figures come from `/proc/<pid>/status` (`VmHWM`, `VmRSS`), where the
 //! pid is what `beam_stats` reports.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -19,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::lean::{TempDir, TempWorkspace, eventually, lean, lean_processes_of};
 use common::mcp::{Era, Mcp, Spawn};
+use common::procfs;
 use common::{Server, call_params, modern, request};
 use serde_json::{Value, json};
 

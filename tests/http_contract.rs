@@ -16,9 +16,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
+use common::procfs;
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";

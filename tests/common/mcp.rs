@@ -310,14 +310,6 @@ impl Mcp {
             .unwrap_or_else(|| panic!("{path} in {stats}"))
     }
 
-    /// Notifications received so far.
-    pub fn notifications(&self) -> Vec<&Value> {
-        self.received
-            .iter()
-            .filter(|m| m.get("method").is_some())
-            .collect()
-    }
-
     /// `notifications/progress` for `token`, in arrival order.
     pub fn progress_of(&self, token: &Value) -> Vec<Value> {
         self.received

@@ -11,7 +11,6 @@
 //! of parallel tests do not mix.
 
 use crate::common;
-use crate::procfs;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +20,7 @@ use serde_json::{Value, json};
 
 use common::lean::{TempWorkspace, eventually, lean, lean_processes_of_server};
 use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::procfs;
 
 const GOALS: &str = "Fix/Goals.lean";
 const ERRORS: &str = "Fix/Errors.lean";

@@ -13,7 +13,6 @@
 //! fixed with `FAULTS_SEED=<n>`.
 
 use crate::common;
-use crate::procfs;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +22,7 @@ use common::lean::{
     TempDir, TempWorkspace, eventually, lean, lean_processes_of, processes_mentioning,
 };
 use common::mcp::{CallOpts, Era, Mcp, Spawn};
+use common::procfs;
 use serde_json::{Value, json};
 
 /// A small seeded generator (xorshift64*), so that a failing run can be replayed.

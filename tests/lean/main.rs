@@ -7,8 +7,6 @@
 
 #[path = "../common/mod.rs"]
 mod common;
-#[path = "../common/procfs.rs"]
-mod procfs;
 
 mod bounds;
 mod broker;
