@@ -491,11 +491,19 @@ async fn dropped_request_is_cancelled_and_client_keeps_working() {
             serde_json::to_value(DocumentPositionParams::new(&uri, 9, 2)).unwrap(),
         );
         let t0 = Instant::now();
-        let outcome = tokio::time::timeout(Duration::from_millis(300), slow).await;
-        assert!(
-            outcome.is_err(),
-            "the slow request should still be pending: {outcome:?}"
-        );
+        // Drop it once it is on its way to Lean (in the pending table), which
+        // the first poll does; its answer waits for the sleep.
+        let mut slow = Box::pin(slow);
+        tokio::select! {
+            biased;
+            outcome = &mut slow => panic!("the slow request should still be pending: {outcome:?}"),
+            () = async {
+                while s.client.stats().pending == before.pending {
+                    tokio::task::yield_now().await;
+                }
+            } => {}
+        }
+        drop(slow);
         let after = s.client.stats();
         assert_eq!(after.cancels_sent, before.cancels_sent + 1);
         assert_eq!(after.pending, 0, "the dropped request is forgotten");
@@ -569,7 +577,11 @@ async fn kill_fails_pending_requests_with_exited() {
                 )
                 .await
         });
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Kill once the request is in the pending table (a kill before that
+        // would test a request made after the death).
+        while s.client.stats().pending == 0 {
+            tokio::task::yield_now().await;
+        }
         assert_eq!(s.client.stats().pending, 1);
 
         let t0 = Instant::now();
