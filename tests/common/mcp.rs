@@ -357,6 +357,16 @@ impl Mcp {
         }
     }
 
+    /// A point in the stream: send a request for an unknown method (answered
+    /// at once, by the reader) and read up to its answer, so that everything
+    /// the server wrote before it had read that request is in
+    /// [`Mcp::received`].
+    pub fn sync_point(&mut self) {
+        let id = json!(format!("sync-point-{}", self.fresh_id()));
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "zz/sync-point"}));
+        self.response(&id);
+    }
+
     pub fn close_stdin(&mut self) {
         self.child.close_stdin();
     }
