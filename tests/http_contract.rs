@@ -526,9 +526,33 @@ async fn legacy_get_stream_and_post_sse() {
     assert!(end.is_none() || end.unwrap().is_err());
 }
 
+/// Poll `/health` (which belongs to no session, so it keeps none alive) until
+/// it counts `n` legacy sessions (`expected` says why); returns that report.
+async fn until_sessions(port: u16, n: u64, expected: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let health = send(port, "GET", "/health", &[], vec![]).await.json();
+        let sessions = health["sessions"].as_u64().expect("a session count");
+        if sessions == n {
+            return health;
+        }
+        assert!(sessions > n, "{expected}, but fewer are left: {health}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{expected}, but after 20 s: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn legacy_sessions_expire_when_idle() {
-    let server = Server::start(&["--session-idle-secs", "0.3"]);
+    // At level info the server logs each expiry.
+    let server = Server::start_with(
+        &["127.0.0.1:0"],
+        &["--session-idle-secs", "0.3"],
+        &[("LEAN_BEAM_LOG", "info")],
+    );
     let port = server.port;
     let sid = legacy_session(port).await;
     assert_eq!(
@@ -537,15 +561,23 @@ async fn legacy_sessions_expire_when_idle() {
     );
     let health = send(port, "GET", "/health", &[], vec![]).await.json();
     assert_eq!(health["sessions"], 1);
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    // Idle past 0.3 s, the reaper ends it, and says so.
+    until_sessions(port, 0, "the idle session expires").await;
+    assert!(
+        server
+            .log()
+            .iter()
+            .any(|l| l.contains(&format!("session {sid} expired"))),
+        "{:?}",
+        server.log()
+    );
     let expired = legacy(port, &sid, 2, "ping", json!({}), &[]).await;
     assert_eq!(expired.status, StatusCode::NOT_FOUND);
-    assert_eq!(
-        send(port, "GET", "/health", &[], vec![]).await.json()["sessions"],
-        0
-    );
 
-    // An open GET stream keeps a session attended.
+    // An open GET stream keeps a session attended: a second session, idle
+    // from after that stream opened, expires (the reaper has seen the first
+    // one idle past the limit too, were the stream not counted), and the
+    // first one lives on.
     let sid = legacy_session(port).await;
     let stream = open(
         port,
@@ -555,26 +587,25 @@ async fn legacy_sessions_expire_when_idle() {
         vec![],
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    let idle = legacy_session(port).await;
+    until_sessions(
+        port,
+        1,
+        "the idle second session expires, the attended one stays",
+    )
+    .await;
+    assert_eq!(
+        legacy(port, &idle, 1, "ping", json!({}), &[]).await.status,
+        StatusCode::NOT_FOUND
+    );
     assert_eq!(
         legacy(port, &sid, 3, "ping", json!({}), &[]).await.status,
         StatusCode::OK
     );
     // A session whose only activity was that stream expires once it ends.
     drop(stream);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let health = send(port, "GET", "/health", &[], vec![]).await.json();
-        if health["sessions"] == 0 {
-            assert_eq!(health["streams"], 0);
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the session outlived its stream by 10 s: {health}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let health = until_sessions(port, 0, "the session expires once its stream ended").await;
+    assert_eq!(health["streams"], 0);
     assert_eq!(
         legacy(port, &sid, 4, "ping", json!({}), &[]).await.status,
         StatusCode::NOT_FOUND
