@@ -650,21 +650,10 @@ async fn modern_requests_are_sessionless_and_header_checked() {
     );
     assert!(stale.header("mcp-session-id").is_none());
 
-    // A modern header without the envelope: -32602, 400.
-    let bare = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/list"),
-        ],
-        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
-    )
-    .await;
-    assert_eq!(bare.status, StatusCode::BAD_REQUEST);
-    assert_eq!(bare.error_code(), -32602);
-    assert_eq!(bare.json()["id"], 4);
-
-    // Missing or mismatching mirrored headers: -32020, 400.
+    // Header and envelope checks: each request, and the status and JSON-RPC
+    // error it gets (None: it is served). -32602: a modern header without the
+    // envelope, or envelope members missing; -32020: a mirrored header missing
+    // or not matching the body; -32022: an unsupported revision.
     let envelope = |id: i64, method: &str, name: Option<&str>| {
         let mut params = json!({"_meta": meta()});
         if let Some(name) = name {
@@ -673,86 +662,107 @@ async fn modern_requests_are_sessionless_and_header_checked() {
         }
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
     };
-    for (headers, what) in [
-        (vec![("mcp-protocol-version", MODERN)], "missing Mcp-Method"),
-        (
-            vec![
-                ("mcp-protocol-version", MODERN),
-                ("mcp-method", "tools/call"),
-            ],
-            "mismatching Mcp-Method",
-        ),
-        (
-            vec![("mcp-method", "tools/list")],
-            "missing MCP-Protocol-Version",
-        ),
-    ] {
-        let response = post(port, &headers, &envelope(5, "tools/list", None)).await;
-        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{what}");
-        assert_eq!(response.error_code(), -32020, "{what}");
-    }
-    let no_name = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/call"),
-        ],
-        &envelope(6, "tools/call", Some("beam_version")),
-    )
-    .await;
-    assert_eq!(
-        (no_name.status, no_name.error_code()),
-        (StatusCode::BAD_REQUEST, -32020)
-    );
-    let wrong_name = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "beam_stats"),
-        ],
-        &envelope(7, "tools/call", Some("beam_version")),
-    )
-    .await;
-    assert_eq!(
-        (wrong_name.status, wrong_name.error_code()),
-        (StatusCode::BAD_REQUEST, -32020)
-    );
-    let encoded = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "=?base64?YmVhbV92ZXJzaW9u?="),
-        ],
-        &envelope(8, "tools/call", Some("beam_version")),
-    )
-    .await;
-    assert_eq!(encoded.status, StatusCode::OK, "{}", encoded.text());
     let mut other_version = envelope(9, "server/discover", None);
     other_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
         json!("2099-01-01");
-    let mismatch = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "server/discover"),
-        ],
-        &other_version,
-    )
-    .await;
-    assert_eq!(
-        (mismatch.status, mismatch.error_code()),
-        (StatusCode::BAD_REQUEST, -32020)
-    );
+    let (version, method, name) = ("mcp-protocol-version", "mcp-method", "mcp-name");
+    let bad = StatusCode::BAD_REQUEST;
+    let cases: Vec<(&str, Vec<(&str, &str)>, Value, StatusCode, Option<i64>)> = vec![
+        (
+            "modern headers, no envelope",
+            vec![(version, MODERN), (method, "tools/list")],
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+            bad,
+            Some(-32602),
+        ),
+        (
+            "missing Mcp-Method",
+            vec![(version, MODERN)],
+            envelope(5, "tools/list", None),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "mismatching Mcp-Method",
+            vec![(version, MODERN), (method, "tools/call")],
+            envelope(5, "tools/list", None),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "missing MCP-Protocol-Version",
+            vec![(method, "tools/list")],
+            envelope(5, "tools/list", None),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "missing Mcp-Name",
+            vec![(version, MODERN), (method, "tools/call")],
+            envelope(6, "tools/call", Some("beam_version")),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "mismatching Mcp-Name",
+            vec![
+                (version, MODERN),
+                (method, "tools/call"),
+                (name, "beam_stats"),
+            ],
+            envelope(7, "tools/call", Some("beam_version")),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "Mcp-Name base64-encoded",
+            vec![
+                (version, MODERN),
+                (method, "tools/call"),
+                (name, "=?base64?YmVhbV92ZXJzaW9u?="),
+            ],
+            envelope(8, "tools/call", Some("beam_version")),
+            StatusCode::OK,
+            None,
+        ),
+        (
+            "the body's revision differs from the header's",
+            vec![(version, MODERN), (method, "server/discover")],
+            other_version.clone(),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "an unsupported revision in the header only",
+            vec![(version, "2099-01-01"), (method, "tools/list")],
+            json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
+            bad,
+            Some(-32022),
+        ),
+        (
+            "no client capabilities in the envelope",
+            vec![(version, MODERN), (method, "server/discover")],
+            json!({"jsonrpc": "2.0", "id": 11, "method": "server/discover", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}}),
+            bad,
+            Some(-32602),
+        ),
+    ];
+    for (what, headers, body, status, code) in cases {
+        let response = post(port, &headers, &body).await;
+        assert_eq!(response.status, status, "{what}: {}", response.text());
+        match code {
+            Some(code) => {
+                assert_eq!(response.error_code(), code, "{what}");
+                assert_eq!(response.json()["id"], body["id"], "{what}");
+            }
+            None => assert!(response.json().get("error").is_none(), "{what}"),
+        }
+    }
 
-    // An unsupported revision: -32022 with data.supported, 400.
+    // An unsupported revision names the supported ones: -32022, 400.
     let unsupported = post(
         port,
-        &[
-            ("mcp-protocol-version", "2099-01-01"),
-            ("mcp-method", "server/discover"),
-        ],
+        &[(version, "2099-01-01"), (method, "server/discover")],
         &other_version,
     )
     .await;
@@ -765,27 +775,6 @@ async fn modern_requests_are_sessionless_and_header_checked() {
     assert_eq!(
         unsupported.json()["error"]["data"]["requested"],
         "2099-01-01"
-    );
-    let header_only = post(
-        port,
-        &[
-            ("mcp-protocol-version", "2099-01-01"),
-            ("mcp-method", "tools/list"),
-        ],
-        &json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
-    )
-    .await;
-    assert_eq!(
-        (header_only.status, header_only.error_code()),
-        (StatusCode::BAD_REQUEST, -32022)
-    );
-
-    // Missing envelope members: -32602, 400.
-    let no_caps = post(port, &[("mcp-protocol-version", MODERN), ("mcp-method", "server/discover")],
-        &json!({"jsonrpc": "2.0", "id": 11, "method": "server/discover", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}})).await;
-    assert_eq!(
-        (no_caps.status, no_caps.error_code()),
-        (StatusCode::BAD_REQUEST, -32602)
     );
 
     // Unknown and removed methods: 404 with -32601.
