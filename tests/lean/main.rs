@@ -16,6 +16,7 @@ mod inspect;
 mod lake_setup;
 mod lsp_client;
 mod prefix_bases;
+mod replicas;
 mod safe_fs;
 mod save_feedback;
 mod speculate;

@@ -728,6 +728,20 @@ fn handles_of_another_server_process_are_content_modified() {
                 "contentModified",
                 &format!("{tool} with another process's handle"),
             );
+            // The error says the process is gone and the probe must be repeated
+            // (what a client behind a load balancer sees after a failover).
+            assert_eq!(e["data"]["reason"], "otherProcess", "{e}");
+            assert_eq!(
+                e["data"]["repeat"],
+                json!(["lean_sync", "lean_run_at_handle"]),
+                "{e}"
+            );
+            let message = e["message"].as_str().unwrap();
+            assert!(
+                message.contains("server process, which is gone")
+                    && message.contains("Repeat the probe"),
+                "{message}"
+            );
         }
         let e = server.call_err(
             "lean_release",
