@@ -667,7 +667,15 @@ async fn modern_requests_are_sessionless_and_header_checked() {
         json!("2099-01-01");
     let (version, method, name) = ("mcp-protocol-version", "mcp-method", "mcp-name");
     let bad = StatusCode::BAD_REQUEST;
-    let cases: Vec<(&str, Vec<(&str, &str)>, Value, StatusCode, Option<i64>)> = vec![
+    /// What is checked, the headers, the body, the status, the error code.
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, &'a str)>,
+        Value,
+        StatusCode,
+        Option<i64>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "modern headers, no envelope",
             vec![(version, MODERN), (method, "tools/list")],
