@@ -124,6 +124,41 @@ fn goal_json(goal: &Value) -> Value {
     if let Some(name) = goal.get("userName").and_then(Value::as_str) {
         out["userName"] = Value::String(name.to_string());
     }
+    out["pretty"] = Value::String(pretty(&out));
+    out
+}
+
+/// A structured goal as Lean prints it (`ppGoal`): the case name, one line
+/// per hypothesis group (`a b : T`, `x : T := v`), then the target after
+/// its prefix.
+pub fn pretty(goal: &Value) -> String {
+    let mut out = String::new();
+    if let Some(name) = goal.get("userName").and_then(Value::as_str) {
+        out.push_str("case ");
+        out.push_str(name);
+        out.push('\n');
+    }
+    for hyp in goal
+        .get("hyps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let names: Vec<&str> = hyp["names"]
+            .as_array()
+            .map(|n| n.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        out.push_str(&names.join(" "));
+        out.push_str(" : ");
+        out.push_str(hyp["type"].as_str().unwrap_or(""));
+        if let Some(value) = hyp.get("value").and_then(Value::as_str) {
+            out.push_str(" := ");
+            out.push_str(value);
+        }
+        out.push('\n');
+    }
+    out.push_str(goal["goalPrefix"].as_str().unwrap_or("⊢ "));
+    out.push_str(goal["target"].as_str().unwrap_or(""));
     out
 }
 
@@ -285,6 +320,8 @@ pub fn plain_goal_json(text: &str) -> Value {
     if let Some(name) = user_name {
         goal["userName"] = Value::String(name);
     }
+    // Lean's own text, as it printed it.
+    goal["pretty"] = Value::String(text.to_owned());
     goal
 }
 
@@ -332,5 +369,26 @@ mod tests {
         assert_eq!(g["userName"], "succ");
         assert_eq!(g["hyps"][1]["value"], "one.add one");
         assert_eq!(g["target"], "Eq t two");
+        // Rendering the parsed goal gives Lean's text back.
+        let text = "case succ\nm : N\nt : N := one.add one\n⊢ Eq t two";
+        assert_eq!(g["pretty"], text);
+        assert_eq!(pretty(&g), text);
+    }
+
+    #[test]
+    fn interactive_goals_print_as_lean_prints_them() {
+        let goal = goal_json(&json!({
+            "userName": "succ",
+            "goalPrefix": "⊢ ",
+            "type": { "text": "Eq (N.add m n) n" },
+            "hyps": [
+                { "names": ["m", "n"], "type": { "text": "N" } },
+                { "names": ["t"], "type": { "text": "N" }, "val": { "text": "one" } },
+            ],
+        }));
+        assert_eq!(
+            goal["pretty"],
+            "case succ\nm n : N\nt : N := one\n⊢ Eq (N.add m n) n"
+        );
     }
 }

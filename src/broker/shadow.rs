@@ -144,11 +144,41 @@ pub fn header(text: &str) -> &str {
 pub struct SlotGuard {
     slot: Arc<Slot>,
     _use: DocUse,
-    _permit: OwnedSemaphorePermit,
+    /// Taken only by a reset (see [`elaborate`]), which keeps the
+    /// slot until Lean has been told to stop.
+    permit: Option<OwnedSemaphorePermit>,
+    /// While Lean elaborates text in this slot for a probe that may be
+    /// abandoned (cancelled, out of time): the session to close the slot's
+    /// document in then, so that Lean stops the abandoned work.
+    reset: Option<Session>,
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
+        if let (Some(session), Some(permit)) = (self.reset.take(), self.permit.take()) {
+            // Lean does not stop every elaboration when a newer version
+            // arrives (deep kernel or evaluation work runs on), but closing
+            // the document ends its worker; the slot stays busy (a new
+            // guard) until then and reopens on its next use.
+            let guard = SlotGuard {
+                _use: self.slot.doc.begin_use(),
+                slot: Arc::clone(&self.slot),
+                permit: Some(permit),
+                reset: None,
+            };
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    if sync::close_in_lean(Some(&session), guard.doc()).await {
+                        crate::log_debug!(
+                            "{}: closed to stop an abandoned probe",
+                            guard.doc().path.shown
+                        );
+                    }
+                    drop(guard);
+                });
+            }
+            return;
+        }
         *self
             .slot
             .last_used
@@ -236,7 +266,8 @@ impl Pool {
         SlotGuard {
             _use: slot.doc.begin_use(),
             slot,
-            _permit: permit,
+            permit: Some(permit),
+            reset: None,
         }
     }
 
@@ -273,7 +304,8 @@ impl Pool {
                 taken.push(SlotGuard {
                     _use: slot.doc.begin_use(),
                     slot: Arc::clone(slot),
-                    _permit: permit,
+                    permit: Some(permit),
+                    reset: None,
                 });
             }
         }
@@ -324,15 +356,20 @@ impl Pool {
 /// worker on a header whose import was confirmed (see
 /// [`SlotGuard::confirm_header`]); otherwise the barrier decides. Progress
 /// names the user's file `shown`, never the shadow.
+///
+/// Should the caller give up before Lean is done (a cancelled call, a time
+/// budget), dropping the slot closes its document in Lean, which ends the
+/// abandoned work at once.
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
     ctx: &CallContext,
     shown: &str,
-    slot: &SlotGuard,
+    slot: &mut SlotGuard,
     text: String,
 ) -> Result<(u64, Snapshot), ToolError> {
-    let doc = slot.doc();
+    let doc = Arc::clone(slot.doc());
+    let doc = &doc;
     let _edit = doc.edit.lock().await;
     let fast = {
         let old = doc.state();
@@ -344,6 +381,7 @@ pub async fn elaborate(
             && slot.header_confirmed(header)
     };
     let applied = sync::apply(session, doc, Arc::from(text), None, Mode::IfChanged).await?;
+    slot.reset = Some(session.clone());
     let version = applied.version;
     let mut forwarder = Forwarder::for_probe(ctx, doc, version, shown);
     let mut live = doc.subscribe();
@@ -375,6 +413,7 @@ pub async fn elaborate(
             }
         }
     }
+    slot.reset = None;
     rt.settle(session).await;
     Ok((version, doc.snapshot()))
 }

@@ -1,6 +1,7 @@
 //! The hand-written implementation of the generated `Operations` trait: one
 //! method per tool, grouped by family in the submodules.
 
+mod batch;
 mod bundle;
 mod documents;
 mod feedback;
@@ -9,6 +10,7 @@ mod process;
 mod redact;
 mod save;
 mod speculate;
+mod term_goal;
 mod todo;
 
 use std::sync::Arc;
@@ -100,8 +102,9 @@ impl Operations for Beam {
                 version: args.version,
                 line: args.line,
                 character: args.character,
-                text: &args.text,
             },
+            &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             false,
         )
         .await
@@ -121,9 +124,47 @@ impl Operations for Beam {
                 version: args.version,
                 line: args.line,
                 character: args.character,
-                text: &args.text,
             },
+            &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             true,
+        )
+        .await
+    }
+
+    async fn lean_run_batch(&self, ctx: &CallContext, args: LeanRunBatchArgs) -> ToolOutcome {
+        let from = match (&args.handle, args.version, args.line, args.character) {
+            (Some(handle), None, None, None) => batch::From::Handle {
+                path: &args.path,
+                handle,
+            },
+            (None, Some(version), Some(line), Some(character)) => {
+                batch::From::Position(speculate::RunAt {
+                    workspace: &args.workspace,
+                    path: &args.path,
+                    version,
+                    line,
+                    character,
+                })
+            }
+            _ => {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    "give either version, line and character (a position) or handle, not both",
+                ));
+            }
+        };
+        batch::run_batch(
+            &self.broker,
+            ctx,
+            &batch::Batch {
+                workspace: &args.workspace,
+                from,
+                texts: &args.texts,
+                stop_on_first_close: args.stop_on_first_close,
+                handles: args.handles,
+                budget: speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
+            },
         )
         .await
     }
@@ -175,6 +216,10 @@ impl Operations for Beam {
         inspect::goals(&self.broker, ctx, &At::from(&args), args.mode).await
     }
 
+    async fn lean_term_goal(&self, ctx: &CallContext, args: LeanTermGoalArgs) -> ToolOutcome {
+        term_goal::term_goal(&self.broker, ctx, &At::from(&args)).await
+    }
+
     async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
         todo::todo(&self.broker, ctx, &args).await
     }
@@ -203,6 +248,7 @@ impl Operations for Beam {
             &args.path,
             &args.handle,
             &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             false,
         )
         .await
@@ -220,6 +266,7 @@ impl Operations for Beam {
             &args.path,
             &args.handle,
             &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             true,
         )
         .await

@@ -382,9 +382,9 @@ pub struct LeanDropWorkspaceArgs {
 pub struct LeanRunAtArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -395,6 +395,16 @@ pub struct LeanRunAtArgs {
     pub character: u64,
     ///Tactic text (in a proof) or one command (between commands).
     pub text: ::std::string::String,
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_at_handle`.
 #[derive(
@@ -409,9 +419,9 @@ pub struct LeanRunAtArgs {
 pub struct LeanRunAtHandleArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -422,6 +432,69 @@ pub struct LeanRunAtHandleArgs {
     pub character: u64,
     ///Tactic text (in a proof) or one command (between commands).
     pub text: ::std::string::String,
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
+}
+///Arguments of `lean_run_batch`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanRunBatchArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///`path`.
+    pub path: ::std::string::String,
+    ///`version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub version: ::std::option::Option<u64>,
+    ///`line`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub line: ::std::option::Option<u64>,
+    ///`character`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub character: ::std::option::Option<u64>,
+    ///`handle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "::std::string::String")]
+    pub handle: ::std::option::Option<::std::string::String>,
+    ///`texts`.
+    pub texts: ::std::vec::Vec<::std::string::String>,
+    ///`stop_on_first_close`.
+    #[serde(default = "defaults::lean_run_batch_stop_on_first_close")]
+    pub stop_on_first_close: bool,
+    ///`handles`.
+    #[serde(default = "defaults::lean_run_batch_handles")]
+    pub handles: bool,
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_hover`.
 #[derive(
@@ -436,9 +509,9 @@ pub struct LeanRunAtHandleArgs {
 pub struct LeanHoverArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -461,9 +534,9 @@ pub struct LeanHoverArgs {
 pub struct LeanSignatureHelpArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -486,9 +559,9 @@ pub struct LeanSignatureHelpArgs {
 pub struct LeanDefinitionArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -511,9 +584,9 @@ pub struct LeanDefinitionArgs {
 pub struct LeanReferencesArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -539,9 +612,9 @@ pub struct LeanReferencesArgs {
 pub struct LeanDocumentSymbolsArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
 }
@@ -574,9 +647,9 @@ pub struct LeanWorkspaceSymbolsArgs {
 pub struct LeanGoalsArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based line.
@@ -587,6 +660,31 @@ pub struct LeanGoalsArgs {
     pub character: u64,
     ///`mode`.
     pub mode: GoalsMode,
+}
+///Arguments of `lean_term_goal`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanTermGoalArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///`path`.
+    pub path: ::std::string::String,
+    ///`version`.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub version: u64,
+    ///0-based line.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub line: u64,
+    ///0-based UTF-16 column.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub character: u64,
 }
 ///Arguments of `lean_todo`.
 #[derive(
@@ -601,9 +699,9 @@ pub struct LeanGoalsArgs {
 pub struct LeanTodoArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///0-based first line.
@@ -638,9 +736,9 @@ pub struct LeanTodoArgs {
 pub struct LeanCodeActionResolveArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///A lean_todo code_action (with `data`).
@@ -666,6 +764,16 @@ pub struct LeanRunWithArgs {
     pub handle: ::std::string::String,
     ///Tactic text or one command.
     pub text: ::std::string::String,
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_with_linear`.
 #[derive(
@@ -686,6 +794,16 @@ pub struct LeanRunWithLinearArgs {
     pub handle: ::std::string::String,
     ///Tactic text or one command.
     pub text: ::std::string::String,
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_release`.
 #[derive(
@@ -718,7 +836,7 @@ pub struct LeanReleaseArgs {
 pub struct LeanUpdateArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
 }
 ///Arguments of `lean_sync`.
@@ -734,7 +852,7 @@ pub struct LeanUpdateArgs {
 pub struct LeanSyncArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
     ///Errors, or all severities (counts are always complete).
     #[serde(default = "defaults::lean_sync_diagnostic_scope")]
@@ -756,7 +874,7 @@ pub struct LeanSyncArgs {
 pub struct LeanRefreshArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
     ///Errors, or all severities (counts are always complete).
     #[serde(default = "defaults::lean_refresh_diagnostic_scope")]
@@ -778,7 +896,7 @@ pub struct LeanRefreshArgs {
 pub struct LeanSaveArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
     ///Errors, or all severities.
     #[serde(default = "defaults::lean_save_diagnostic_scope")]
@@ -797,7 +915,7 @@ pub struct LeanSaveArgs {
 pub struct LeanCloseSaveArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
     ///Errors, or all severities.
     #[serde(default = "defaults::lean_close_save_diagnostic_scope")]
@@ -816,7 +934,7 @@ pub struct LeanCloseSaveArgs {
 pub struct LeanCloseArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Relative to the root, or absolute.
+    ///`path`.
     pub path: ::std::string::String,
 }
 mod defaults {
@@ -832,6 +950,12 @@ mod defaults {
     }
     pub(super) fn beam_feedback_report_include_collected() -> bool {
         false
+    }
+    pub(super) fn lean_run_batch_stop_on_first_close() -> bool {
+        false
+    }
+    pub(super) fn lean_run_batch_handles() -> bool {
+        true
     }
     pub(super) fn lean_references_include_declaration() -> bool {
         true
@@ -901,6 +1025,7 @@ pub enum Tool {
     LeanDropWorkspace,
     LeanRunAt,
     LeanRunAtHandle,
+    LeanRunBatch,
     LeanHover,
     LeanSignatureHelp,
     LeanDefinition,
@@ -908,6 +1033,7 @@ pub enum Tool {
     LeanDocumentSymbols,
     LeanWorkspaceSymbols,
     LeanGoals,
+    LeanTermGoal,
     LeanTodo,
     LeanCodeActionResolve,
     LeanRunWith,
@@ -921,16 +1047,17 @@ pub enum Tool {
     LeanClose,
 }
 /// The number of tools.
-pub const TOOL_COUNT: usize = 24usize;
+pub const TOOL_COUNT: usize = 26usize;
 impl Tool {
     /// All tools, in tools/list order.
-    pub const ALL: [Tool; 24usize] = [
+    pub const ALL: [Tool; 26usize] = [
         Tool::BeamVersion,
         Tool::BeamStats,
         Tool::BeamFeedbackReport,
         Tool::LeanDropWorkspace,
         Tool::LeanRunAt,
         Tool::LeanRunAtHandle,
+        Tool::LeanRunBatch,
         Tool::LeanHover,
         Tool::LeanSignatureHelp,
         Tool::LeanDefinition,
@@ -938,6 +1065,7 @@ impl Tool {
         Tool::LeanDocumentSymbols,
         Tool::LeanWorkspaceSymbols,
         Tool::LeanGoals,
+        Tool::LeanTermGoal,
         Tool::LeanTodo,
         Tool::LeanCodeActionResolve,
         Tool::LeanRunWith,
@@ -958,24 +1086,26 @@ impl Tool {
             Tool::LeanDropWorkspace => 3usize,
             Tool::LeanRunAt => 4usize,
             Tool::LeanRunAtHandle => 5usize,
-            Tool::LeanHover => 6usize,
-            Tool::LeanSignatureHelp => 7usize,
-            Tool::LeanDefinition => 8usize,
-            Tool::LeanReferences => 9usize,
-            Tool::LeanDocumentSymbols => 10usize,
-            Tool::LeanWorkspaceSymbols => 11usize,
-            Tool::LeanGoals => 12usize,
-            Tool::LeanTodo => 13usize,
-            Tool::LeanCodeActionResolve => 14usize,
-            Tool::LeanRunWith => 15usize,
-            Tool::LeanRunWithLinear => 16usize,
-            Tool::LeanRelease => 17usize,
-            Tool::LeanUpdate => 18usize,
-            Tool::LeanSync => 19usize,
-            Tool::LeanRefresh => 20usize,
-            Tool::LeanSave => 21usize,
-            Tool::LeanCloseSave => 22usize,
-            Tool::LeanClose => 23usize,
+            Tool::LeanRunBatch => 6usize,
+            Tool::LeanHover => 7usize,
+            Tool::LeanSignatureHelp => 8usize,
+            Tool::LeanDefinition => 9usize,
+            Tool::LeanReferences => 10usize,
+            Tool::LeanDocumentSymbols => 11usize,
+            Tool::LeanWorkspaceSymbols => 12usize,
+            Tool::LeanGoals => 13usize,
+            Tool::LeanTermGoal => 14usize,
+            Tool::LeanTodo => 15usize,
+            Tool::LeanCodeActionResolve => 16usize,
+            Tool::LeanRunWith => 17usize,
+            Tool::LeanRunWithLinear => 18usize,
+            Tool::LeanRelease => 19usize,
+            Tool::LeanUpdate => 20usize,
+            Tool::LeanSync => 21usize,
+            Tool::LeanRefresh => 22usize,
+            Tool::LeanSave => 23usize,
+            Tool::LeanCloseSave => 24usize,
+            Tool::LeanClose => 25usize,
         }
     }
     pub const fn name(self) -> &'static str {
@@ -986,6 +1116,7 @@ impl Tool {
             Tool::LeanDropWorkspace => "lean_drop_workspace",
             Tool::LeanRunAt => "lean_run_at",
             Tool::LeanRunAtHandle => "lean_run_at_handle",
+            Tool::LeanRunBatch => "lean_run_batch",
             Tool::LeanHover => "lean_hover",
             Tool::LeanSignatureHelp => "lean_signature_help",
             Tool::LeanDefinition => "lean_definition",
@@ -993,6 +1124,7 @@ impl Tool {
             Tool::LeanDocumentSymbols => "lean_document_symbols",
             Tool::LeanWorkspaceSymbols => "lean_workspace_symbols",
             Tool::LeanGoals => "lean_goals",
+            Tool::LeanTermGoal => "lean_term_goal",
             Tool::LeanTodo => "lean_todo",
             Tool::LeanCodeActionResolve => "lean_code_action_resolve",
             Tool::LeanRunWith => "lean_run_with",
@@ -1014,6 +1146,7 @@ impl Tool {
             "lean_drop_workspace" => Some(Tool::LeanDropWorkspace),
             "lean_run_at" => Some(Tool::LeanRunAt),
             "lean_run_at_handle" => Some(Tool::LeanRunAtHandle),
+            "lean_run_batch" => Some(Tool::LeanRunBatch),
             "lean_hover" => Some(Tool::LeanHover),
             "lean_signature_help" => Some(Tool::LeanSignatureHelp),
             "lean_definition" => Some(Tool::LeanDefinition),
@@ -1021,6 +1154,7 @@ impl Tool {
             "lean_document_symbols" => Some(Tool::LeanDocumentSymbols),
             "lean_workspace_symbols" => Some(Tool::LeanWorkspaceSymbols),
             "lean_goals" => Some(Tool::LeanGoals),
+            "lean_term_goal" => Some(Tool::LeanTermGoal),
             "lean_todo" => Some(Tool::LeanTodo),
             "lean_code_action_resolve" => Some(Tool::LeanCodeActionResolve),
             "lean_run_with" => Some(Tool::LeanRunWith),
@@ -1072,6 +1206,10 @@ impl Tool {
                 ::serde_json::to_value(::schemars::schema_for!(LeanRunAtHandleArgs))
                     .expect("derived schema serializes")
             }
+            Tool::LeanRunBatch => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanRunBatchArgs))
+                    .expect("derived schema serializes")
+            }
             Tool::LeanHover => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanHoverArgs))
                     .expect("derived schema serializes")
@@ -1098,6 +1236,10 @@ impl Tool {
             }
             Tool::LeanGoals => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanGoalsArgs))
+                    .expect("derived schema serializes")
+            }
+            Tool::LeanTermGoal => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanTermGoalArgs))
                     .expect("derived schema serializes")
             }
             Tool::LeanTodo => {
@@ -1149,7 +1291,7 @@ impl Tool {
         }
     }
 }
-pub static TOOL_SPECS: [ToolSpec; 24usize] = [
+pub static TOOL_SPECS: [ToolSpec; 26usize] = [
     ToolSpec {
         name: "beam_version",
         progress: ProgressClass::Quiet,
@@ -1202,6 +1344,16 @@ pub static TOOL_SPECS: [ToolSpec; 24usize] = [
     },
     ToolSpec {
         name: "lean_run_at_handle",
+        progress: ProgressClass::LakeAndFile,
+        status_notice: StatusNotice::OnSetupOrDelay,
+        workspace_bound: true,
+        snapshot_bound: true,
+        cancellable: true,
+        fence: false,
+        read_only: false,
+    },
+    ToolSpec {
+        name: "lean_run_batch",
         progress: ProgressClass::LakeAndFile,
         status_notice: StatusNotice::OnSetupOrDelay,
         workspace_bound: true,
@@ -1272,6 +1424,16 @@ pub static TOOL_SPECS: [ToolSpec; 24usize] = [
     },
     ToolSpec {
         name: "lean_goals",
+        progress: ProgressClass::Inspection,
+        status_notice: StatusNotice::AfterDelay,
+        workspace_bound: true,
+        snapshot_bound: true,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
+        name: "lean_term_goal",
         progress: ProgressClass::Inspection,
         status_notice: StatusNotice::AfterDelay,
         workspace_bound: true,
@@ -1392,33 +1554,35 @@ pub static TOOL_SPECS: [ToolSpec; 24usize] = [
     },
 ];
 /// The `tools` array of a tools/list result, serialized once at build time.
-pub const CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Run 1-32 candidates in parallel at a lean_run_at position or from a handle. Each: outcome (closed|progressed|failed|timeout|heartbeats|skipped|crashed), proof_state, fingerprint, same_as, diff, handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context at a position inside a term (a `sorry`) of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
-pub const INPUT_SCHEMAS: [&str; 24usize] = [
+pub const INPUT_SCHEMAS: [&str; 26usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
 /// The validators, compiled once on first use.
 pub static VALIDATORS: ::std::sync::LazyLock<::std::vec::Vec<::jsonschema::Validator>> = ::std::sync::LazyLock::new(||
@@ -1432,6 +1596,7 @@ pub enum ToolCall {
     LeanDropWorkspace(LeanDropWorkspaceArgs),
     LeanRunAt(LeanRunAtArgs),
     LeanRunAtHandle(LeanRunAtHandleArgs),
+    LeanRunBatch(LeanRunBatchArgs),
     LeanHover(LeanHoverArgs),
     LeanSignatureHelp(LeanSignatureHelpArgs),
     LeanDefinition(LeanDefinitionArgs),
@@ -1439,6 +1604,7 @@ pub enum ToolCall {
     LeanDocumentSymbols(LeanDocumentSymbolsArgs),
     LeanWorkspaceSymbols(LeanWorkspaceSymbolsArgs),
     LeanGoals(LeanGoalsArgs),
+    LeanTermGoal(LeanTermGoalArgs),
     LeanTodo(LeanTodoArgs),
     LeanCodeActionResolve(LeanCodeActionResolveArgs),
     LeanRunWith(LeanRunWithArgs),
@@ -1460,6 +1626,7 @@ impl ToolCall {
             ToolCall::LeanDropWorkspace(_) => Tool::LeanDropWorkspace,
             ToolCall::LeanRunAt(_) => Tool::LeanRunAt,
             ToolCall::LeanRunAtHandle(_) => Tool::LeanRunAtHandle,
+            ToolCall::LeanRunBatch(_) => Tool::LeanRunBatch,
             ToolCall::LeanHover(_) => Tool::LeanHover,
             ToolCall::LeanSignatureHelp(_) => Tool::LeanSignatureHelp,
             ToolCall::LeanDefinition(_) => Tool::LeanDefinition,
@@ -1467,6 +1634,7 @@ impl ToolCall {
             ToolCall::LeanDocumentSymbols(_) => Tool::LeanDocumentSymbols,
             ToolCall::LeanWorkspaceSymbols(_) => Tool::LeanWorkspaceSymbols,
             ToolCall::LeanGoals(_) => Tool::LeanGoals,
+            ToolCall::LeanTermGoal(_) => Tool::LeanTermGoal,
             ToolCall::LeanTodo(_) => Tool::LeanTodo,
             ToolCall::LeanCodeActionResolve(_) => Tool::LeanCodeActionResolve,
             ToolCall::LeanRunWith(_) => Tool::LeanRunWith,
@@ -1485,12 +1653,14 @@ impl ToolCall {
         match self {
             ToolCall::LeanRunAt(args) => Some(args.path.as_str()),
             ToolCall::LeanRunAtHandle(args) => Some(args.path.as_str()),
+            ToolCall::LeanRunBatch(args) => Some(args.path.as_str()),
             ToolCall::LeanHover(args) => Some(args.path.as_str()),
             ToolCall::LeanSignatureHelp(args) => Some(args.path.as_str()),
             ToolCall::LeanDefinition(args) => Some(args.path.as_str()),
             ToolCall::LeanReferences(args) => Some(args.path.as_str()),
             ToolCall::LeanDocumentSymbols(args) => Some(args.path.as_str()),
             ToolCall::LeanGoals(args) => Some(args.path.as_str()),
+            ToolCall::LeanTermGoal(args) => Some(args.path.as_str()),
             ToolCall::LeanTodo(args) => Some(args.path.as_str()),
             ToolCall::LeanCodeActionResolve(args) => Some(args.path.as_str()),
             ToolCall::LeanRunWith(args) => Some(args.path.as_str()),
@@ -1512,6 +1682,7 @@ impl ToolCall {
             ToolCall::LeanDropWorkspace(args) => Some(&args.workspace),
             ToolCall::LeanRunAt(args) => Some(&args.workspace),
             ToolCall::LeanRunAtHandle(args) => Some(&args.workspace),
+            ToolCall::LeanRunBatch(args) => Some(&args.workspace),
             ToolCall::LeanHover(args) => Some(&args.workspace),
             ToolCall::LeanSignatureHelp(args) => Some(&args.workspace),
             ToolCall::LeanDefinition(args) => Some(&args.workspace),
@@ -1519,6 +1690,7 @@ impl ToolCall {
             ToolCall::LeanDocumentSymbols(args) => Some(&args.workspace),
             ToolCall::LeanWorkspaceSymbols(args) => Some(&args.workspace),
             ToolCall::LeanGoals(args) => Some(&args.workspace),
+            ToolCall::LeanTermGoal(args) => Some(&args.workspace),
             ToolCall::LeanTodo(args) => Some(&args.workspace),
             ToolCall::LeanCodeActionResolve(args) => Some(&args.workspace),
             ToolCall::LeanRunWith(args) => Some(&args.workspace),
@@ -1559,6 +1731,9 @@ pub fn parse(
         Tool::LeanRunAtHandle => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanRunAtHandle)
         }
+        Tool::LeanRunBatch => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanRunBatch)
+        }
         Tool::LeanHover => ::serde_json::from_value(arguments).map(ToolCall::LeanHover),
         Tool::LeanSignatureHelp => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanSignatureHelp)
@@ -1576,6 +1751,9 @@ pub fn parse(
             ::serde_json::from_value(arguments).map(ToolCall::LeanWorkspaceSymbols)
         }
         Tool::LeanGoals => ::serde_json::from_value(arguments).map(ToolCall::LeanGoals),
+        Tool::LeanTermGoal => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanTermGoal)
+        }
         Tool::LeanTodo => ::serde_json::from_value(arguments).map(ToolCall::LeanTodo),
         Tool::LeanCodeActionResolve => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanCodeActionResolve)
@@ -1641,6 +1819,12 @@ pub trait Operations: Send + Sync {
         ctx: &CallContext,
         args: LeanRunAtHandleArgs,
     ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ///`lean_run_batch`: Run 1-32 candidates in parallel at a lean_run_at position or from a handle. Each: outcome (closed|progressed|failed|timeout|heartbeats|skipped|crashed), proof_state, fingerprint, same_as, diff, handle.
+    fn lean_run_batch(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunBatchArgs,
+    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
     ///`lean_hover`: Type and docstring at a position of a synced version.
     fn lean_hover(
         &self,
@@ -1682,6 +1866,12 @@ pub trait Operations: Send + Sync {
         &self,
         ctx: &CallContext,
         args: LeanGoalsArgs,
+    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ///`lean_term_goal`: Expected type and context at a position inside a term (a `sorry`) of a synced version.
+    fn lean_term_goal(
+        &self,
+        ctx: &CallContext,
+        args: LeanTermGoalArgs,
     ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
     ///`lean_todo`: Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at.
     fn lean_todo(
@@ -1763,6 +1953,7 @@ pub async fn dispatch<O: Operations + ?Sized>(
         ToolCall::LeanDropWorkspace(args) => ops.lean_drop_workspace(ctx, args).await,
         ToolCall::LeanRunAt(args) => ops.lean_run_at(ctx, args).await,
         ToolCall::LeanRunAtHandle(args) => ops.lean_run_at_handle(ctx, args).await,
+        ToolCall::LeanRunBatch(args) => ops.lean_run_batch(ctx, args).await,
         ToolCall::LeanHover(args) => ops.lean_hover(ctx, args).await,
         ToolCall::LeanSignatureHelp(args) => ops.lean_signature_help(ctx, args).await,
         ToolCall::LeanDefinition(args) => ops.lean_definition(ctx, args).await,
@@ -1772,6 +1963,7 @@ pub async fn dispatch<O: Operations + ?Sized>(
             ops.lean_workspace_symbols(ctx, args).await
         }
         ToolCall::LeanGoals(args) => ops.lean_goals(ctx, args).await,
+        ToolCall::LeanTermGoal(args) => ops.lean_term_goal(ctx, args).await,
         ToolCall::LeanTodo(args) => ops.lean_todo(ctx, args).await,
         ToolCall::LeanCodeActionResolve(args) => {
             ops.lean_code_action_resolve(ctx, args).await
@@ -1799,14 +1991,15 @@ macro_rules! for_each_tool {
         $crate::surface::BeamFeedbackReportArgs, lean_drop_workspace :
         $crate::surface::LeanDropWorkspaceArgs, lean_run_at :
         $crate::surface::LeanRunAtArgs, lean_run_at_handle :
-        $crate::surface::LeanRunAtHandleArgs, lean_hover :
-        $crate::surface::LeanHoverArgs, lean_signature_help :
-        $crate::surface::LeanSignatureHelpArgs, lean_definition :
+        $crate::surface::LeanRunAtHandleArgs, lean_run_batch :
+        $crate::surface::LeanRunBatchArgs, lean_hover : $crate::surface::LeanHoverArgs,
+        lean_signature_help : $crate::surface::LeanSignatureHelpArgs, lean_definition :
         $crate::surface::LeanDefinitionArgs, lean_references :
         $crate::surface::LeanReferencesArgs, lean_document_symbols :
         $crate::surface::LeanDocumentSymbolsArgs, lean_workspace_symbols :
         $crate::surface::LeanWorkspaceSymbolsArgs, lean_goals :
-        $crate::surface::LeanGoalsArgs, lean_todo : $crate::surface::LeanTodoArgs,
+        $crate::surface::LeanGoalsArgs, lean_term_goal :
+        $crate::surface::LeanTermGoalArgs, lean_todo : $crate::surface::LeanTodoArgs,
         lean_code_action_resolve : $crate::surface::LeanCodeActionResolveArgs,
         lean_run_with : $crate::surface::LeanRunWithArgs, lean_run_with_linear :
         $crate::surface::LeanRunWithLinearArgs, lean_release :
