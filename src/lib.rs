@@ -13,6 +13,7 @@ pub mod identity;
 pub mod lsp;
 pub mod mcp;
 pub mod ops;
+pub mod results;
 pub mod safe_fs;
 pub mod stats;
 pub mod surface;

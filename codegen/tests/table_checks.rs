@@ -19,6 +19,7 @@ const GOOD_TOOL: &str = r#"
 [[tool]]
 name = "good_tool"
 description = "A tool that is fine."
+result = "SomeResult"
 progress = "quiet"
 read_only = true
 args = [
@@ -51,6 +52,38 @@ fn a_good_table_generates_code() {
     let code = generate(&table("")).expect("the small table is valid");
     assert!(code.contains("pub struct GoodToolArgs"));
     assert!(code.contains("trait Operations"));
+    // The method returns the result type the table names, whose schema is
+    // the tool's outputSchema.
+    assert!(code.contains("Result<results::SomeResult, ToolError>"));
+    assert!(code.contains("results::output_schema::<results::SomeResult>()"));
+}
+
+#[test]
+fn a_tool_names_its_result_type() {
+    let missing = error_of(&table(
+        r#"
+[[tool]]
+name = "resultless"
+description = "Says nothing of what it answers."
+progress = "quiet"
+args = []
+"#,
+    ));
+    assert_mentions(&missing, &["operations.toml", "resultless", "result"]);
+    let misspelt = error_of(&table(
+        r#"
+[[tool]]
+name = "oddly_typed"
+description = "Names no Rust type."
+result = "some_result"
+progress = "quiet"
+args = []
+"#,
+    ));
+    assert_mentions(
+        &misspelt,
+        &["operations.toml", "tool `oddly_typed`", "`some_result`"],
+    );
 }
 
 #[test]
@@ -60,6 +93,7 @@ fn unknown_key_names_the_entry() {
 [[tool]]
 name = "colourful"
 description = "Has a key the table does not know."
+result = "SomeResult"
 progress = "quiet"
 colour = "blue"
 args = []
@@ -75,6 +109,7 @@ fn unknown_argument_key_names_the_entry() {
 [[tool]]
 name = "argful"
 description = "An argument with an unknown key."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "count", type = "natural", maximum = 3, doc = "How many." },
@@ -100,6 +135,7 @@ fn duplicate_argument_names_the_entry() {
 [[tool]]
 name = "twice"
 description = "Declares an argument twice."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "path", type = "string", doc = "A path." },
@@ -133,6 +169,7 @@ fn unknown_type_names_the_entry() {
 [[tool]]
 name = "typo"
 description = "Uses a type that does not exist."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "line", type = "nat", doc = "A line." },
@@ -152,6 +189,7 @@ fn unknown_array_item_type_names_the_entry() {
 [[tool]]
 name = "listy"
 description = "An array of an unknown type."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "things", type = "array", items = "Thing", doc = "Things." },
@@ -171,6 +209,7 @@ fn enum_default_outside_the_enum_names_the_entry() {
 [[tool]]
 name = "scoped"
 description = "A default that is not one of the values."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "scope", type = "string", enum = ["errors", "all"], default = "warnings", doc = "Which." },
@@ -195,6 +234,7 @@ fn default_of_the_wrong_type_names_the_entry() {
 [[tool]]
 name = "flag"
 description = "A boolean with a string default."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "on", type = "boolean", default = "yes", doc = "On?" },
@@ -218,6 +258,7 @@ fn unknown_progress_class_names_the_entry() {
 [[tool]]
 name = "chatty"
 description = "Uses a progress class that does not exist."
+result = "SomeResult"
 progress = "loud"
 args = []
 "#,
@@ -235,6 +276,7 @@ fn a_doc_is_omitted_or_says_something() {
 [[tool]]
 name = "blank"
 description = "Has an argument with a blank doc."
+result = "SomeResult"
 progress = "quiet"
 args = [
   { name = "path", type = "string", doc = "  " },
@@ -248,6 +290,7 @@ args = [
 [[tool]]
 name = "terse"
 description = "Takes a workspace and a title."
+result = "SomeResult"
 progress = "quiet"
 workspace_bound = true
 args = [
@@ -266,6 +309,7 @@ fn a_speculative_tool_needs_the_note() {
 [[tool]]
 name = "probe"
 description = "Runs caller text."
+result = "SomeResult"
 progress = "quiet"
 speculative = true
 args = []

@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
 use crate::mcp::session::Session;
-use crate::surface::Operations;
+use crate::surface::Handler;
 use crate::{log_error, log_info, log_warn};
 
 pub use auth::Token;
@@ -229,7 +229,7 @@ pub(crate) struct Server<O> {
     draining: AtomicBool,
 }
 
-impl<O: Operations + 'static> Server<O> {
+impl<O: Handler + 'static> Server<O> {
     fn new(dispatcher: Arc<Dispatcher<O>>, config: HttpConfig) -> Self {
         Self {
             dispatcher,
@@ -537,7 +537,7 @@ pub async fn serve<O, S>(
     listener: TcpListener,
     shutdown: S,
 ) where
-    O: Operations + 'static,
+    O: Handler + 'static,
     S: Future<Output = ()>,
 {
     config.allow.bound = listener.local_addr().ok();
@@ -663,7 +663,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 }
 
 /// Expire idle legacy sessions.
-async fn reap<O: Operations + 'static>(server: Arc<Server<O>>, mut stop: watch::Receiver<bool>) {
+async fn reap<O: Handler + 'static>(server: Arc<Server<O>>, mut stop: watch::Receiver<bool>) {
     let period =
         (server.sessions.idle / 2).clamp(Duration::from_millis(50), Duration::from_secs(30));
     let mut tick = tokio::time::interval(period);
