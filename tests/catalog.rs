@@ -305,6 +305,55 @@ fn tools_list_result_is_at_most_20_kb_without_output_schemas() {
     }
 }
 
+/// The harness checks every tool result a test reads against the schemas
+/// the server advertises (`common::outputs`): successes and errors alike,
+/// and it catches a result that breaks its schema or carries an undeclared
+/// key.
+#[test]
+fn the_harness_checks_every_tool_result_against_its_schema() {
+    let mut server = Server::spawn();
+    let call = |id: i64, name: &str, arguments: Value| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    };
+    let version = server.result(&call(1, "beam_version", json!({})));
+    assert_eq!(version["isError"], false, "{version}");
+    let stats = server.result(&call(2, "beam_stats", json!({})));
+    assert_eq!(stats["isError"], false, "{stats}");
+    let refused = server.result(&call(
+        3,
+        "lean_sync",
+        json!({"workspace": {"root": "/nonexistent/beam-catalog"}, "path": "A.lean"}),
+    ));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(server.results_checked(), 3);
+
+    let version = version["structuredContent"].clone();
+    common::outputs::check_content("beam_version", &version, false);
+    let mut missing = version.clone();
+    missing.as_object_mut().unwrap().remove("mcp_protocol");
+    let mut undeclared = version.clone();
+    undeclared["mcpProtocol"] = json!("2026-07-28");
+    for bad in [
+        missing,
+        undeclared,
+        json!({"code": "invalidInput", "message": "no"}),
+    ] {
+        let caught = std::panic::catch_unwind(|| {
+            common::outputs::check_content("beam_version", &bad, false)
+        });
+        assert!(caught.is_err(), "accepted as a beam_version result: {bad}");
+    }
+    let unknown_code = json!({"code": "somethingElse", "message": "no"});
+    let caught = std::panic::catch_unwind(|| {
+        common::outputs::check_content("lean_sync", &unknown_code, true)
+    });
+    assert!(caught.is_err(), "accepted as a tool error: {unknown_code}");
+}
+
 /// Every tool that reports progress says so in its description (MCP puts
 /// `_meta.progressToken` outside the arguments, so the schema cannot).
 #[test]

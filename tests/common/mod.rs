@@ -6,6 +6,7 @@ pub mod child;
 pub mod gated;
 pub mod lean;
 pub mod mcp;
+pub mod outputs;
 pub mod samples;
 
 use std::process::ExitStatus;
@@ -139,9 +140,14 @@ impl Server {
 
     /// The next message, or None at EOF / after `limit`.
     pub fn recv_within(&mut self, limit: Duration) -> Option<Value> {
-        let value = check_line(&self.child.next_line(limit)?);
+        let value = self.child.next_message(limit)?;
         self.transcript.push(value.clone());
         Some(value)
+    }
+
+    /// Tool results checked against their schemas so far ([`outputs`]).
+    pub fn results_checked(&self) -> usize {
+        self.child.results_checked()
     }
 
     /// The next message that is a response (notifications are kept in the
