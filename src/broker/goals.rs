@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::snapshot::Target;
-use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
+use crate::lsp::protocol::{collect_rpc_refs, flatten_tagged_text};
 use crate::results::{Goal, GoalSource, Hypothesis};
 use crate::surface::{GoalsMode, ToolError};
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::broker::Broker;
 use crate::broker::sync::Mode;
+use crate::replica::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
 use crate::surface::*;
@@ -27,11 +28,22 @@ type Answer<T> = Result<T, ToolError>;
 pub struct Beam {
     stats: Arc<Stats>,
     broker: Broker,
+    /// Named in `beam_version` and `beam_stats`.
+    replica: ReplicaId,
 }
 
 impl Beam {
+    /// A server named `<hostname>:stdio` until [`Beam::with_replica`] names it.
     pub fn new(stats: Arc<Stats>, broker: Broker) -> Self {
-        Self { stats, broker }
+        Self {
+            stats,
+            broker,
+            replica: ReplicaId::default_for(None),
+        }
+    }
+
+    pub fn with_replica(self, replica: ReplicaId) -> Self {
+        Self { replica, ..self }
     }
 
     /// Tear down every workspace runtime (transport shutdown).
@@ -46,12 +58,13 @@ impl Operations for Beam {
         _ctx: &CallContext,
         _args: BeamVersionArgs,
     ) -> Answer<VersionResult> {
-        Ok(process::version())
+        Ok(process::version(&self.replica))
     }
 
     async fn beam_stats(&self, _ctx: &CallContext, _args: BeamStatsArgs) -> Answer<StatsResult> {
         Ok(process::stats(
             &self.stats,
+            &self.replica,
             self.broker.stats(),
             self.broker.limits().await,
         ))

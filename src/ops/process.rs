@@ -4,13 +4,16 @@ use std::collections::BTreeMap;
 
 use crate::identity;
 use crate::mcp::era::{LEGACY_VERSION, MODERN_VERSION};
+use crate::replica::ReplicaId;
 use crate::results::{Limits, RuntimeStats, StatsResult, VersionResult};
 use crate::stats::Stats;
 
-pub fn version() -> VersionResult {
+/// `replica`: which of several servers behind a load balancer answered.
+pub fn version(replica: &ReplicaId) -> VersionResult {
     VersionResult {
         name: identity::NAME,
         version: identity::VERSION,
+        replica: replica.as_str().to_owned(),
         mcp_protocol: MODERN_VERSION,
         mcp_protocols: vec![MODERN_VERSION, LEGACY_VERSION],
         build: identity::build(),
@@ -21,10 +24,12 @@ pub fn version() -> VersionResult {
 /// used of it now.
 pub fn stats(
     stats: &Stats,
+    replica: &ReplicaId,
     workspaces: BTreeMap<String, RuntimeStats>,
     limits: Limits,
 ) -> StatsResult {
     StatsResult {
+        replica: replica.as_str().to_owned(),
         uptime_ms: stats.uptime_ms(),
         pid: std::process::id(),
         requests: stats.snapshot(),

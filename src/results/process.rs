@@ -22,6 +22,9 @@ pub struct BuildIdentity {
 pub struct VersionResult {
     pub name: &'static str,
     pub version: &'static str,
+    /// Which of several servers behind a load balancer answered
+    /// (`--replica-id`, else the host name).
+    pub replica: String,
     /// The preferred revision (not state negotiated for this request).
     pub mcp_protocol: &'static str,
     /// Every revision served.
@@ -166,6 +169,8 @@ pub struct RuntimeStats {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatsResult {
+    /// Which of several servers behind a load balancer answered.
+    pub replica: String,
     pub uptime_ms: u64,
     pub pid: u32,
     pub requests: RequestStats,

@@ -3,7 +3,7 @@
 //! `tests/fixtures/EXPECTED.md`, `lean_todo` and code actions, UTF-16
 //! positions, snapshot binding errors, and a burst of concurrent calls.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 
@@ -104,6 +104,9 @@ fn hover_names_the_type_and_docstring() {
     // Nothing there: Lean's null, under the same key.
     let nothing = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 15, 0));
     assert_eq!(nothing["hover"], Value::Null, "{nothing}");
+    // The harness checked each result against lean_hover's outputSchema (and
+    // the sync's against lean_sync's), not only these assertions.
+    assert!(mcp.results_checked() >= 6, "{}", mcp.results_checked());
 }
 
 #[test]
