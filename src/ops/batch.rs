@@ -6,13 +6,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::speculate::{self, Budget, Exhausted, Ran, RunAt};
-use super::typed;
+use super::speculate::{self, Budget, Ran, RunAt};
 use crate::broker::Broker;
-use crate::surface::{CallContext, ErrorCode, ToolError, ToolOutcome, Workspace};
+use crate::results::{
+    BatchMode, BatchResult, Candidate, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
+};
+use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
 
 /// At most this many candidates in one call.
 pub const MAX_CANDIDATES: usize = 32;
@@ -30,94 +31,6 @@ pub struct Batch<'a> {
     pub stop_on_first_close: bool,
     pub handles: bool,
     pub budget: Budget,
-}
-
-/// What became of one candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// No goals remain (a command or a term: no error).
-    Closed,
-    /// Goals remain, no error.
-    Progressed,
-    /// An error: its messages, and the goals before the failing step.
-    Failed,
-    /// `timeout_ms` ran out.
-    Timeout,
-    /// `max_heartbeats` ran out.
-    Heartbeats,
-    /// Not run, or stopped, because an earlier one closed the goals
-    /// (`stop_on_first_close`).
-    Skipped,
-    /// Lean's worker died under it.
-    Crashed,
-}
-
-/// How a candidate's goals differ from the goals it started from: indices
-/// into `start_goals` and into the candidate's `proof_state.goals`.
-#[derive(Debug, Default, Serialize)]
-pub struct Diff {
-    /// Starting goals no longer there.
-    pub closed: Vec<usize>,
-    /// Goals that were not there at the start.
-    pub added: Vec<usize>,
-    /// For each added goal, the hypotheses gained and lost against the
-    /// starting goal it came from (the one of the same case name, else the
-    /// first closed one).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hyps: Vec<HypsDiff>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct HypsDiff {
-    pub goal: usize,
-    pub from: usize,
-    pub added: Vec<String>,
-    pub removed: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Candidate {
-    pub index: usize,
-    pub outcome: Outcome,
-    /// As in `lean_run_at` (messages in the user's file, `step_range` from
-    /// the candidate's first character).
-    pub messages: Vec<Value>,
-    /// After the candidate; after a failed one, before its failing step.
-    pub proof_state: Value,
-    /// The resulting proof state (closed or progressed): equal exactly when
-    /// the pretty-printed goals are.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-    /// The first earlier candidate with the same fingerprint.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub same_as: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff: Option<Diff>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub handle: Option<String>,
-    /// From when it had a shadow slot until its answer was read.
-    pub elapsed_ms: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct BatchResult {
-    workspace: Value,
-    path: String,
-    /// The user document version the candidates ran against.
-    version: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line_text: Option<String>,
-    /// What the candidates are: `tactic`, `command` or `term`.
-    mode: &'static str,
-    /// The goals the candidates start from (`pretty` as Lean prints them).
-    start_goals: Vec<Value>,
-    candidates: Vec<Candidate>,
-    /// The first candidate (by index) that closed the goals.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    first_closed: Option<usize>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    disk_changed: bool,
 }
 
 /// A set of futures polled together, giving each result as it comes (no
@@ -154,20 +67,15 @@ fn invalid(message: String) -> ToolError {
     ToolError::new(ErrorCode::InvalidParams, message)
 }
 
-/// One goal as Lean prints it (the `pretty` every goal carries).
-fn pretty(goal: &Value) -> &str {
-    goal.get("pretty").and_then(Value::as_str).unwrap_or("")
-}
-
 /// FNV-1a, 128 bits, over the pretty-printed goals: stable across calls and
 /// processes (no random seed), unlike std's hasher.
-fn fingerprint(goals: &[Value]) -> String {
+fn fingerprint(goals: &[Goal]) -> String {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013b;
     let mut hash = OFFSET;
     for goal in goals {
         // A separator that no goal text holds keeps goal boundaries apart.
-        for byte in pretty(goal).bytes().chain([0u8]) {
+        for byte in goal.pretty.bytes().chain([0u8]) {
             hash ^= u128::from(byte);
             hash = hash.wrapping_mul(PRIME);
         }
@@ -176,43 +84,34 @@ fn fingerprint(goals: &[Value]) -> String {
 }
 
 /// A goal's hypotheses, one line each as Lean prints them.
-fn hyp_lines(goal: &Value) -> Vec<String> {
-    goal.get("hyps")
-        .and_then(Value::as_array)
-        .map(|hyps| {
-            hyps.iter()
-                .map(|h| {
-                    let names: Vec<&str> = h["names"]
-                        .as_array()
-                        .map(|n| n.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    let mut line =
-                        format!("{} : {}", names.join(" "), h["type"].as_str().unwrap_or(""));
-                    if let Some(value) = h.get("value").and_then(Value::as_str) {
-                        line.push_str(" := ");
-                        line.push_str(value);
-                    }
-                    line
-                })
-                .collect()
+fn hyp_lines(goal: &Goal) -> Vec<String> {
+    goal.hyps
+        .iter()
+        .map(|h| {
+            let mut line = format!("{} : {}", h.names.join(" "), h.ty);
+            if let Some(value) = &h.value {
+                line.push_str(" := ");
+                line.push_str(value);
+            }
+            line
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-fn diff(start: &[Value], after: &[Value]) -> Diff {
+fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
     let closed: Vec<usize> = (0..start.len())
-        .filter(|&i| !after.iter().any(|g| pretty(g) == pretty(&start[i])))
+        .filter(|&i| !after.iter().any(|g| g.pretty == start[i].pretty))
         .collect();
     let added: Vec<usize> = (0..after.len())
-        .filter(|&i| !start.iter().any(|g| pretty(g) == pretty(&after[i])))
+        .filter(|&i| !start.iter().any(|g| g.pretty == after[i].pretty))
         .collect();
     let hyps = added
         .iter()
         .filter_map(|&goal| {
-            let name = after[goal].get("userName");
+            let name = &after[goal].user_name;
             let from = start
                 .iter()
-                .position(|g| name.is_some() && g.get("userName") == name)
+                .position(|g| name.is_some() && &g.user_name == name)
                 .or_else(|| closed.first().copied())?;
             let (now, then) = (hyp_lines(&after[goal]), hyp_lines(&start[from]));
             let added: Vec<String> = now.iter().filter(|h| !then.contains(h)).cloned().collect();
@@ -225,7 +124,7 @@ fn diff(start: &[Value], after: &[Value]) -> Diff {
             })
         })
         .collect();
-    Diff {
+    GoalDiff {
         closed,
         added,
         hyps,
@@ -246,9 +145,10 @@ fn verdict(ran: &Ran, tactic: bool) -> Outcome {
     if !result.success {
         return Outcome::Failed;
     }
-    let goals_left = result.proof_state["goals"]
-        .as_array()
-        .is_some_and(|g| !g.is_empty());
+    let goals_left = result
+        .proof_state
+        .as_ref()
+        .is_some_and(|p| !p.goals.is_empty());
     if tactic && (goals_left || !ran.unsolved.is_empty()) {
         Outcome::Progressed
     } else {
@@ -261,12 +161,13 @@ fn crashed(e: &ToolError) -> bool {
 }
 
 /// A candidate that did not run to its end.
-fn without_run(index: usize, outcome: Outcome, messages: Vec<Value>) -> Candidate {
+fn without_run(index: usize, outcome: Outcome, error: Option<String>) -> Candidate {
     Candidate {
         index,
         outcome,
-        messages,
-        proof_state: Value::Null,
+        messages: Vec::new(),
+        proof_state: None,
+        error,
         fingerprint: None,
         same_as: None,
         diff: None,
@@ -289,15 +190,29 @@ impl Place<'_> {
         }
     }
 
-    fn tactic(&self) -> bool {
+    fn mode(&self) -> BatchMode {
         match self {
-            Place::At(start) => start.mode_name() == "tactic",
-            Place::With(from) => from.is_proof(),
+            Place::At(start) => start.mode(),
+            Place::With(from) if from.is_proof() => BatchMode::Tactic,
+            Place::With(_) => BatchMode::Command,
         }
     }
 }
 
-pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) -> ToolOutcome {
+/// The goals of a step's proof state (none for a command).
+fn goals_of(ran: &Ran) -> Vec<Goal> {
+    ran.result
+        .proof_state
+        .as_ref()
+        .map(|p| p.goals.clone())
+        .unwrap_or_default()
+}
+
+pub async fn run_batch(
+    broker: &Broker,
+    ctx: &CallContext,
+    batch: &Batch<'_>,
+) -> Result<BatchResult, ToolError> {
     let total = batch.texts.len();
     if total == 0 || total > MAX_CANDIDATES {
         return Err(invalid(format!(
@@ -317,7 +232,8 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
                 .map_err(|e| invalid(format!("texts[{i}]: {}", e.message)))?;
         }
     }
-    let tactic = place.tactic();
+    let mode = place.mode();
+    let tactic = mode == BatchMode::Tactic;
     // Candidates report progress as one count, not each its own file
     // progress; they stop with the call.
     let quiet = CallContext::new(ctx.request_id.clone(), ctx.era, ctx.tool, None, None, None)
@@ -351,10 +267,7 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
     while let Some((i, ran)) = running.next().await {
         if i == total {
             start_goals = Some(match ran {
-                Ok(ran) => ran.result.proof_state["goals"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default(),
+                Ok(ran) => goals_of(&ran),
                 Err(e) if crashed(&e) => Vec::new(),
                 Err(e) => return Err(e),
             });
@@ -391,7 +304,7 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
         drop(running);
         if let Some(future) = start_future {
             if let Ok(ran) = future.await {
-                start_goals = ran.result.proof_state["goals"].as_array().cloned();
+                start_goals = Some(goals_of(&ran));
             }
         }
     }
@@ -401,12 +314,11 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
     for (index, ran) in done.into_iter().enumerate() {
         let ran = match ran {
             None => {
-                candidates.push(without_run(index, Outcome::Skipped, Vec::new()));
+                candidates.push(without_run(index, Outcome::Skipped, None));
                 continue;
             }
             Some(Err(e)) => {
-                let message = json!({ "severity": "error", "text": e.message });
-                candidates.push(without_run(index, Outcome::Crashed, vec![message]));
+                candidates.push(without_run(index, Outcome::Crashed, Some(e.message)));
                 continue;
             }
             Some(Ok(ran)) => ran,
@@ -414,19 +326,17 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
         let outcome = verdict(&ran, tactic);
         let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
         let mut ran = ran;
-        let after_step: Vec<Value> = ran.result.proof_state["goals"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let after_step = goals_of(&ran);
         // A step ending in a nested block (`case x => …`) shows that
         // block's goals at its end; what is left of the whole proof is
         // what Lean reports unsolved.
-        let goals = if outcome == Outcome::Progressed && after_step.is_empty() {
-            ran.result.proof_state["goals"] = Value::Array(ran.unsolved.clone());
-            ran.result.proof_state["source"] = json!("unsolvedGoals");
-            std::mem::take(&mut ran.unsolved)
-        } else {
-            after_step
+        let goals = match &mut ran.result.proof_state {
+            Some(state) if outcome == Outcome::Progressed && after_step.is_empty() => {
+                state.goals = std::mem::take(&mut ran.unsolved);
+                state.source = GoalSource::UnsolvedGoals;
+                state.goals.clone()
+            }
+            _ => after_step,
         };
         let fingerprint = (reached && tactic).then(|| fingerprint(&goals));
         let same_as = fingerprint.as_ref().and_then(|f| {
@@ -436,7 +346,7 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
                 .map(|c| c.index)
         });
         let handle = match (&place, reached && batch.handles, &ran.step) {
-            (Place::At(start), true, Some(step)) if tactic || start.mode_name() == "command" => {
+            (Place::At(start), true, Some(step)) if mode != BatchMode::Term => {
                 Some(start.mint(step)?)
             }
             (Place::With(from), true, _) => Some(from.mint(&batch.texts[index])?),
@@ -451,6 +361,7 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
             fingerprint,
             same_as,
             handle,
+            error: None,
             elapsed_ms: ran.elapsed.as_millis() as u64,
         });
     }
@@ -458,27 +369,23 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
         .iter()
         .find(|c| c.outcome == Outcome::Closed)
         .map(|c| c.index);
-    let (path, version, line_text, mode, disk_changed) = match place {
+    let (workspace, path, version, line_text, disk_changed) = match place {
         Place::At(start) => (
+            start.bound.rt.root.descriptor(),
             start.bound.doc.path.shown.clone(),
             start.bound.state.version,
             Some(start.line_text.clone()),
-            start.mode_name(),
             start.bound.disk_changed().await,
         ),
         Place::With(from) => (
+            from.rt.root.descriptor(),
             from.doc.path.shown.clone(),
             from.state.version,
             None,
-            if tactic { "tactic" } else { "command" },
             from.disk_changed().await,
         ),
     };
-    let workspace = match place {
-        Place::At(start) => start.bound.rt.root.descriptor(),
-        Place::With(from) => from.rt.root.descriptor(),
-    };
-    typed(&BatchResult {
+    Ok(BatchResult {
         workspace,
         path,
         version,
@@ -495,21 +402,22 @@ pub async fn run_batch(broker: &Broker, ctx: &CallContext, batch: &Batch<'_>) ->
 mod tests {
     use super::*;
 
-    fn goal(name: Option<&str>, hyps: &[(&str, &str)], target: &str) -> Value {
-        let mut pretty = name.map(|n| format!("case {n}\n")).unwrap_or_default();
-        for (n, t) in hyps {
-            pretty.push_str(&format!("{n} : {t}\n"));
-        }
-        pretty.push_str(&format!("⊢ {target}"));
-        let mut g = json!({
-            "goalPrefix": "⊢ ",
-            "target": target,
-            "hyps": hyps.iter().map(|(n, t)| json!({ "names": [n], "type": t })).collect::<Vec<_>>(),
-            "pretty": pretty,
-        });
-        if let Some(n) = name {
-            g["userName"] = json!(n);
-        }
+    fn goal(name: Option<&str>, hyps: &[(&str, &str)], target: &str) -> Goal {
+        let mut g = Goal {
+            goal_prefix: "⊢ ".to_owned(),
+            target: target.to_owned(),
+            hyps: hyps
+                .iter()
+                .map(|(n, t)| crate::results::Hypothesis {
+                    names: vec![(*n).to_owned()],
+                    ty: (*t).to_owned(),
+                    value: None,
+                })
+                .collect(),
+            user_name: name.map(str::to_owned),
+            pretty: String::new(),
+        };
+        g.pretty = crate::broker::goals::pretty(&g);
         g
     }
 

@@ -1,10 +1,9 @@
 //! Speculative execution: `lean_run_at`, `lean_run_at_handle`, `lean_run_with`,
 //! `lean_run_with_linear` and `lean_release`, on shadow documents.
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::typed;
+use super::Answer;
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
@@ -17,7 +16,11 @@ use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
 use crate::broker::text::LineIndex;
-use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, ToolOutcome, Workspace};
+use crate::results::{
+    BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult,
+    RunMessage, RunResult,
+};
+use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, Workspace};
 
 /// What a step's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,28 +42,7 @@ pub(super) struct Step {
     mode: Mode,
     placement: Placement,
     /// A term step: the type expected where it goes (a structured goal).
-    expected: Option<Value>,
-}
-
-/// The run result (seed: "Stable Result Shapes"), with the addressed line
-/// for `lean_run_at*`.
-#[derive(Debug, Serialize)]
-pub(super) struct RunResult {
-    pub(super) workspace: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) line_text: Option<String>,
-    pub(super) success: bool,
-    pub(super) messages: Vec<Value>,
-    pub(super) traces: Vec<Value>,
-    pub(super) proof_state: Value,
-    pub(super) next_handle: Option<String>,
-    /// A budget (`max_heartbeats`, `timeout_ms`) ran out: the step did not
-    /// finish, which is neither a Lean error nor a success.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) exhausted: Option<Exhausted>,
-    /// The file changed on disk since the version probed was read from it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(super) disk_changed: bool,
+    expected: Option<Goal>,
 }
 
 /// Indent continuation lines of a multi-line step to the step's column.
@@ -146,20 +128,26 @@ fn command_count(text: &str) -> usize {
         .count()
 }
 
+/// A position of an LSP range (`start` or `end`); missing parts count as 0.
+fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
+    let at = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
+    (at("line"), at("character"))
+}
+
 /// A range relative to the step's first character (line 0 is the step's first
 /// line), so that messages of continuation steps are easy to place.
-fn step_range(range: &Value, start: (u32, u32)) -> Value {
-    let rel = |p: &Value| {
-        let line = p["line"].as_u64().unwrap_or(0) as u32;
-        let character = p["character"].as_u64().unwrap_or(0) as u32;
-        let (l, c) = if line == start.0 {
+fn step_range(range: &Value, start: (u32, u32)) -> Range {
+    let rel = |(line, character): (u32, u32)| {
+        if line == start.0 {
             (0, character.saturating_sub(start.1))
         } else {
             (line.saturating_sub(start.0), character)
-        };
-        json!({ "line": l, "character": c })
+        }
     };
-    json!({ "start": rel(&range["start"]), "end": rel(&range["end"]) })
+    Range::new(
+        rel(lsp_position(range, "start")),
+        rel(lsp_position(range, "end")),
+    )
 }
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
@@ -225,14 +213,6 @@ impl Budget {
     }
 }
 
-/// A budget that ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exhausted {
-    Heartbeats,
-    Timeout,
-}
-
 /// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
 /// `whnf`, maximum number of heartbeats (N) has been reached".
 const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
@@ -244,7 +224,7 @@ pub(super) struct Ran {
     pub(super) crashed: bool,
     /// The goals Lean reports unsolved at the end of the step's declaration
     /// (Lean's own text, parsed).
-    pub(super) unsolved: Vec<Value>,
+    pub(super) unsolved: Vec<Goal>,
     pub(super) elapsed: std::time::Duration,
     pub(super) step: Option<Step>,
 }
@@ -395,14 +375,11 @@ async fn elaborate_step(
 }
 
 /// A range of the shadow in the user's coordinates (see [`Placement`]).
-fn user_range(range: &Value, placement: &Placement) -> Value {
-    let at = |p: &Value| {
-        let line = p["line"].as_u64().unwrap_or(0) as u32;
-        let character = p["character"].as_u64().unwrap_or(0) as u32;
-        let (l, c) = placement.to_user((line, character));
-        json!({ "line": l, "character": c })
-    };
-    json!({ "start": at(&range["start"]), "end": at(&range["end"]) })
+fn user_range(range: &Value, placement: &Placement) -> Range {
+    Range::new(
+        placement.to_user(lsp_position(range, "start")),
+        placement.to_user(lsp_position(range, "end")),
+    )
 }
 
 /// Run one step in a shadow slot and build the run result. `baseline` holds
@@ -440,7 +417,7 @@ async fn run_step(
                     success: false,
                     messages: Vec::new(),
                     traces: Vec::new(),
-                    proof_state: Value::Null,
+                    proof_state: None,
                     next_handle: None,
                     exhausted: Some(Exhausted::Timeout),
                     disk_changed: false,
@@ -507,9 +484,10 @@ async fn interpret(
         let range = d.get("range").cloned().unwrap_or(Value::Null);
         let in_users_file = user_range(&range, &step.placement);
         // The user's own version reports the same there.
+        let as_lsp = json!(in_users_file);
         let known = baseline
             .iter()
-            .any(|b| b.get("range") == Some(&in_users_file) && diagnostics::message(b) == text);
+            .any(|b| b.get("range") == Some(&as_lsp) && diagnostics::message(b) == text);
         // After a term step comes the rest of the user's declaration: what
         // the user's own version reports there is not the step's doing.
         let after_term = known
@@ -525,30 +503,32 @@ async fn interpret(
             exhausted = Some(Exhausted::Heartbeats);
             success = false;
         }
-        let mut entry = json!({
-            "severity": diagnostics::severity_name(severity),
-            "text": text,
-            "range": in_users_file,
-        });
+        let mut entry = RunMessage {
+            severity: diagnostics::severity_name(severity),
+            text: text.to_owned(),
+            range: in_users_file,
+            step_range: None,
+            before_step: false,
+        };
         if in_step {
-            entry["step_range"] = step_range(&range, (start_line, start_char));
+            entry.step_range = Some(step_range(&range, (start_line, start_char)));
             if severity == ERROR {
                 success = false;
             }
         } else if (blocked || out_of_heartbeats) && severity == ERROR {
-            entry["before_step"] = Value::Bool(true);
+            entry.before_step = true;
         } else if severity == ERROR || known {
             // The declaration cut after the step ends with what is left:
             // Lean's "unsolved goals" there lists it at the block's level,
             // also when the step ends inside a nested block (`case x => …`).
             if severity == ERROR && !known {
                 if let Some(goals) = text.strip_prefix("unsolved goals\n") {
-                    unsolved.extend(goals.split("\n\n").map(goals::plain_goal_json));
+                    unsolved.extend(goals.split("\n\n").map(goals::plain_goal));
                 }
             }
             continue;
         } else {
-            entry["before_step"] = Value::Bool(true);
+            entry.before_step = true;
         }
         if severity == INFORMATION && text.starts_with('[') {
             traces.push(entry);
@@ -557,9 +537,9 @@ async fn interpret(
         }
     }
     let when = if success {
-        "after_step"
+        ProofStateAt::AfterStep
     } else {
-        "before_failed_step"
+        ProofStateAt::BeforeFailedStep
     };
     let proof_state = match step.mode {
         Mode::Proof => {
@@ -579,7 +559,11 @@ async fn interpret(
                 ctx: None,
             };
             let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
-            json!({ "goals": goals, "source": source.as_str(), "at": when })
+            Some(ProofState {
+                goals,
+                source,
+                at: when,
+            })
         }
         // A term that elaborates leaves nothing to prove; one that does not
         // still has the type expected where it goes.
@@ -588,9 +572,13 @@ async fn interpret(
                 (Some(expected), false) => vec![expected.clone()],
                 _ => Vec::new(),
             };
-            json!({ "goals": goals, "source": "plainTermGoal", "at": when })
+            Some(ProofState {
+                goals,
+                source: GoalSource::PlainTermGoal,
+                at: when,
+            })
         }
-        Mode::Command => Value::Null,
+        Mode::Command => None,
     };
     Ok(Ran {
         result: RunResult {
@@ -625,7 +613,7 @@ pub struct RunAt<'a> {
 struct TermAt {
     start: usize,
     end: usize,
-    expected: Value,
+    expected: Goal,
 }
 
 async fn term_at(
@@ -659,7 +647,7 @@ async fn term_at(
         (start <= offset && offset <= end && start < end).then(|| TermAt {
             start,
             end,
-            expected: goals::plain_goal_json(goal),
+            expected: goals::plain_goal(goal),
         }),
     )
 }
@@ -703,7 +691,7 @@ pub(super) struct Start<'c> {
     plan: Plan,
     /// The goals Lean shows at the position (proof mode), as `plainGoal`
     /// renders them.
-    pub(super) goals: Vec<Value>,
+    pub(super) goals: Vec<Goal>,
 }
 
 /// Bind the version and work out what the position is (tactic block,
@@ -850,7 +838,7 @@ pub(super) async fn start_at<'c>(
             .and_then(Value::as_array)
             .map(|g| {
                 g.iter()
-                    .map(|t| goals::plain_goal_json(t.as_str().unwrap_or("")))
+                    .map(|t| goals::plain_goal(t.as_str().unwrap_or("")))
                     .collect()
             })
             .unwrap_or_default(),
@@ -941,12 +929,12 @@ impl Start<'_> {
         self.step(candidate).map(|_| ())
     }
 
-    /// Whether candidates here are tactics (else a command or a term).
-    pub(super) fn mode_name(&self) -> &'static str {
+    /// What candidates here are.
+    pub(super) fn mode(&self) -> BatchMode {
         match self.plan {
-            Plan::Proof { .. } => "tactic",
-            Plan::Command { .. } => "command",
-            Plan::Term(_) => "term",
+            Plan::Proof { .. } => BatchMode::Tactic,
+            Plan::Command { .. } => BatchMode::Command,
+            Plan::Term(_) => BatchMode::Term,
         }
     }
 
@@ -1003,7 +991,7 @@ pub async fn run_at(
     text: &str,
     budget: Budget,
     mint: bool,
-) -> ToolOutcome {
+) -> Answer<RunResult> {
     let start = start_at(broker, ctx, at, mint).await?;
     let (ran, disk_changed) =
         tokio::join!(start.run(ctx, text, budget), start.bound.disk_changed());
@@ -1015,7 +1003,7 @@ pub async fn run_at(
     if let (true, Some(step)) = (mint && result.success, &step) {
         result.next_handle = Some(start.mint(step)?);
     }
-    typed(&result)
+    Ok(result)
 }
 
 /// A proof handle, taken and checked, ready to take continuation texts.
@@ -1147,7 +1135,7 @@ pub async fn run_with(
     text: &str,
     budget: Budget,
     linear: bool,
-) -> ToolOutcome {
+) -> Answer<RunResult> {
     let from = start_with(broker, ws, path, handle, linear).await?;
     let (ran, disk_changed) = tokio::join!(from.run(ctx, text, budget), from.disk_changed());
     let mut result = ran?.result;
@@ -1155,7 +1143,7 @@ pub async fn run_with(
     if result.success {
         result.next_handle = Some(from.mint(text)?);
     }
-    typed(&result)
+    Ok(result)
 }
 
 fn unknown_runtime(handle: &str) -> ToolError {
@@ -1166,7 +1154,12 @@ fn unknown_runtime(handle: &str) -> ToolError {
     .with_data(json!({ "handle": handle, "reason": "noRuntime" }))
 }
 
-pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) -> ToolOutcome {
+pub async fn release(
+    broker: &Broker,
+    ws: &Workspace,
+    path: &str,
+    handle: &str,
+) -> Answer<ReleaseResult> {
     let (root, doc_path) = broker.resolve_document(ws, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
@@ -1183,7 +1176,11 @@ pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) 
         ));
     }
     rt.handles.take(handle, true)?;
-    Ok(json!({ "workspace": root.descriptor(), "path": doc_path.shown, "released": true }))
+    Ok(ReleaseResult {
+        workspace: root.descriptor(),
+        path: doc_path.shown,
+        released: true,
+    })
 }
 
 #[cfg(test)]

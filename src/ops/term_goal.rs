@@ -2,28 +2,17 @@
 //! local context (`$/lean/plainTermGoal`), so that a term-mode hole (`:=
 //! sorry`) can be worked on as a tactic one is with `lean_goals`.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::inspect::At;
-use super::typed;
+use super::Answer;
+use super::inspect::{At, head};
 use crate::broker::Broker;
 use crate::broker::goals;
-use crate::broker::snapshot::{self, DocAnswer};
-use crate::surface::{CallContext, ToolOutcome};
+use crate::broker::snapshot;
+use crate::results::{Range, TermGoalResult};
+use crate::surface::CallContext;
 
-#[derive(Debug, Serialize)]
-struct TermGoalAnswer {
-    #[serde(flatten)]
-    doc: DocAnswer,
-    /// The expected type as a goal (hypotheses, target, `pretty`), or null
-    /// where Lean has no term.
-    goal: Option<Value>,
-    /// The term Lean found at the position.
-    range: Option<Value>,
-}
-
-pub async fn term_goal(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> ToolOutcome {
+pub async fn term_goal(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> Answer<TermGoalResult> {
     let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let (answer, disk_changed) = tokio::join!(
@@ -37,10 +26,14 @@ pub async fn term_goal(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> ToolO
     let goal = answer
         .get("goal")
         .and_then(Value::as_str)
-        .map(goals::plain_goal_json);
-    typed(&TermGoalAnswer {
-        doc: bound.answer(Some(at.line), disk_changed),
+        .map(goals::plain_goal);
+    // Lean's LSP range; a malformed one is left out rather than guessed.
+    let range = answer
+        .get("range")
+        .and_then(|r| serde_json::from_value::<Range>(r.clone()).ok());
+    Ok(TermGoalResult {
+        head: head(&bound, Some(at.line), disk_changed),
         goal,
-        range: answer.get("range").filter(|r| !r.is_null()).cloned(),
+        range,
     })
 }
