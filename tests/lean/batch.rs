@@ -454,3 +454,115 @@ fn a_cancelled_batch_stops_leans_work_and_the_next_batch_works() {
         );
     }
 }
+
+fn run_args(root: &str, version: u64, (line, character): (u64, u64), text: &str) -> Value {
+    json!({
+        "workspace": ws(root), "path": BATCH, "version": version,
+        "line": line, "character": character, "text": text,
+    })
+}
+
+#[test]
+fn single_probes_keep_to_their_budgets_and_say_which_ran_out() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, BATCH);
+    // Within budget: an ordinary result, no `exhausted`.
+    let fine = mcp.call(
+        "lean_run_at",
+        with(
+            run_args(&root, v, TACTIC, "exact N.zero_add n"),
+            json!({ "max_heartbeats": 20, "timeout_ms": 60000 }),
+        ),
+    );
+    assert_eq!(fine["success"], true, "{fine:#}");
+    assert!(fine.get("exhausted").is_none(), "{fine:#}");
+    // Out of heartbeats: not a success, not a plain Lean error.
+    let heavy = mcp.call(
+        "lean_run_at",
+        with(
+            run_args(&root, v, TACTIC, HEAVY),
+            json!({ "max_heartbeats": 20 }),
+        ),
+    );
+    assert_eq!(heavy["success"], false, "{heavy:#}");
+    assert_eq!(heavy["exhausted"], "heartbeats", "{heavy:#}");
+    // The same text without a budget is an ordinary failure.
+    let plain = mcp.call("lean_run_at", run_args(&root, v, TACTIC, HEAVY));
+    assert_eq!(plain["success"], false, "{plain:#}");
+    assert!(plain.get("exhausted").is_none(), "{plain:#}");
+    // Out of time.
+    let slow = mcp.call(
+        "lean_run_at_handle",
+        with(
+            run_args(&root, v, TACTIC, "sleep 600000"),
+            json!({ "timeout_ms": 3000 }),
+        ),
+    );
+    assert_eq!(slow["exhausted"], "timeout", "{slow:#}");
+    assert_eq!(slow["success"], false);
+    assert!(slow["next_handle"].is_null(), "{slow:#}");
+    // From a handle, both tools.
+    let start = mcp.call("lean_run_at_handle", run_args(&root, v, TACTIC, "skip"));
+    let handle = start["next_handle"].as_str().expect("handle").to_owned();
+    let from = |text: &str, budget: Value| {
+        with(
+            json!({ "workspace": ws(&root), "path": BATCH, "handle": handle, "text": text }),
+            budget,
+        )
+    };
+    let heavy = mcp.call(
+        "lean_run_with",
+        from(HEAVY, json!({ "max_heartbeats": 20 })),
+    );
+    assert_eq!(heavy["exhausted"], "heartbeats", "{heavy:#}");
+    let slow = mcp.call(
+        "lean_run_with_linear",
+        from("sleep 600000", json!({ "timeout_ms": 3000 })),
+    );
+    assert_eq!(slow["exhausted"], "timeout", "{slow:#}");
+}
+
+#[test]
+fn term_goals_and_pretty_goals_read_as_lean_prints_them() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let goals_file = "Fix/Goals.lean";
+    let v = sync(&mut mcp, &root, goals_file);
+    // EXPECTED.md: plainTermGoal at 29:16 (`two` in `exact Eq.refl two`).
+    let t = mcp.call(
+        "lean_term_goal",
+        json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 29, "character": 16 }),
+    );
+    assert_eq!(t["goal"]["pretty"], "t : N := ⋯\n⊢ N", "{t:#}");
+    assert_eq!(t["goal"]["target"], "N");
+    assert_eq!(t["goal"]["hyps"][0]["value"], "⋯");
+    assert_eq!(
+        t["range"],
+        json!({ "start": { "line": 29, "character": 16 }, "end": { "line": 29, "character": 19 } })
+    );
+    assert_eq!(t["version"], v);
+    // The goals of lean_goals carry Lean's own text (EXPECTED.md, 12:2).
+    let g = mcp.call(
+        "lean_goals",
+        json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 12, "character": 2, "mode": "before" }),
+    );
+    assert_eq!(
+        g["goals"][0]["pretty"], "n : N\n⊢ Eq (N.zero.add n) n",
+        "{g:#}"
+    );
+    // A term-mode hole: the type a `sorry` stands for.
+    let sorry_file = "Fix/Sorry.lean";
+    let v = sync(&mut mcp, &root, sorry_file);
+    let t = mcp.call(
+        "lean_term_goal",
+        json!({ "workspace": ws(&root), "path": sorry_file, "version": v, "line": 16, "character": 22 }),
+    );
+    assert_eq!(t["goal"]["pretty"], "⊢ N", "{t:#}");
+    // No term at a comment: null, not an error.
+    let none = mcp.call(
+        "lean_term_goal",
+        json!({ "workspace": ws(&root), "path": sorry_file, "version": v, "line": 7, "character": 3 }),
+    );
+    assert!(none["goal"].is_null(), "{none:#}");
+}
