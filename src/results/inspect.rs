@@ -149,6 +149,18 @@ pub struct TodoItem {
     /// The goals Lean shows there, rendered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof_state: Option<Vec<String>>,
+    /// `run_at_position` as the arguments `lean_run_at` and `lean_run_batch`
+    /// take: add `workspace` and `text`/`texts`.
+    pub probe: Probe,
+}
+
+/// A probe place, spelled as the probe tools' arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Probe {
+    pub path: String,
+    pub version: u64,
+    pub line: u32,
+    pub character: u32,
 }
 
 /// `lean_todo`: the unfinished work in a range, in document order.

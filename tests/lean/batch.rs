@@ -566,3 +566,52 @@ fn term_goals_and_pretty_goals_read_as_lean_prints_them() {
     );
     assert!(none["goal"].is_null(), "{none:#}");
 }
+
+#[test]
+fn todo_probes_go_into_a_batch_as_they_are() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let path = "Fix/Sorry.lean";
+    let v = sync(&mut mcp, &root, path);
+    let todo = mcp.call(
+        "lean_todo",
+        json!({
+            "workspace": ws(&root), "path": path, "version": v,
+            "start_line": 0, "start_character": 0, "end_line": 28, "end_character": 0,
+            "kinds": ["sorry"],
+        }),
+    );
+    let items = todo["items"].as_array().expect("items");
+    let probe_at = |line: u64| {
+        items
+            .iter()
+            .find(|i| i["range"]["start"]["line"] == line)
+            .map(|i| i["probe"].clone())
+            .unwrap_or_else(|| panic!("no sorry on line {line}: {todo:#}"))
+    };
+    let batch = |probe: Value, texts: &[&str]| {
+        with(probe, json!({ "workspace": ws(&root), "texts": texts }))
+    };
+    // `exact sorry` in a proof: tactics in place of the whole `exact sorry`.
+    let tactic = probe_at(13);
+    assert_eq!(tactic["path"], path);
+    assert_eq!(tactic["version"], v);
+    let r = mcp.call(
+        "lean_run_batch",
+        batch(tactic, &["exact Eq.refl _", "skip"]),
+    );
+    assert_eq!(r["mode"], "tactic", "{r:#}");
+    assert_eq!(outcomes(&r), ["closed", "progressed"], "{r:#}");
+    // `def term_sorry : N := sorry`: terms in place of the `sorry`; a term
+    // continues in no handle.
+    let r = mcp.call(
+        "lean_run_batch",
+        batch(probe_at(16), &["N.zero", "two", "Eq.refl"]),
+    );
+    assert_eq!(r["mode"], "term", "{r:#}");
+    assert_eq!(outcomes(&r), ["closed", "closed", "failed"], "{r:#}");
+    assert!(
+        candidates(&r).iter().all(|c| c.get("handle").is_none()),
+        "{r:#}"
+    );
+}
