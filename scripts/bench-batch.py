@@ -24,7 +24,7 @@ Figures are medians over --rounds rounds after a warm-up round (prefix bases
 compiled). Targets (issue 17): batch within 1.2x of direct; batch >= 3x the
 throughput of seq; last/first per candidate <= 1.5x; the loop <= 10 calls.
 
-Usage: scripts/bench-batch.py [--rounds N] [--no-build] [--check]
+Usage: scripts/bench-batch.py [--rounds N] [--no-build | --binary PATH] [--check]
 Plain python3, no dependencies. Prints figures; exits 0 whatever they are
 (1 with --check when a target is missed).
 """
@@ -269,13 +269,17 @@ def agent_loop(binary, env, k):
                 "exact U.z_add _",
                 f"show Eq (U.s (U.add c{k} U.z)) (U.s c{k})",
                 "exact Eq.refl U.z",
-                "skip",
-                f"show Eq (U.s (U.add c{k} U.z)) (U.s c{k})\nskip",
+                "intro h",
+                f"show Eq (U.add c{k} (U.s U.z)) (U.s c{k})",
             ]
             batch = call("lean_run_batch", dict(at, texts=candidates))
             chosen = next(c for c in batch["candidates"] if c["outcome"] == "progressed")
             handle = chosen["handle"]
-            chain = ["skip", f"show Eq (U.s c{k}) (U.s c{k})", "exact Eq.refl _"]
+            chain = [
+                f"show Eq (U.s (U.add c{k} U.z)) (U.s c{k})",
+                f"show Eq (U.s c{k}) (U.s c{k})",
+                "exact Eq.refl _",
+            ]
             for step in chain:
                 result = call("lean_run_with", {"workspace": ws, "path": FILE, "handle": handle, "text": step})
                 assert result["success"], result
@@ -300,13 +304,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="measured rounds of 16 candidates (default 5)")
     parser.add_argument("--no-build", action="store_true", help="use target/release as it is")
+    parser.add_argument("--binary", help="this server binary instead of target/release (no build)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
 
     lean = bs.toolchain()
-    if not args.no_build:
+    if not args.no_build and not args.binary:
         subprocess.run(["cargo", "build", "--release"], cwd=REPO, check=True)
-    binary = str(REPO / "target/release/lean-beam-mcp")
+    binary = args.binary or str(REPO / "target/release/lean-beam-mcp")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_BEAM_")}
     env.update(LEAN_BEAM_LEAN=lean, LEAN_BEAM_LOG="warning", LEAN_BEAM_SHADOW_SLOTS=str(WIDTH))
     source = (ROOT / FILE).read_text()
