@@ -14,8 +14,8 @@ use super::errors::MemoryKill;
 use super::text::LineIndex;
 use super::workspace::DocPath;
 use crate::log_warn;
-use crate::lsp::lean::{FileProgressKind, FileProgressProcessingInfo};
-use crate::lsp::tree::Seen;
+use crate::lsp::protocol::{FileProgressKind, FileProgressProcessingInfo};
+use crate::process::tree::Seen;
 
 /// What Lean has reported for the document's current version. Published through
 /// a watch channel so that waiting calls see every change.

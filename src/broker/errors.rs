@@ -6,14 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::workspace::Root;
-use crate::lsp::LspError;
+use crate::lsp::{LeanErrorCode, LspError};
 use crate::surface::{ErrorCode, ToolError};
-
-/// Lean's JSON-RPC codes (see LEAN-LSP.md, "Error codes to handle").
-const REQUEST_CANCELLED: i64 = -32800;
-const CONTENT_MODIFIED: i64 = -32801;
-const WORKER_EXITED: i64 = -32901;
-const WORKER_CRASHED: i64 = -32902;
 
 pub fn from_lsp(error: LspError, method: &str) -> ToolError {
     match error {
@@ -24,19 +18,19 @@ pub fn from_lsp(error: LspError, method: &str) -> ToolError {
         } => {
             let data = json!({ "lspMethod": method, "lspCode": code, "lspMessage": message, "lspData": data });
             match code {
-                WORKER_CRASHED => ToolError::new(
+                LeanErrorCode::WorkerCrashed => ToolError::new(
                     ErrorCode::WorkerCrashed,
                     format!("the Lean worker crashed while answering {method}: {message}; the next lean_sync reopens the file"),
                 ),
-                WORKER_EXITED => ToolError::new(
+                LeanErrorCode::WorkerExited => ToolError::new(
                     ErrorCode::WorkerExited,
                     format!("the Lean worker exited while answering {method}: {message}; the next lean_sync reopens the file"),
                 ),
-                REQUEST_CANCELLED => ToolError::new(
+                LeanErrorCode::RequestCancelled => ToolError::new(
                     ErrorCode::RequestCancelled,
                     format!("Lean cancelled {method}"),
                 ),
-                CONTENT_MODIFIED => ToolError::new(
+                LeanErrorCode::ContentModified => ToolError::new(
                     ErrorCode::ContentModified,
                     format!("Lean refused {method}: {message}; call lean_sync and retry"),
                 ),

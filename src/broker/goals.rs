@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::snapshot::Target;
-use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
+use crate::lsp::protocol::{collect_rpc_refs, flatten_tagged_text};
 use crate::surface::{GoalsMode, ToolError};
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.

@@ -299,11 +299,7 @@ fn check_origin(handle: &str, process: ProcessTag) -> Result<Token, ToolError> {
             handle,
             "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it",
         )),
-        Origin::OtherProcess(_) => Err(stale(
-            handle,
-            "it was issued by another lean-beam-mcp process (handles do not survive a restart)",
-            "otherProcess",
-        )),
+        Origin::OtherProcess(_) => Err(other_process(handle)),
         Origin::ThisProcess(token) => Ok(token),
     }
 }
@@ -311,6 +307,24 @@ fn check_origin(handle: &str, process: ProcessTag) -> Result<Token, ToolError> {
 /// The process-level check of a handle, before any workspace is looked up.
 pub fn check_process(handle: &str, process: ProcessTag) -> Result<(), ToolError> {
     check_origin(handle, process).map(|_| ())
+}
+
+/// A handle of another server process: one that stopped or restarted, or
+/// another replica behind the same load balancer (the workspace moved here
+/// when that replica went away). Its state lived only in that process, so
+/// the probe must be run again here.
+fn other_process(handle: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::ContentModified,
+        format!(
+            "handle {handle:?} belongs to another lean-beam-mcp server process, which is gone (it stopped or restarted, or it was another replica and this workspace moved here); a handle lives only in the process that issued it. Repeat the probe: lean_sync the file, then lean_run_at_handle with the version it returns"
+        ),
+    )
+    .with_data(json!({
+        "handle": handle,
+        "reason": "otherProcess",
+        "repeat": ["lean_sync", "lean_run_at_handle"],
+    }))
 }
 
 fn invalid(handle: &str, why: &str) -> ToolError {

@@ -15,6 +15,7 @@ use super::bases::{Bases, Rewritten};
 use super::document::{DiagnosticSet, Doc, DocUse};
 use super::errors::{MemoryKill, from_lsp, resource_limit, runtime_setup};
 use super::handles::HandleStore;
+use super::import_stamps::ImportStamps;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
@@ -92,6 +93,9 @@ pub struct Runtime {
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     bases: Bases,
     pub handles: HandleStore,
+    /// The compiled imports Lean loaded, to notice checkpoints written by
+    /// other processes on the shared file system.
+    import_stamps: Arc<ImportStamps>,
     version_floors: Arc<VersionFloors>,
     created: Instant,
     session: tokio::sync::Mutex<Option<Session>>,
@@ -150,6 +154,7 @@ impl Runtime {
     ) -> Self {
         let bases = Bases::new(limits.prefix_bases);
         let docs = Arc::new(Docs::default());
+        let import_stamps = Arc::new(ImportStamps::new(root.path()));
         Runtime {
             root,
             launcher,
@@ -168,6 +173,7 @@ impl Runtime {
             shadows: Mutex::new(HashMap::new()),
             bases,
             handles,
+            import_stamps,
             version_floors,
             created: Instant::now(),
             session: tokio::sync::Mutex::new(None),
@@ -601,6 +607,7 @@ impl Runtime {
     /// reopened: a prefix base imports the module's old `.olean` under a name
     /// that says nothing of it. Returns how many documents were marked.
     pub async fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
+        self.import_stamps.reloaded(module).await;
         self.bases.clear();
         let docs: Vec<(Arc<Doc>, Arc<str>)> = {
             let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
@@ -639,6 +646,21 @@ impl Runtime {
             }
         }
         marked
+    }
+
+    /// Before a sync of `doc` with `text`: the checkpoints another process
+    /// (another replica on the shared workspace, a `lake build`) published
+    /// since Lean loaded them, among the workspace modules `doc` imports, are
+    /// handled as this process's own (see [`Runtime::imports_rebuilt`]), so
+    /// that this sync and the next uses of the other importers see them.
+    pub async fn notice_rebuilt_imports(&self, doc: &Doc, text: &str) {
+        for module in self.import_stamps.changed(&doc.path.file, text).await {
+            let source = self.import_stamps.source(&module);
+            let marked = self.imports_rebuilt(&source, &module).await;
+            log_info!(
+                "{module} was rebuilt outside this server (another replica or a build): {marked} open document(s) that may import it reopen"
+            );
+        }
     }
 
     /// Open documents, for feedback reports.
@@ -759,9 +781,9 @@ async fn stop(client: &Arc<LspClient>) {
 /// The file worker that `process` is, or that started it (through any
 /// number of parents within the tree).
 fn worker_of<'a>(
-    tree: &'a [crate::lsp::tree::Usage],
-    process: &'a crate::lsp::tree::Usage,
-) -> Option<&'a crate::lsp::tree::Usage> {
+    tree: &'a [crate::process::tree::Usage],
+    process: &'a crate::process::tree::Usage,
+) -> Option<&'a crate::process::tree::Usage> {
     let mut at = process;
     for _ in 0..tree.len() {
         if at.worker_uri.is_some() {

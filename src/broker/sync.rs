@@ -587,6 +587,7 @@ pub async fn sync_locked(
     options: SyncOptions,
 ) -> Result<Synced, ToolError> {
     let (text, disk) = read_disk(doc, rt.max_file_bytes).await?;
+    rt.notice_rebuilt_imports(doc, &text).await;
     let session = rt.session().await?;
     let mut mode = options.mode;
     let mut reopened_for_imports = false;
