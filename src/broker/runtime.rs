@@ -740,7 +740,7 @@ impl Session {
     /// still shows in `/proc` while it lets go of hundreds of MiB). Lean has
     /// let go of it (the document was closed), so one that takes longer than
     /// [`WORKER_EXIT_WAIT`] is killed.
-    async fn wait_worker_gone(&self, uri: &str) {
+    pub async fn wait_worker_gone(&self, uri: &str) {
         let client = Arc::clone(&self.client);
         let uri = uri.to_string();
         let _ = tokio::task::spawn_blocking(move || {

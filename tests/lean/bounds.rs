@@ -351,6 +351,29 @@ fn at_the_document_bound_with_every_document_busy_the_call_gets_a_clear_error() 
     );
 }
 
+/// `lean_close` (like the idle close of a probe slot) gives a document's
+/// worker back before the room counts as free: another document opened right
+/// after never runs next to the closing worker (the soak saw 3 workers with
+/// LEAN_BEAM_MAX_DOCUMENTS=2 while a closed document's worker was exiting).
+#[test]
+fn a_closed_documents_worker_is_gone_before_another_document_opens() {
+    let a = TempWorkspace::copy("basic");
+    let mut m = spawn(&[("LEAN_BEAM_MAX_DOCUMENTS", "1")]);
+    let sampler = Sampler::start(m.pid());
+    for _ in 0..4 {
+        for path in [GOALS, ERRORS] {
+            sync(&mut m, &a, path);
+            let r = m.call("lean_close", doc(&a, path));
+            assert_eq!(r["wasOpen"], true, "{r}");
+        }
+    }
+    let (servers, workers, _) = sampler.finish();
+    assert!(
+        servers <= 1 && workers <= 1,
+        "{servers} servers, {workers} workers at once with LEAN_BEAM_MAX_DOCUMENTS=1"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Proof handles: bytes and capabilities.
 
