@@ -702,7 +702,7 @@ pub async fn close_in_lean(session: Option<&Session>, doc: &Doc) -> bool {
         // opened right after must not run next to the closing worker (over
         // LEAN_BEAM_MAX_DOCUMENTS), as at an eviction.
         if closed.is_ok() {
-            session.wait_worker_gone(&doc.uri).await;
+            session.wait_worker_gone(doc).await;
         }
         return true;
     }
