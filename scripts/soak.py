@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak test of lean-beam-mcp over stdio (plain python3, release build).
+"""Soak test of lean-beam-mcp over stdio and HTTP (plain python3, release build).
 
     scripts/soak.py --minutes 10      the documented run (>= 10 minutes)
     scripts/soak.py --minutes 1.5     the CI run (scripts/test.sh)
@@ -20,8 +20,20 @@ cancellations and edits on disk, and checks:
     quiescent, normalized point (every workspace dropped, one file synced in
     each) after the warm-up and at the end.
 
+Next to it, for the same length, the hostile mix of scripts/soak_hostile.py
+runs against two more servers started with their limits set low, one over
+stdio and one over `--http` on loopback (with a bearer token): slow bodies,
+evidence floods, FIFO paths, files past the size bound, cap hits (runtimes,
+documents, proof handles and their bytes, legacy sessions, connections),
+malformed messages and cancellations, interleaved with ordinary Lean calls.
+It checks that every request is answered exactly once, that `beam_version`
+stays answered within 1 s, and that RSS, file descriptors and `lean`
+processes stay within their bounds (its header says exactly what). Each part
+runs in a process of its own; `--parts benign,stdio,http` (the default)
+picks them.
+
 Prints the figures. Exit status 0 when every check holds. Options: --seed,
---concurrency, --binary (skip the release build), --lean.
+--concurrency, --binary (skip the release build), --lean, --parts.
 """
 import argparse
 import collections

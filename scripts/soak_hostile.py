@@ -12,6 +12,8 @@ descriptors and `lean` processes every 50 ms.
 
 The acts: ordinary Lean calls over more workspaces and documents than the
 limits allow (evictions), every runtime or document busy (resourceLimit),
+more proof handles than LEAN_BEAM_MAX_HANDLES (evictions) and one past
+LEAN_BEAM_MAX_HANDLE_BYTES (resourceLimit),
 evidence floods on beam_feedback_report (40 items: /dev/zero,
 /proc/self/environ, paths outside the root, a link out of it, FIFOs, a file
 past the per-item cap), FIFO paths as documents and as the lakefile, a
@@ -60,6 +62,7 @@ LIMITS = {
     "LEAN_BEAM_MAX_DOCUMENTS": 2,
     "LEAN_BEAM_MAX_FILE_BYTES": 65536,
     "LEAN_BEAM_MAX_HANDLES": 4,
+    "LEAN_BEAM_MAX_HANDLE_BYTES": 16384,
     "LEAN_BEAM_MAX_IN_FLIGHT": 6,
     "LEAN_BEAM_RUNTIME_IDLE_SECS": 20,
     "LEAN_BEAM_SHADOW_IDLE_SECS": 10,
@@ -310,6 +313,13 @@ class Fixtures:
             f.write("0123456789abcdef" * (300 * 64))  # 300 KiB, past the 256 KiB item cap
         with open(os.path.join(a, "Big.lean"), "w") as f:
             f.write("prelude\n" + "-- padding\n" * (LIMITS["LEAN_BEAM_MAX_FILE_BYTES"] // 10 + 100))
+        # The main document of a with 20 KiB of comment after it: the same
+        # positions, but its text alone is past LEAN_BEAM_MAX_HANDLE_BYTES.
+        with open(os.path.join(a, self.main["a"])) as f:
+            main = f.read()
+        self.handle_big = os.path.join(os.path.dirname(self.main["a"]), "HandleBig.lean")
+        with open(os.path.join(a, self.handle_big), "w") as f:
+            f.write(main + "\n/-\n" + "-- padding\n" * 2048 + "-/\n")
         self.serial = 0
         self.serial_lock = threading.Lock()
 
@@ -1010,6 +1020,7 @@ class Hostile:
         self.rounds = 0
         self.exit_status = None
         self.leftover = []
+        self.unanswered = 0
 
     # -- helpers -----------------------------------------------------------
     def choice(self, seq):
@@ -1424,6 +1435,50 @@ class Hostile:
                 else:
                     self.tally.count("eviction:documents")
 
+    def act_handle_cap(self, strict=True):
+        """Two handles more than LEAN_BEAM_MAX_HANDLES on one document: the
+        least recently used are evicted (a later use is refused as unknown)
+        and beam_stats never shows more than the bound; a handle on a
+        document whose text alone is past LEAN_BEAM_MAX_HANDLE_BYTES:
+        resourceLimit (handleBytes), while a probe without a handle runs."""
+        self.quiet()
+        root, main = self.fx.roots["a"], self.fx.main["a"]
+        out = self.sync("a", main)
+        if not self.expect(out, {"ok"}, "handle cap: sync"):
+            return
+        before = ((self.stats().get("workspaces") or {}).get(root) or {}).get("handles") or {}
+        args = self.probe_args("a", out.content["version"], "skip")
+        handles = []
+        for _ in range(LIMITS["LEAN_BEAM_MAX_HANDLES"] + 2):
+            got = self.peer.call("lean_run_at_handle", args)
+            if not self.expect(got, {"ok"}, "handle cap: a handle") or not got.content.get("next_handle"):
+                return
+            handles.append(got.content["next_handle"])
+        after = ((self.stats().get("workspaces") or {}).get(root) or {}).get("handles") or {}
+        if after.get("live", 0) > LIMITS["LEAN_BEAM_MAX_HANDLES"]:
+            self.tally.fail(f"handle cap: {after.get('live')} live handles")
+        evicted = after.get("evicted", 0) - before.get("evicted", 0)
+        if evicted < 2:
+            self.tally.fail(f"handle cap: {len(handles)} handles minted and {evicted} evicted ({after})")
+        self.tally.count("eviction:handles", None)
+        first = self.peer.call("lean_run_with", {"workspace": self.fx.ws("a"), "path": main,
+                                                 "handle": handles[0], "text": "skip"})
+        if not first.kind.startswith("tool:invalid") or "unknown" not in first.content.get("message", ""):
+            self.tally.fail(f"an evicted handle: {first.kind} {json.dumps(first.content)[:400]}, "
+                            f"expected a refusal that says it is unknown")
+        for handle in handles[-LIMITS["LEAN_BEAM_MAX_HANDLES"]:]:
+            self.peer.call("lean_release", {"workspace": self.fx.ws("a"), "path": main, "handle": handle})
+        out = self.sync("a", self.fx.handle_big)
+        if not self.expect(out, {"ok"}, "handle bytes: sync"):
+            return
+        big = dict(args, path=self.fx.handle_big, version=out.content["version"])
+        refused = self.peer.call("lean_run_at_handle", big)
+        if self.expect(refused, {"tool:resourceLimit/handleBytes"}, "a handle past LEAN_BEAM_MAX_HANDLE_BYTES"):
+            data = refused.content.get("data") or {}
+            if data.get("env") != "LEAN_BEAM_MAX_HANDLE_BYTES" or data.get("limit") != LIMITS["LEAN_BEAM_MAX_HANDLE_BYTES"]:
+                self.tally.fail(f"resourceLimit (handleBytes) names the wrong bound: {data}")
+        self.expect(self.peer.call("lean_run_at", big), {"ok"}, "a probe without a handle past the handle bytes")
+
     def act_reuse_id(self, strict=True):
         """Malformed (and well-formed) requests reusing the id of a call in
         flight are ignored: the call answers once, the reuses never (stdio)
@@ -1553,7 +1608,7 @@ class Hostile:
         return acts
 
     def exclusive_acts(self):
-        acts = [self.act_runtime_cap, self.act_document_cap, self.act_reuse_id]
+        acts = [self.act_runtime_cap, self.act_document_cap, self.act_handle_cap, self.act_reuse_id]
         if self.transport == "http":
             acts += [self.act_flood, self.act_sessions]
         return acts
@@ -1620,6 +1675,7 @@ class Hostile:
         pid = self.peer.pid
         if self.transport == "stdio":
             missing = self.peer.drain()
+            self.unanswered = len(missing)
             if missing:
                 self.tally.fail(f"{len(missing)} requests never answered: {missing[:10]}")
             self.peer.check_answers()
@@ -1628,6 +1684,8 @@ class Hostile:
         self.exit_status = self.peer.close()
         if self.exit_status != 0:
             self.tally.fail(f"server exit status {self.exit_status}")
+        if self.transport == "http":
+            self.unanswered = self.peer.no_status
         if self.transport == "http" and self.peer.no_status:
             self.tally.fail(f"{self.peer.no_status} HTTP requests got no status")
         deadline = time.monotonic() + 15
@@ -1666,6 +1724,8 @@ class Hostile:
         hits = {
             "resourceLimit (runtimes)": kinds["tool:resourceLimit/runtimes"],
             "resourceLimit (documents)": kinds["tool:resourceLimit/documents"],
+            "resourceLimit (handleBytes)": kinds["tool:resourceLimit/handleBytes"],
+            "handle evictions": kinds["eviction:handles"],
             "runtime evictions": self.evictions["runtimes (log)"],
             "document evictions": self.evictions["documents (seen in beam_stats)"],
             "fileTooLarge": kinds["tool:invalidInput/fileTooLarge"],
@@ -1703,9 +1763,19 @@ class Hostile:
               f"{self.rounds} exclusive acts in the mix)")
         print(f"  limits                {limits}")
         print(f"  requests served       {served}")
+        print(f"  unanswered            {self.unanswered} (every request answered exactly once, a cancelled "
+              f"one at most once{'' if self.transport == 'stdio' else ', every HTTP request a status'})")
         print(f"  acts                  {dict(sorted(t.acts.items()))}")
-        errors = {k: v for k, v in sorted(t.kinds.items()) if k != "ok"}
-        print(f"  outcomes              ok {t.kinds['ok']}, errors by kind {errors}")
+        # Answers by kind: tool error codes (with their kind or reason),
+        # JSON-RPC error codes, HTTP statuses; the acts' own checks apart.
+        answered = ("tool", "rpc", "http", "cancelled")
+        errors = {k: v for k, v in sorted(t.kinds.items())
+                  if k.split(":", 1)[0] in answered and k not in ("ok", "http:202")}
+        checks = {k: v for k, v in sorted(t.kinds.items()) if k.split(":", 1)[0] not in answered and k != "ok"}
+        accepted = f", 202 (notification accepted) {t.kinds['http:202']}" if self.transport == "http" else ""
+        print(f"  outcomes              ok {t.kinds['ok']}{accepted}")
+        print(f"  errors by kind        {errors}")
+        print(f"  checked outcomes      {checks}")
         print(f"  bounds hit            {self.hits}")
         print(f"  evictions             {self.evictions}")
         print(f"  beam_version          {len(probe.latencies)} probes, max {lat[-1] * 1000:.0f} ms, "
