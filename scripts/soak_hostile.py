@@ -25,7 +25,8 @@ floods past the cap, more sessions than the cap, abandoned responses.
 
 Checked, per transport: every request gets exactly one answer (a cancelled
 one at most one; a request reusing an active id none), every HTTP request a
-status; `beam_version` is answered within 1 s throughout; no internal error,
+status; `beam_version` is answered throughout, at the 99th percentile within
+1 s and each within 5 s (a stall; the client shares 2 loaded cores); no internal error,
 no JSON-RPC error for a well-formed call, no 5xx but the connection cap's
 503; the Lean language-server processes never exceed
 MAX_RUNTIMES x (1 + MAX_DOCUMENTS) and the batch compilers never exceed
@@ -83,7 +84,8 @@ RSS_BOUND_MIB = 256
 FD_SLACK = 64          # over the descriptors of the idle server
 MAX_REFUSING = 64      # connections being answered 503 at once (src/http/mod.rs)
 PROBE_PERIOD = 0.25
-PROBE_BOUND = 1.0
+PROBE_BOUND = 1.0      # the 99th percentile of beam_version
+PROBE_STALL = 5.0      # any one beam_version
 WORKERS = 4
 EXCLUSIVE_EVERY = 8.0  # seconds between acts that need the server alone
 
@@ -869,7 +871,7 @@ class HttpPeer:
 
 
 # --------------------------------------------------------------------------
-# The probe: beam_version every 0.25 s, answered within 1 s.
+# The probe: beam_version every 0.25 s (p99 within 1 s, each within 5 s).
 # --------------------------------------------------------------------------
 
 class Probe(threading.Thread):
@@ -903,10 +905,11 @@ class Probe(threading.Thread):
             ok = self.http_version()
         took = time.monotonic() - start
         self.latencies.append(took)
-        if not ok or took > PROBE_BOUND:
+        if took > PROBE_BOUND:
             self.late += 1
+        if not ok or took > PROBE_STALL:
             self.tally.fail(f"beam_version {'answered in' if ok else 'not answered within'} {took:.2f} s "
-                            f"(bound {PROBE_BOUND} s)")
+                            f"(bound {PROBE_STALL} s)")
 
     def http_version(self):
         """On one kept-alive connection (opened before any flood), so that the
@@ -1753,6 +1756,8 @@ class Hostile:
         t, fig, probe = self.tally, self.figures, self.probe
         lat = sorted(probe.latencies) or [0.0]
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        if p99 > PROBE_BOUND:
+            t.fail(f"beam_version p99 {p99 * 1000:.0f} ms, bound {PROBE_BOUND * 1000:.0f} ms")
         served = (f"{t.served} answers ({self.peer.null_answers} with a null id)" if self.transport == "stdio"
                   else f"{t.served} HTTP statuses of {self.peer.requests} requests")
         limits = ", ".join(f"{k[10:]}={v}" for k, v in LIMITS.items())
@@ -1779,7 +1784,8 @@ class Hostile:
         print(f"  bounds hit            {self.hits}")
         print(f"  evictions             {self.evictions}")
         print(f"  beam_version          {len(probe.latencies)} probes, max {lat[-1] * 1000:.0f} ms, "
-              f"p99 {p99 * 1000:.0f} ms (bound {PROBE_BOUND * 1000:.0f} ms); {probe.stats_checks} beam_stats checks, "
+              f"p99 {p99 * 1000:.0f} ms (bound {PROBE_BOUND * 1000:.0f} ms), {probe.late} over 1 s "
+              f"(each bound {PROBE_STALL * 1000:.0f} ms); {probe.stats_checks} beam_stats checks, "
               f"most used {dict(probe.most_used)}")
         print(f"  peak RSS              {fig['hwm_kb'] // 1024} MiB (bound {RSS_BOUND_MIB} MiB)")
         print(f"  file descriptors      peak {fig['fds']}, {fig['fds_at_start']} at start (bound {self.fd_bound()})")
