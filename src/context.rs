@@ -10,6 +10,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::mcp::jsonrpc::{RequestId, notification_line};
 use crate::surface::Tool;
+use crate::util::lock;
 
 /// The protocol era a request was served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -203,7 +204,7 @@ impl CallContext {
             return false;
         };
         {
-            let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = lock(&self.last_progress);
             if last.as_deref() == Some(message) {
                 return false;
             }

@@ -16,3 +16,4 @@ pub mod ops;
 pub mod safe_fs;
 pub mod stats;
 pub mod surface;
+pub mod util;

@@ -16,6 +16,7 @@ use super::workspace::DocPath;
 use crate::log_warn;
 use crate::lsp::lean::{FileProgressKind, FileProgressProcessingInfo};
 use crate::lsp::tree::Seen;
+use crate::util::lock;
 
 /// What Lean has reported for the document's current version. Published through
 /// a watch channel so that waiting calls see every change.
@@ -359,16 +360,16 @@ impl Doc {
 
     /// When a call last began or ended on the document.
     pub fn last_used(&self) -> Instant {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.last_used)
     }
 
     fn touch(&self) {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *lock(&self.last_used) = Instant::now();
     }
 
     /// Lean's `plainGoal` answer at a position of `version`, if asked before.
     pub fn probe_goal(&self, version: u64, line: u64, character: u64) -> Option<Value> {
-        let memo = self.probe_goals.lock().unwrap_or_else(|e| e.into_inner());
+        let memo = lock(&self.probe_goals);
         (memo.version == version)
             .then(|| memo.answers.iter().find(|(at, _)| *at == (line, character)))
             .flatten()
@@ -376,7 +377,7 @@ impl Doc {
     }
 
     pub fn remember_probe_goal(&self, version: u64, line: u64, character: u64, answer: &Value) {
-        let mut memo = self.probe_goals.lock().unwrap_or_else(|e| e.into_inner());
+        let mut memo = lock(&self.probe_goals);
         if memo.version != version {
             *memo = ProbeGoals {
                 version,
@@ -391,7 +392,7 @@ impl Doc {
 
     /// The RPC session id opened in Lean session `generation`, if any.
     pub fn rpc_session(&self, generation: u64) -> Option<String> {
-        match &*self.rpc.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*lock(&self.rpc) {
             Some(rpc) if rpc.generation == generation => Some(rpc.id.clone()),
             _ => None,
         }
@@ -401,13 +402,13 @@ impl Doc {
     /// keep-alive task watches the returned reference).
     pub fn set_rpc_session(&self, generation: u64, id: String) -> Arc<RpcSession> {
         let rpc = Arc::new(RpcSession { generation, id });
-        *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&rpc));
+        *lock(&self.rpc) = Some(Arc::clone(&rpc));
         rpc
     }
 
     /// Forget the RPC session (the worker was reopened: its sessions are gone).
     pub fn clear_rpc_session(&self) {
-        *self.rpc.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.rpc) = None;
     }
 
     /// A shadow slot (a virtual document of the broker's own), not a user file.
@@ -416,11 +417,11 @@ impl Doc {
     }
 
     pub fn state(&self) -> DocState {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.state).clone()
     }
 
     pub fn update_state<R>(&self, f: impl FnOnce(&mut DocState) -> R) -> R {
-        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut lock(&self.state))
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Snapshot> {

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use crate::surface::{ErrorCode, ToolError};
+use crate::util::lock;
 
 /// The token prefix (and format version).
 const PREFIX: &str = "bh2";
@@ -343,7 +344,7 @@ impl HandleStore {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Store a state and return its token. Older handles are evicted (least

@@ -32,6 +32,7 @@ use runtime::{Runtime, RuntimeUse};
 use workspace::Root;
 
 use crate::surface::ToolError;
+use crate::util::lock;
 
 pub struct Broker {
     launcher: Launcher,
@@ -99,7 +100,7 @@ impl Broker {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Root, Arc<Runtime>>> {
-        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.runtimes)
     }
 
     /// The runtime of `root` for a call's use, created if absent. Creating one

@@ -21,6 +21,7 @@ use super::workspace::{DocPath, Root};
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
 use crate::surface::{ErrorCode, ToolError};
+use crate::util::lock;
 use crate::{log_debug, log_info, log_warn};
 
 /// The highest version each file has had in any runtime of this process.
@@ -29,16 +30,11 @@ pub struct VersionFloors(Mutex<HashMap<PathBuf, u64>>);
 
 impl VersionFloors {
     pub fn get(&self, file: &std::path::Path) -> u64 {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(file)
-            .copied()
-            .unwrap_or(0)
+        lock(&self.0).get(file).copied().unwrap_or(0)
     }
 
     pub fn raise(&self, file: &std::path::Path, version: u64) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = lock(&self.0);
         let entry = map.entry(file.to_path_buf()).or_insert(0);
         *entry = (*entry).max(version);
     }
@@ -199,19 +195,16 @@ impl Runtime {
 
     /// When a call last began or ended on the runtime.
     pub fn last_used(&self) -> Instant {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.last_used)
     }
 
     fn touch(&self) {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *lock(&self.last_used) = Instant::now();
     }
 
     /// Documents open in Lean now, shadow slots included (each a worker).
     pub fn open_in_lean(&self) -> usize {
-        self.docs
-            .by_file
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(&self.docs.by_file)
             .values()
             .filter(|d| d.state().open_in.is_some())
             .count()
@@ -224,7 +217,7 @@ impl Runtime {
 
     /// The document of `path`, created on first use, for a call's use.
     pub fn doc(&self, path: &DocPath) -> DocUse {
-        let mut by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by_file = lock(&self.docs.by_file);
         if let Some(doc) = by_file.get(&path.file) {
             return doc.begin_use();
         }
@@ -232,18 +225,14 @@ impl Runtime {
         let floor = self.version_floors.get(&path.file);
         let doc = Arc::new(Doc::new(path.clone(), uri.clone(), floor));
         by_file.insert(path.file.clone(), Arc::clone(&doc));
-        self.docs
-            .by_uri
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uri, Arc::clone(&doc));
+        lock(&self.docs.by_uri).insert(uri, Arc::clone(&doc));
         doc.begin_use()
     }
 
     /// Remember every document's version, so that a later runtime of the same
     /// files continues above them (called when the runtime is evicted).
     pub fn record_versions(&self) {
-        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        let by_file = lock(&self.docs.by_file);
         for (file, doc) in by_file.iter() {
             self.version_floors.raise(file, doc.state().version);
         }
@@ -251,7 +240,7 @@ impl Runtime {
 
     /// The shadow slot pool of a document.
     pub fn shadow_pool(&self, path: &DocPath) -> Arc<Pool> {
-        let mut shadows = self.shadows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut shadows = lock(&self.shadows);
         Arc::clone(
             shadows
                 .entry(path.file.clone())
@@ -261,13 +250,7 @@ impl Runtime {
 
     /// Give back the Lean workers of shadow slots unused for `idle`.
     pub async fn close_idle_shadows(&self, idle: std::time::Duration) {
-        let pools: Vec<Arc<Pool>> = self
-            .shadows
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let pools: Vec<Arc<Pool>> = lock(&self.shadows).values().cloned().collect();
         let session = self.session_if_running().await.ok();
         for pool in pools {
             for slot in pool.take_idle(idle) {
@@ -297,12 +280,7 @@ impl Runtime {
 
     /// The document of `path` if it was ever synced, for a call's use.
     pub fn existing_doc(&self, path: &DocPath) -> Option<DocUse> {
-        self.docs
-            .by_file
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&path.file)
-            .map(Doc::begin_use)
+        lock(&self.docs.by_file).get(&path.file).map(Doc::begin_use)
     }
 
     /// The live Lean server, started (or restarted after a death) on demand.
@@ -372,11 +350,7 @@ impl Runtime {
     pub async fn settle(&self, session: &Session) {
         let id = self.next_marker.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.docs
-            .settle_waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
+        lock(&self.docs.settle_waiters).insert(id, tx);
         let marker = ServerEvent::Notification {
             method: SETTLE_MARKER.into(),
             params: json!(id),
@@ -488,10 +462,7 @@ impl Runtime {
                 .then(|| worker_of(&usage, process))
                 .flatten();
             let Some(worker) = worker else {
-                *session
-                    .memory_kill
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(MemoryKill {
+                *lock(&session.memory_kill) = Some(MemoryKill {
                     server: true,
                     ..kill
                 });
@@ -537,7 +508,7 @@ impl Runtime {
     }
 
     fn memory_used(&self) -> std::sync::MutexGuard<'_, MemoryUse> {
-        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.memory)
     }
 
     /// Stop the Lean server and its workers (drop, EOF, eviction), and wait
@@ -552,7 +523,7 @@ impl Runtime {
 
     pub fn stats(&self) -> Value {
         let docs: Vec<Value> = {
-            let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+            let by_file = lock(&self.docs.by_file);
             let mut docs: Vec<Value> = by_file
                 .values()
                 .filter(|d| !d.is_shadow())
@@ -588,8 +559,8 @@ impl Runtime {
             "failedStarts": self.failed_starts.load(Ordering::Relaxed),
             "handles": self.handles.stats(),
             "prefixBases": self.bases.stats(),
-            "shadowSlots": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.len()).sum::<usize>(),
-            "shadowSlotsOpen": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.open_in_lean()).sum::<usize>(),
+            "shadowSlots": lock(&self.shadows).values().map(|p| p.len()).sum::<usize>(),
+            "shadowSlotsOpen": lock(&self.shadows).values().map(|p| p.open_in_lean()).sum::<usize>(),
         })
     }
 
@@ -603,7 +574,7 @@ impl Runtime {
     pub async fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
         self.bases.clear();
         let docs: Vec<(Arc<Doc>, Arc<str>)> = {
-            let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+            let by_file = lock(&self.docs.by_file);
             by_file
                 .iter()
                 .filter(|(file, _)| file.as_path() != saved)
@@ -643,7 +614,7 @@ impl Runtime {
 
     /// Open documents, for feedback reports.
     pub fn open_documents(&self) -> Vec<String> {
-        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+        let by_file = lock(&self.docs.by_file);
         let mut open: Vec<String> = by_file
             .values()
             .filter(|d| !d.is_shadow() && d.state().open_in.is_some())
@@ -672,11 +643,7 @@ impl Session {
         let admission = &self.admission;
         let _turn = admission.turn.lock().await;
         loop {
-            let open: Vec<Arc<Doc>> = admission
-                .docs
-                .by_file
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            let open: Vec<Arc<Doc>> = lock(&admission.docs.by_file)
                 .values()
                 .filter(|d| !std::ptr::eq(d.as_ref(), doc))
                 .filter(|d| d.state().open_in == Some(self.generation))
@@ -804,10 +771,7 @@ pub fn memory_error(session: &Session, doc: Option<&Doc>, error: ToolError) -> T
             .map_or(shown, |(file, _)| file)
             .to_string()
     };
-    let server = *session
-        .memory_kill
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let server = *lock(&session.memory_kill);
     if let Some(kill) = server {
         return kill.error(doc.map(shown).as_deref());
     }
@@ -827,11 +791,7 @@ async fn route_events(
         match event {
             ServerEvent::Notification { method, params } if method == SETTLE_MARKER => {
                 if let Some(id) = params.as_u64() {
-                    let waiter = docs
-                        .settle_waiters
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&id);
+                    let waiter = lock(&docs.settle_waiters).remove(&id);
                     if let Some(tx) = waiter {
                         let _ = tx.send(());
                     }
@@ -871,15 +831,12 @@ async fn route_events(
         }
     }
     // The client is gone: release any settle waiter still queued.
-    docs.settle_waiters
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    lock(&docs.settle_waiters).clear();
 }
 
 /// Lean session `generation` is gone: none of its documents is open any more.
 fn mark_closed(docs: &Docs, generation: u64) {
-    let by_file = docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
+    let by_file = lock(&docs.by_file);
     for doc in by_file.values() {
         doc.update_state(|s| {
             if s.open_in == Some(generation) {
@@ -903,11 +860,7 @@ fn report_version(version: Option<i64>) -> Option<Option<u64>> {
 }
 
 fn doc_for(docs: &Docs, uri: &str) -> Option<Arc<Doc>> {
-    docs.by_uri
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(uri)
-        .cloned()
+    lock(&docs.by_uri).get(uri).cloned()
 }
 
 /// Put the prefix bases' directory on the server's module search path: after

@@ -21,6 +21,7 @@ use super::sync::{self, Forwarder, Mode};
 use super::workspace::DocPath;
 use crate::context::CallContext;
 use crate::surface::ToolError;
+use crate::util::lock;
 
 /// The marker in every shadow URI; results from Lean that name one (references,
 /// symbols) are filtered out, since shadows are the broker's own artifacts.
@@ -149,11 +150,7 @@ pub struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        *self
-            .slot
-            .last_used
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *lock(&self.slot.last_used) = Instant::now();
         self.slot
             .busy
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -168,20 +165,11 @@ impl SlotGuard {
     /// Record that the header `header` imported without error in the slot's
     /// current worker (or, `None`, that the last one did not).
     pub fn confirm_header(&self, header: Option<&str>) {
-        *self
-            .slot
-            .confirmed_header
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = header.map(str::to_string);
+        *lock(&self.slot.confirmed_header) = header.map(str::to_string);
     }
 
     fn header_confirmed(&self, header: &str) -> bool {
-        self.slot
-            .confirmed_header
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_deref()
-            == Some(header)
+        lock(&self.slot.confirmed_header).as_deref() == Some(header)
     }
 }
 
@@ -208,7 +196,7 @@ impl Pool {
             .acquire_owned()
             .await
             .expect("pool semaphore is never closed");
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = lock(&self.slots);
         let idle = slots
             .iter()
             .filter(|s| !s.busy.load(std::sync::atomic::Ordering::SeqCst))
@@ -243,15 +231,10 @@ impl Pool {
     /// Exclusive use of every slot that is open in Lean and has not been
     /// used for `idle` (to close it); never waits for a busy slot.
     pub fn take_idle(&self, idle: Duration) -> Vec<SlotGuard> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = lock(&self.slots);
         let mut taken = Vec::new();
         for slot in slots.iter() {
-            let stale = slot
-                .last_used
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .elapsed()
-                >= idle;
+            let stale = lock(&slot.last_used).elapsed() >= idle;
             if !stale || slot.doc.state().open_in.is_none() {
                 continue;
             }
@@ -282,16 +265,14 @@ impl Pool {
 
     /// Slots whose document is open in Lean (each a Lean worker).
     pub fn open_in_lean(&self) -> usize {
-        self.slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(&self.slots)
             .iter()
             .filter(|s| s.doc.state().open_in.is_some())
             .count()
     }
 
     pub fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.slots).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -300,9 +281,7 @@ impl Pool {
 
     /// The slot documents (to close them with their document).
     pub fn docs(&self) -> Vec<Arc<Doc>> {
-        self.slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(&self.slots)
             .iter()
             .map(|s| Arc::clone(&s.doc))
             .collect()

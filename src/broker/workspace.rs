@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use crate::surface::{ErrorCode, ToolError, Workspace};
+use crate::util::lock;
 
 /// Files whose presence makes a directory a Lean/Lake project.
 pub const PROJECT_MARKERS: &[&str] = &["lean-toolchain", "lakefile.lean", "lakefile.toml"];
@@ -232,14 +233,11 @@ fn still_same(raw: &Path, canonical: &Path, id: FileId) -> bool {
 }
 
 fn recall<K: std::hash::Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
-    map.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(key)
-        .cloned()
+    lock(map).get(key).cloned()
 }
 
 fn remember<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, value: V) {
-    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    let mut map = lock(map);
     if map.len() >= REMEMBERED {
         map.clear();
     }

@@ -40,6 +40,7 @@ use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
 use crate::mcp::session::Session;
 use crate::surface::Operations;
+use crate::util::lock;
 use crate::{log_error, log_info, log_warn};
 
 pub use auth::Token;
@@ -252,7 +253,7 @@ impl<O: Operations + 'static> Server<O> {
 
     /// Remember a modern call's session for shutdown.
     fn track_modern(&self, session: &Arc<Session>) {
-        let mut live = self.modern_live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = lock(&self.modern_live);
         if live.len() >= 64 && live.len().is_power_of_two() {
             live.retain(|s| s.strong_count() > 0);
         }
@@ -483,10 +484,7 @@ impl<O: Operations + 'static> Server<O> {
 
     /// Cancel every cancellable call, wait for admitted work, end the sessions.
     async fn drain(&self) {
-        let live: Vec<Arc<Session>> = self
-            .modern_live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let live: Vec<Arc<Session>> = lock(&self.modern_live)
             .drain(..)
             .filter_map(|s| s.upgrade())
             .collect();
