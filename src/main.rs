@@ -244,7 +244,7 @@ fn descriptor_error(call: &ToolCall) -> Option<ToolError> {
     } else {
         workspace::resolve(descriptor)
     };
-    checked.err()
+    checked.err().map(ToolError::from)
 }
 
 fn unknown_tool(name: &str) -> ExitCode {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::diagnostics;
-use super::errors::MemoryKill;
+use super::error::MemoryKill;
 use super::text::LineIndex;
 use super::workspace::DocPath;
 use crate::log_warn;

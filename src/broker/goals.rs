@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 
 use super::snapshot::Target;
 use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
-use crate::surface::{GoalsMode, ToolError};
+use super::error::{Error, Result};
+use crate::lsp::lean::error_codes;
+use crate::surface::GoalsMode;
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
-/// Lean's "RPC session expired, reconnect" error.
-const RPC_NEEDS_RECONNECT: i64 = -32900;
 
 /// Where the goals came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +129,7 @@ fn goal_json(goal: &Value) -> Value {
 
 /// The RPC session of the bound document, connecting (and keeping it alive) on
 /// first use in this Lean session.
-async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String, ToolError> {
+async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
     let generation = bound.session.generation;
     if !fresh {
         if let Some(id) = bound.doc.rpc_session(generation) {
@@ -143,9 +143,8 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String, ToolErro
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
         None => {
-            return Err(ToolError::new(
-                crate::surface::ErrorCode::InternalError,
-                "Lean's $/lean/rpc/connect answered without a sessionId",
+            return Err(Error::Unexpected(
+                "Lean's $/lean/rpc/connect answered without a sessionId".into(),
             ));
         }
     };
@@ -174,7 +173,7 @@ pub async fn goals(
     bound: &Target<'_>,
     line: u64,
     character: u64,
-) -> Result<(Vec<Value>, Source), ToolError> {
+) -> Result<(Vec<Value>, Source)> {
     let position = json!({ "line": line, "character": character });
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {
@@ -213,16 +212,13 @@ pub async fn goals(
                 return Ok((goals, Source::Rpc));
             }
             Err(error) => {
-                let needs_reconnect = error
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("lspCode"))
-                    .and_then(Value::as_i64)
-                    == Some(RPC_NEEDS_RECONNECT);
+                let needs_reconnect = error.lean_code() == Some(error_codes::RPC_NEEDS_RECONNECT);
                 if needs_reconnect && attempt == 0 {
                     continue;
                 }
-                if error.code != crate::surface::ErrorCode::InternalError {
+                // Any other failure of Lean's RPC (not of the document or its
+                // worker) falls back to `plainGoal`.
+                if !error.is_internal() {
                     return Err(error);
                 }
                 break;

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use crate::surface::{ErrorCode, ToolError};
+use super::error::{Error, HandleProblem, Limit, Result};
 use crate::util::lock;
 
 /// The token prefix (and format version).
@@ -294,40 +294,17 @@ pub fn origin(handle: &str, process: ProcessTag) -> Origin {
 }
 
 /// Check that a token is well formed and was issued by this process.
-fn check_origin(handle: &str, process: ProcessTag) -> Result<Token, ToolError> {
+fn check_origin(handle: &str, process: ProcessTag) -> Result<Token> {
     match origin(handle, process) {
-        Origin::Malformed => Err(invalid(
-            handle,
-            "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it",
-        )),
-        Origin::OtherProcess(_) => Err(stale(
-            handle,
-            "it was issued by another lean-beam-mcp process (handles do not survive a restart)",
-            "otherProcess",
-        )),
+        Origin::Malformed => Err(Error::handle(handle, HandleProblem::Malformed)),
+        Origin::OtherProcess(_) => Err(Error::handle(handle, HandleProblem::OtherProcess)),
         Origin::ThisProcess(token) => Ok(token),
     }
 }
 
 /// The process-level check of a handle, before any workspace is looked up.
-pub fn check_process(handle: &str, process: ProcessTag) -> Result<(), ToolError> {
+pub fn check_process(handle: &str, process: ProcessTag) -> Result<()> {
     check_origin(handle, process).map(|_| ())
-}
-
-fn invalid(handle: &str, why: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!("handle {handle:?}: {why}"),
-    )
-    .with_data(json!({ "handle": handle, "reason": why }))
-}
-
-fn stale(handle: &str, why: &str, reason: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::ContentModified,
-        format!("handle {handle:?}: {why}; start again with lean_run_at_handle on a fresh lean_sync version"),
-    )
-    .with_data(json!({ "handle": handle, "reason": reason }))
 }
 
 impl HandleStore {
@@ -350,19 +327,14 @@ impl HandleStore {
     /// Store a state and return its token. Older handles are evicted (least
     /// recently used first) to stay within the count and the bytes; a state
     /// that alone holds more than the bytes allowed is refused.
-    pub fn mint(&self, state: HandleState) -> Result<String, ToolError> {
+    pub fn mint(&self, state: HandleState) -> Result<String> {
         let alone = state.own_bytes() + state.shadow.base_bytes();
         if alone > self.limits.bytes {
-            return Err(super::errors::resource_limit(
-                "handleBytes",
-                super::launch::env::MAX_HANDLE_BYTES,
-                self.limits.bytes as u64,
-                alone as u64,
-                format!(
-                    "a proof handle on {} would hold {alone} bytes (its document's text included), more than the handles of a workspace may hold together",
-                    state.shown
-                ),
-            ));
+            return Err(Error::ResourceLimit(Limit::HandleBytes {
+                shown: state.shown,
+                limit: self.limits.bytes,
+                alone,
+            }));
         }
         let secret = new_secret();
         let mut inner = self.inner();
@@ -390,19 +362,16 @@ impl HandleStore {
     }
 
     /// Check a token against this store, without consuming it.
-    fn locate(&self, handle: &str) -> Result<u128, ToolError> {
+    fn locate(&self, handle: &str) -> Result<u128> {
         let token = check_origin(handle, self.process)?;
         if token.runtime != self.runtime_id {
-            return Err(invalid(
-                handle,
-                "it belongs to another workspace runtime (another workspace, or one dropped since)",
-            ));
+            return Err(Error::handle(handle, HandleProblem::OtherRuntime));
         }
         Ok(token.secret)
     }
 
     /// The state of a live handle (refreshing its recency); `consume` removes it.
-    pub fn take(&self, handle: &str, consume: bool) -> Result<HandleState, ToolError> {
+    pub fn take(&self, handle: &str, consume: bool) -> Result<HandleState> {
         let key = self.locate(handle)?;
         let mut inner = self.inner();
         inner.clock += 1;
@@ -415,12 +384,7 @@ impl HandleStore {
                 e.state.clone()
             })
         };
-        state.ok_or_else(|| {
-            invalid(
-                handle,
-                "unknown: it was released, consumed by lean_run_with_linear, evicted (least recently used), or never issued",
-            )
-        })
+        state.ok_or_else(|| Error::handle(handle, HandleProblem::Unknown))
     }
 
     /// Check that a handle's state still matches the document and Lean session.
@@ -430,29 +394,27 @@ impl HandleStore {
         file: &std::path::Path,
         version: u64,
         generation: u64,
-    ) -> Result<(), ToolError> {
+    ) -> Result<()> {
         if state.file != file {
-            return Err(invalid(
+            return Err(Error::handle(
                 handle,
-                &format!("it belongs to {}, not to this path", state.shown),
+                HandleProblem::OtherFile {
+                    shown: state.shown.clone(),
+                },
             ));
         }
         if state.version != version {
-            return Err(stale(
+            return Err(Error::handle(
                 handle,
-                &format!(
-                    "it was computed for version {} of {}, which is now at version {version}",
-                    state.version, state.shown
-                ),
-                "versionMismatch",
+                HandleProblem::VersionMoved {
+                    version: state.version,
+                    shown: state.shown.clone(),
+                    now: version,
+                },
             ));
         }
         if state.generation != generation {
-            return Err(stale(
-                handle,
-                "the Lean server it was computed in has since restarted",
-                "backendRestarted",
-            ));
+            return Err(Error::handle(handle, HandleProblem::ServerRestarted));
         }
         Ok(())
     }
@@ -506,6 +468,14 @@ mod tests {
         state_on(&Arc::from("theorem t : T := by\n"), "  intro h\n")
     }
 
+    /// The problem of a refused handle.
+    fn problem(error: Error) -> HandleProblem {
+        match error {
+            Error::Handle { problem, .. } => problem,
+            other => panic!("not a handle error: {other:?}"),
+        }
+    }
+
     #[test]
     fn tokens_are_bound_to_process_and_runtime() {
         let store = HandleStore::new(ProcessTag(0xabc), 7, limits(8));
@@ -513,22 +483,22 @@ mod tests {
         assert!(store.take(&token, false).is_ok());
         let other_process = HandleStore::new(ProcessTag(0xdef), 7, limits(8));
         assert_eq!(
-            other_process.take(&token, false).unwrap_err().code,
-            ErrorCode::ContentModified
+            problem(other_process.take(&token, false).unwrap_err()),
+            HandleProblem::OtherProcess
         );
         let other_runtime = HandleStore::new(ProcessTag(0xabc), 8, limits(8));
         assert_eq!(
-            other_runtime.take(&token, false).unwrap_err().code,
-            ErrorCode::InvalidParams
+            problem(other_runtime.take(&token, false).unwrap_err()),
+            HandleProblem::OtherRuntime
         );
         assert_eq!(
-            store.take("garbage", false).unwrap_err().code,
-            ErrorCode::InvalidParams
+            problem(store.take("garbage", false).unwrap_err()),
+            HandleProblem::Malformed
         );
         assert!(store.take(&token, true).is_ok());
         assert_eq!(
-            store.take(&token, false).unwrap_err().code,
-            ErrorCode::InvalidParams
+            problem(store.take(&token, false).unwrap_err()),
+            HandleProblem::Unknown
         );
     }
 
@@ -568,8 +538,8 @@ mod tests {
         for other in [&upper, &zero, &plus, &short, &prefixed, &spaced] {
             assert_eq!(origin(other, process), Origin::Malformed, "{other}");
             assert_eq!(
-                store.take(other, false).unwrap_err().code,
-                ErrorCode::InvalidParams,
+                problem(store.take(other, false).unwrap_err()),
+                HandleProblem::Malformed,
                 "{other}"
             );
         }
@@ -638,10 +608,9 @@ mod tests {
         // A state larger than the bound alone is refused, clearly.
         let huge: Arc<str> = Arc::from("z".repeat(2 << 20));
         let e = store.mint(state_on(&huge, "")).unwrap_err();
-        assert_eq!(e.code, ErrorCode::ResourceLimit);
-        assert_eq!(
-            e.data.as_ref().unwrap()["env"],
-            "LEAN_BEAM_MAX_HANDLE_BYTES"
+        assert!(
+            matches!(e, Error::ResourceLimit(Limit::HandleBytes { alone, .. }) if alone > 2 << 20),
+            "{e:?}"
         );
     }
 }

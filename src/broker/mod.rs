@@ -7,7 +7,7 @@ pub mod checkpoint;
 pub mod compiler;
 pub mod diagnostics;
 pub mod document;
-pub mod errors;
+pub mod error;
 pub mod goals;
 pub mod handles;
 pub mod importers;
@@ -27,11 +27,15 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use launch::{Launcher, Limits, Timeouts, env};
+use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
 use workspace::Root;
 
-use crate::surface::ToolError;
+pub use error::{
+    Error, HandleProblem, Limit, MemoryKill, NotModule, Result, SaveError, SourceProblem,
+};
+pub use launch::env;
+pub use text::PositionError;
 use crate::util::lock;
 
 pub struct Broker {
@@ -76,12 +80,12 @@ impl Broker {
     }
 
     /// Refuse a handle that is malformed or from another server process.
-    pub fn check_handle_origin(&self, handle: &str) -> Result<(), ToolError> {
+    pub fn check_handle_origin(&self, handle: &str) -> Result<()> {
         handles::check_process(handle, self.process)
     }
 
     /// The canonical root of a descriptor (see [`workspace::resolve`]).
-    pub fn resolve_root(&self, workspace: &crate::surface::Workspace) -> Result<Root, ToolError> {
+    pub fn resolve_root(&self, workspace: &crate::surface::Workspace) -> Result<Root> {
         self.resolver.root(workspace)
     }
 
@@ -91,7 +95,7 @@ impl Broker {
         &self,
         workspace: &crate::surface::Workspace,
         path: &str,
-    ) -> Result<(Root, workspace::DocPath), ToolError> {
+    ) -> Result<(Root, workspace::DocPath)> {
         self.resolver.document(workspace, path)
     }
 
@@ -111,7 +115,7 @@ impl Broker {
     /// `lean_drop_workspace` would (its Lean processes stopped, its handles
     /// invalidated) before the new one is made; when every one is busy the
     /// call gets a `resourceLimit` error.
-    pub async fn runtime(&self, root: &Root) -> Result<RuntimeUse, ToolError> {
+    pub async fn runtime(&self, root: &Root) -> Result<RuntimeUse> {
         if let Some(rt) = self.cached(root) {
             return Ok(rt);
         }
@@ -266,15 +270,10 @@ impl Broker {
 }
 
 /// Every cached runtime has a call in flight: none can be evicted for `root`.
-fn runtimes_busy(root: &Root, limit: usize, used: usize) -> ToolError {
-    errors::resource_limit(
-        "runtimes",
-        env::MAX_RUNTIMES,
-        limit as u64,
-        used as u64,
-        format!(
-            "cannot start a Lean runtime for {}: {used} workspace runtimes are cached and every one has a call in flight, so none can be evicted. Retry when a call has finished, or free one with lean_drop_workspace",
-            root.display()
-        ),
-    )
+fn runtimes_busy(root: &Root, limit: usize, used: usize) -> Error {
+    Error::ResourceLimit(Limit::Runtimes {
+        root: root.display(),
+        limit,
+        used,
+    })
 }

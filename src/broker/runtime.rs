@@ -13,14 +13,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::bases::{Bases, Rewritten};
 use super::document::{DiagnosticSet, Doc, DocUse};
-use super::errors::{MemoryKill, from_lsp, resource_limit, runtime_setup};
+use super::error::{Error, Limit, MemoryKill, Result};
 use super::handles::HandleStore;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
-use crate::surface::{ErrorCode, ToolError};
 use crate::util::lock;
 use crate::{log_debug, log_info, log_warn};
 
@@ -285,7 +284,7 @@ impl Runtime {
 
     /// The live Lean server, started (or restarted after a death) on demand.
     /// Concurrent first callers share one start.
-    pub async fn session(&self) -> Result<Session, ToolError> {
+    pub async fn session(&self) -> Result<Session> {
         let mut slot = self.session.lock().await;
         if let Some(session) = slot.as_ref() {
             if session.client.is_running() {
@@ -306,7 +305,11 @@ impl Runtime {
             .await
             .map_err(|e| {
                 self.failed_starts.fetch_add(1, Ordering::Relaxed);
-                runtime_setup(&self.launcher.describe(&self.root), &self.root, e)
+                Error::Setup {
+                    command: self.launcher.describe(&self.root),
+                    root: self.root.display(),
+                    error: Box::new(e),
+                }
             })?;
         let generation = self.starts.fetch_add(1, Ordering::SeqCst) + 1;
         log_info!(
@@ -336,7 +339,7 @@ impl Runtime {
     }
 
     /// The live Lean server if one is running; never starts one.
-    pub async fn session_if_running(&self) -> Result<Session, ()> {
+    pub async fn session_if_running(&self) -> std::result::Result<Session, ()> {
         match self.session.lock().await.as_ref() {
             Some(session) if session.client.is_alive() => Ok(session.clone()),
             _ => Err(()),
@@ -364,17 +367,20 @@ impl Runtime {
     pub async fn request(
         &self,
         session: &Session,
-        method: &str,
+        method: &'static str,
         params: Value,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Value> {
         match tokio::time::timeout(
             self.timeouts.request,
             session.client.request(method, params),
         )
         .await
         {
-            Ok(result) => result.map_err(|e| memory_error(session, None, from_lsp(e, method))),
-            Err(_) => Err(super::errors::timeout(method, self.timeouts.request)),
+            Ok(result) => result.map_err(|e| memory_error(session, None, Error::lsp(method, e))),
+            Err(_) => Err(Error::Timeout {
+                method,
+                limit: self.timeouts.request,
+            }),
         }
     }
 
@@ -639,7 +645,7 @@ impl Session {
     /// never goes past it. When no document is idle, a `resourceLimit` error
     /// says so.
     /// On success `doc` counts as open.
-    pub async fn admit(&self, doc: &Doc, reopen: bool) -> Result<(), ToolError> {
+    pub async fn admit(&self, doc: &Doc, reopen: bool) -> Result<()> {
         let admission = &self.admission;
         let _turn = admission.turn.lock().await;
         loop {
@@ -740,27 +746,19 @@ fn worker_of<'a>(
 }
 
 /// No document open in a runtime's Lean server can be closed to open `doc`.
-fn documents_busy(doc: &Doc, limit: usize, open: usize) -> ToolError {
-    resource_limit(
-        "documents",
-        super::launch::env::MAX_DOCUMENTS,
-        limit as u64,
-        open as u64,
-        format!(
-            "cannot open {} in Lean: {open} documents of this workspace are open (each a Lean worker, probe slots included) and every one has a call in flight, so none can be closed to make room. Retry when a call has finished, or close a document with lean_close",
-            doc.path.shown
-        ),
-    )
+fn documents_busy(doc: &Doc, limit: usize, open: usize) -> Error {
+    Error::ResourceLimit(Limit::Documents {
+        path: doc.path.shown.clone(),
+        limit,
+        open,
+    })
 }
 
 /// The error of a call whose Lean process was killed for its memory, in place
 /// of the crash it saw: the server's (any call on it) or `doc`'s worker.
 /// Other errors pass unchanged.
-pub fn memory_error(session: &Session, doc: Option<&Doc>, error: ToolError) -> ToolError {
-    if !matches!(
-        error.code,
-        ErrorCode::WorkerCrashed | ErrorCode::WorkerExited
-    ) {
+pub fn memory_error(session: &Session, doc: Option<&Doc>, error: Error) -> Error {
+    if !error.lost_worker() {
         return error;
     }
     let shown = |doc: &Doc| {
@@ -773,10 +771,16 @@ pub fn memory_error(session: &Session, doc: Option<&Doc>, error: ToolError) -> T
     };
     let server = *lock(&session.memory_kill);
     if let Some(kill) = server {
-        return kill.error(doc.map(shown).as_deref());
+        return Error::ResourceLimit(Limit::Memory {
+            kill,
+            path: doc.map(shown),
+        });
     }
     match doc.and_then(|d| d.state().memory_kill.map(|kill| (d, kill))) {
-        Some((doc, kill)) => kill.error(Some(&shown(doc))),
+        Some((doc, kill)) => Error::ResourceLimit(Limit::Memory {
+            kill,
+            path: Some(shown(doc)),
+        }),
         None => error,
     }
 }

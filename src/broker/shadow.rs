@@ -20,7 +20,7 @@ use super::runtime::{Runtime, Session};
 use super::sync::{self, Forwarder, Mode};
 use super::workspace::DocPath;
 use crate::context::CallContext;
-use crate::surface::ToolError;
+use super::error::Result;
 use crate::util::lock;
 
 /// The marker in every shadow URI; results from Lean that name one (references,
@@ -310,7 +310,7 @@ pub async fn elaborate(
     shown: &str,
     slot: &SlotGuard,
     text: String,
-) -> Result<(u64, Snapshot), ToolError> {
+) -> Result<(u64, Snapshot)> {
     let doc = slot.doc();
     let _edit = doc.edit.lock().await;
     let fast = {

@@ -10,7 +10,8 @@ use super::sync::{self, Forwarder, STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
 use crate::broker::Broker;
 use crate::context::CallContext;
-use crate::surface::{ErrorCode, ToolError, Workspace};
+use super::error::{Error, Result};
+use crate::surface::Workspace;
 
 /// A document pinned at the version a call named, open in a live Lean server.
 pub struct Bound<'c> {
@@ -37,67 +38,27 @@ pub struct DocAnswer {
     pub disk_changed: bool,
 }
 
-pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> ToolError {
-    ToolError::new(
-        ErrorCode::ContentModified,
-        mismatch_message(&doc.path.shown, expected, current),
-    )
-    .with_data(json!({
-        "reason": "versionMismatch",
-        "path": doc.path.shown,
-        "expected": expected,
-        "current": current,
-    }))
-}
-
-/// Versions count up from 1 per document, so one above the current was never
-/// returned (a typo or another document's version), and one below it is stale.
-fn mismatch_message(path: &str, expected: u64, current: u64) -> String {
-    if expected > current {
-        format!(
-            "{path} has no version {expected}: this server never returned that version for it (the latest is {current}). Pass the version lean_update or lean_sync returned for this file"
-        )
-    } else {
-        format!(
-            "{path} is at version {current}, not {expected}: the file changed since that version was returned. Call lean_update or lean_sync and retry with the version it returns"
-        )
+pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> Error {
+    Error::VersionMismatch {
+        path: doc.path.shown.clone(),
+        expected,
+        current,
     }
 }
 
-pub fn never_synced(path: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!("{path} has not been synced in this workspace: call lean_sync (or lean_update) on it first and pass the version it returns"),
-    )
-    .with_data(json!({ "reason": "notSynced", "path": path }))
+pub fn never_synced(path: &str) -> Error {
+    Error::NeverSynced {
+        path: path.to_owned(),
+    }
 }
 
 /// A position that names no place of the document; `line_text` is the text
 /// of its line when the line exists.
-pub fn position_error(error: &PositionError, line_text: Option<&str>) -> ToolError {
-    let mut data = match error {
-        PositionError::LineOutOfRange { line, line_count } => {
-            json!({ "reason": "lineOutOfRange", "line": line, "lineCount": line_count })
-        }
-        PositionError::CharacterOutOfRange {
-            line,
-            character,
-            line_length,
-        } => json!({
-            "reason": "characterOutOfRange", "line": line, "character": character, "lineLength": line_length,
-        }),
-        PositionError::InsideSurrogatePair { line, character } => {
-            json!({ "reason": "insideSurrogatePair", "line": line, "character": character })
-        }
-    };
-    if let Some(text) = line_text {
-        data["line_text"] = Value::from(text);
+pub fn position_error(error: &PositionError, line_text: Option<&str>) -> Error {
+    Error::Position {
+        error: error.clone(),
+        line_text: line_text.map(str::to_owned),
     }
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!("position outside the document: {error}"),
-    )
-    .with_data(data)
 }
 
 /// Resolve the workspace and path of a snapshot-bound call and pin `version`.
@@ -109,7 +70,7 @@ pub async fn bind<'c>(
     workspace: &Workspace,
     path: &str,
     version: u64,
-) -> Result<Bound<'c>, ToolError> {
+) -> Result<Bound<'c>> {
     let (root, doc_path) = broker.resolve_document(workspace, path)?;
     let rt = broker
         .cached(&root)
@@ -138,7 +99,7 @@ pub async fn bind<'c>(
 
 /// Reopen the pinned snapshot's text if Lean lost it (restart, crash, close):
 /// the version and the text stay those of the snapshot.
-async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocState, ToolError> {
+async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocState> {
     let state = doc.state();
     if state.open_in == Some(session.generation) && !state.needs_reopen {
         return Ok(state);
@@ -167,7 +128,7 @@ async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocSt
             "textDocument/didOpen",
             json!({ "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": &*state.text } }),
         )
-        .map_err(|e| super::errors::from_lsp(e, "textDocument/didOpen"))?;
+        .map_err(|e| Error::lsp("textDocument/didOpen", e))?;
     Ok(doc.state())
 }
 
@@ -186,7 +147,7 @@ pub struct Target<'a> {
 impl Target<'_> {
     /// Ask Lean about the pinned version; the answer is refused if the document
     /// moved on meanwhile (Lean answers from whatever it has).
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+    pub async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
         let answer = self.request_unchecked(method, params).await?;
         let now = self.doc.state().version;
         if now != self.version {
@@ -200,7 +161,7 @@ impl Target<'_> {
     /// reports the file fatal and holds its requests until it is reopened, so
     /// after a short grace the call fails (workerCrashed) and the document is
     /// marked for reopening by the next request.
-    pub async fn request_unchecked(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+    pub async fn request_unchecked(&self, method: &'static str, params: Value) -> Result<Value> {
         let mut live = self.doc.subscribe();
         let fatal = |snap: &Snapshot| snap.version == self.version && snap.progress.fatal;
         let mut snap = live.borrow_and_update().clone();
@@ -219,7 +180,7 @@ impl Target<'_> {
             let progress_due = progress.as_ref().and_then(|f| f.progress_due(&snap));
             tokio::select! {
                 answer = &mut call => {
-                    if answer.as_ref().is_err_and(|e| matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)) {
+                    if answer.as_ref().is_err_and(Error::lost_worker) {
                         self.doc.on_crash_of(sent);
                     }
                     return answer.map_err(|e| memory_error(self.session, Some(self.doc), e));
@@ -271,7 +232,7 @@ impl Bound<'_> {
     }
 
     /// Check that `(line, character)` names a place in the pinned text.
-    pub fn check_position(&self, line: u64, character: u64) -> Result<usize, ToolError> {
+    pub fn check_position(&self, line: u64, character: u64) -> Result<usize> {
         self.state
             .index
             .offset(&self.state.text, line, character)
@@ -300,7 +261,7 @@ impl Bound<'_> {
         }
     }
 
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+    pub async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
         self.target().request(method, params).await
     }
 
@@ -310,23 +271,5 @@ impl Bound<'_> {
 
     pub fn position_params(&self, line: u64, character: u64) -> Value {
         self.target().position_params(line, character)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mismatch_message;
-
-    #[test]
-    fn a_version_above_the_latest_is_called_never_returned() {
-        let future = mismatch_message("Fix/Goals.lean", 7, 2);
-        assert!(future.contains("never returned"), "{future}");
-        assert!(!future.contains("changed since"), "{future}");
-        assert!(future.contains("lean_update or lean_sync"), "{future}");
-        let stale = mismatch_message("Fix/Goals.lean", 1, 2);
-        assert!(
-            stale.contains("changed since that version was returned"),
-            "{stale}"
-        );
     }
 }

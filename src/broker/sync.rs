@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
 use super::document::{DiagnosticSet, DiskStamp, Doc, DocState, Snapshot};
-use super::errors::from_lsp;
+use super::error::{Error, Result, SourceProblem};
 use super::runtime::{Runtime, Session, memory_error};
 use super::text::{LineIndex, minimal_change, position_json};
 use crate::context::{CallContext, LogLevel};
 use crate::safe_fs;
-use crate::surface::{DiagnosticScope, ErrorCode, StatusNotice, ToolError};
+use crate::surface::{DiagnosticScope, StatusNotice};
 
 /// Progress notifications are throttled to at most one per this interval
 /// (the final `done` update is never throttled).
@@ -27,21 +27,14 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 /// it is reopened.
 pub const STOPPED_WORKER_GRACE: Duration = Duration::from_millis(1000);
 
-/// `data.reason` of the error for a request held by a stopped worker.
-pub const WORKER_STOPPED: &str = "workerStopped";
-
 /// The error of a request that Lean holds because the file's worker stopped.
 /// Marks the document for reopening, so the next request recovers.
-pub fn worker_stopped(doc: &Doc, version: u64) -> ToolError {
+pub fn worker_stopped(doc: &Doc, version: u64) -> Error {
     doc.on_crash();
-    ToolError::new(
-        ErrorCode::WorkerCrashed,
-        format!(
-            "the Lean worker of {} stopped (fatal file progress) and Lean holds requests for it until it is reopened; the next lean_sync reopens the file",
-            doc.path.shown
-        ),
-    )
-    .with_data(json!({ "reason": WORKER_STOPPED, "path": doc.path.shown, "version": version }))
+    Error::WorkerStopped {
+        path: doc.path.shown.clone(),
+        version,
+    }
 }
 
 /// What `apply` did.
@@ -69,7 +62,7 @@ pub enum Mode {
 /// `cargo bench --bench safe_fs`; a FIFO or a hung mount in its place would
 /// cost every other call) and never follows a link swapped in for the
 /// canonical name.
-pub async fn read_source(doc: &Doc, max_bytes: u64) -> Result<Arc<str>, ToolError> {
+pub async fn read_source(doc: &Doc, max_bytes: u64) -> Result<Arc<str>> {
     let read = safe_fs::read_regular(
         &doc.path.file,
         safe_fs::Links::Refuse,
@@ -77,37 +70,20 @@ pub async fn read_source(doc: &Doc, max_bytes: u64) -> Result<Arc<str>, ToolErro
         safe_fs::Oversize::Refuse,
     )
     .await;
-    let bytes = read
-        .map_err(|e| {
-            let mut error = e.tool_error();
-            if let safe_fs::FsError::TooLarge { .. } = e {
-                error
-                    .message
-                    .push_str(" (LEAN_BEAM_MAX_FILE_BYTES raises the limit)");
-            }
-            if let Some(data) = error.data.as_mut() {
-                data["field"] = json!("path");
-                data["value"] = json!(doc.path.shown);
-            }
-            error
-        })?
-        .bytes;
-    String::from_utf8(bytes).map(Arc::from).map_err(|e| {
-        ToolError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "{} is not valid UTF-8 ({e}); Lean sources are UTF-8",
-                doc.path.shown
-            ),
-        )
-        .with_data(json!({ "field": "path", "value": doc.path.shown }))
-    })
+    let source_error = |problem| Error::Source {
+        path: doc.path.shown.clone(),
+        problem,
+    };
+    let bytes = read.map_err(|e| source_error(SourceProblem::Fs(e)))?.bytes;
+    String::from_utf8(bytes)
+        .map(Arc::from)
+        .map_err(|e| source_error(SourceProblem::NotUtf8(e.to_string())))
 }
 
 /// Before `doc` is (re)opened in `session`: close its current opening there,
 /// if any, and make room for it within the bound on open documents (see
 /// [`Session::admit`]). The caller holds `doc.edit`.
-pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<(), ToolError> {
+pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<()> {
     let reopen = old.open_in == Some(session.generation);
     if reopen {
         let closed = session.client.notify(
@@ -116,7 +92,7 @@ pub async fn make_room(session: &Session, doc: &Doc, old: &DocState) -> Result<(
         );
         if let Err(error) = closed {
             doc.update_state(DocState::mark_for_reopen);
-            return Err(from_lsp(error, "textDocument/didClose"));
+            return Err(Error::lsp("textDocument/didClose", error));
         }
         doc.update_state(|s| s.open_in = None);
     }
@@ -156,7 +132,7 @@ pub async fn disk_changed(doc: &Doc, state: &DocState) -> bool {
 pub async fn read_disk(
     doc: &Doc,
     max_bytes: u64,
-) -> Result<(Arc<str>, Option<DiskStamp>), ToolError> {
+) -> Result<(Arc<str>, Option<DiskStamp>)> {
     let stamp = disk_stamp(&doc.path.file).await;
     Ok((read_source(doc, max_bytes).await?, stamp))
 }
@@ -170,7 +146,7 @@ pub async fn apply(
     text: Arc<str>,
     disk: Option<DiskStamp>,
     mode: Mode,
-) -> Result<Applied, ToolError> {
+) -> Result<Applied> {
     let old = doc.state();
     let open = old.open_in == Some(session.generation) && !old.needs_reopen;
     let differs = old.version == 0 || *old.text != *text;
@@ -235,7 +211,7 @@ pub async fn apply(
     };
     if let Err(error) = sent {
         doc.update_state(DocState::mark_for_reopen);
-        return Err(from_lsp(error, "textDocument/didChange"));
+        return Err(Error::lsp("textDocument/didChange", error));
     }
     Ok(Applied {
         version,
@@ -492,7 +468,7 @@ pub async fn barrier(
     doc: &Doc,
     version: u64,
     forwarder: &mut Forwarder<'_>,
-) -> Result<(), ToolError> {
+) -> Result<()> {
     let mut live = doc.subscribe();
     let sent = doc.state().sent;
     let wait = session.client.request(
@@ -519,8 +495,8 @@ pub async fn barrier(
                 return match answer {
                     Ok(_) => Ok(()),
                     Err(error) => {
-                        let error = from_lsp(error, "textDocument/waitForDiagnostics");
-                        if matches!(error.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited) {
+                        let error = Error::lsp("textDocument/waitForDiagnostics", error);
+                        if error.lost_worker() {
                             doc.on_crash_of(sent);
                         }
                         Err(memory_error(session, Some(doc), error))
@@ -543,21 +519,13 @@ pub async fn barrier(
             }
             () = &mut deadline => {
                 let snap = doc.snapshot();
-                return Err(ToolError::new(
-                    ErrorCode::SyncBarrierIncomplete,
-                    format!(
-                        "Lean did not finish elaborating {} version {version} within {} s (LEAN_BEAM_SYNC_TIMEOUT_SECS); the diagnostics so far are partial, not a clean result",
-                        doc.path.shown,
-                        rt.timeouts.sync.as_secs()
-                    ),
-                )
-                .with_data(json!({
-                    "path": doc.path.shown,
-                    "version": version,
-                    "partial": true,
-                    "document_progress": snap.progress.to_json(),
-                    "counts_so_far": diagnostics::counts(snap.diagnostics.items()),
-                })));
+                return Err(Error::BarrierIncomplete {
+                    path: doc.path.shown.clone(),
+                    version,
+                    limit: rt.timeouts.sync,
+                    progress: Box::new(snap.progress.to_json()),
+                    counts: Box::new(diagnostics::counts(snap.diagnostics.items())),
+                });
             }
         }
     }
@@ -585,7 +553,7 @@ pub async fn sync_locked(
     ctx: &CallContext,
     doc: &Doc,
     options: SyncOptions,
-) -> Result<Synced, ToolError> {
+) -> Result<Synced> {
     let (text, disk) = read_disk(doc, rt.max_file_bytes).await?;
     let session = rt.session().await?;
     let mut mode = options.mode;
@@ -615,11 +583,7 @@ pub async fn sync_locked(
             // The worker stopped while this sync waited (or just before, faster
             // than its report): the document is marked for reopening, so try
             // once more, on a new worker.
-            Err(error)
-                if !reopened_for_stop
-                    && error.data.as_ref().and_then(|d| d.get("reason"))
-                        == Some(&json!(WORKER_STOPPED)) =>
-            {
+            Err(Error::WorkerStopped { .. }) if !reopened_for_stop => {
                 reopened_for_stop = true;
                 continue;
             }

@@ -359,7 +359,7 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutco
         })
         .await;
         let target = written.map_err(|e| match e {
-            FsError::WrongType { .. } | FsError::Outside { .. } => e.tool_error(),
+            FsError::WrongType { .. } | FsError::Outside { .. } => super::errors::fs_error(&e),
             _ => ToolError::new(
                 ErrorCode::InternalError,
                 format!("cannot write the bundle: {e}"),

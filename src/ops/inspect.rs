@@ -171,7 +171,7 @@ async fn at_position(
     broker: &Broker,
     ctx: &CallContext,
     at: &At<'_>,
-    method: &str,
+    method: &'static str,
     extra: Option<(&str, Value)>,
     line_text: bool,
     wrap: fn(Value) -> Lsp,

@@ -3,6 +3,7 @@
 
 mod bundle;
 mod documents;
+mod errors;
 mod feedback;
 mod inspect;
 mod process;

@@ -121,7 +121,8 @@ async fn save_module(
         rt.max_file_bytes,
         rt.timeouts.sync,
     )
-    .await?;
+    .await
+    .map_err(crate::broker::Error::from)?;
     let artifacts: Artifacts = serde_json::from_value(paths).map_err(|e| {
         ToolError::new(
             ErrorCode::InternalError,

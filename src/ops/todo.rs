@@ -90,11 +90,7 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> To
     bound.rt.settle(&bound.session).await;
     let snapshot = bound.doc.snapshot();
     if snapshot.version != args.version {
-        return Err(snapshot::version_mismatch(
-            &bound.doc,
-            args.version,
-            snapshot.version,
-        ));
+        return Err(snapshot::version_mismatch(&bound.doc, args.version, snapshot.version).into());
     }
 
     let wanted = |kind: TodoKind| args.kinds.is_empty() || args.kinds.contains(&kind);
