@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
+use crate::broker::{self, SinkFuture};
 use crate::mcp::jsonrpc::{RequestId, notification_line};
-use crate::surface::Tool;
+use crate::surface::{StatusNotice, Tool};
 use crate::util::lock;
 
 /// The protocol era a request was served in.
@@ -254,5 +255,53 @@ impl CallContext {
             data["path"] = Value::from(path);
         }
         self.log(LogLevel::Notice, "beam.status", data).await;
+    }
+}
+
+impl From<broker::LogLevel> for LogLevel {
+    fn from(level: broker::LogLevel) -> Self {
+        match level {
+            broker::LogLevel::Debug => LogLevel::Debug,
+            broker::LogLevel::Info => LogLevel::Info,
+            broker::LogLevel::Warning => LogLevel::Warning,
+            broker::LogLevel::Error => LogLevel::Error,
+        }
+    }
+}
+
+/// What the broker reports while a call waits on Lean reaches the client as
+/// this call's notifications.
+impl broker::ProgressSink for CallContext {
+    fn has_progress_token(&self) -> bool {
+        CallContext::has_progress_token(self)
+    }
+
+    fn admits(&self, level: broker::LogLevel) -> bool {
+        CallContext::admits(self, level.into())
+    }
+
+    fn follows_lake_setup(&self) -> bool {
+        self.tool.spec().status_notice == StatusNotice::OnSetupOrDelay
+    }
+
+    fn progress<'a>(&'a self, message: &'a str, extra: Option<Value>) -> SinkFuture<'a, bool> {
+        Box::pin(CallContext::progress(self, message, extra))
+    }
+
+    fn log<'a>(
+        &'a self,
+        level: broker::LogLevel,
+        logger: &'a str,
+        data: Value,
+    ) -> SinkFuture<'a, ()> {
+        Box::pin(CallContext::log(self, level.into(), logger, data))
+    }
+
+    fn lake_setup<'a>(&'a self, path: &'a str, output: &'a str) -> SinkFuture<'a, ()> {
+        let message = format!(
+            "{} on {path} is waiting for Lake to set up its imports ({output}).",
+            self.tool.name()
+        );
+        Box::pin(self.status_notice("lakeSetup", Some(path), message))
     }
 }

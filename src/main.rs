@@ -240,9 +240,9 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
 fn descriptor_error(call: &ToolCall) -> Option<ToolError> {
     let descriptor = call.workspace()?;
     let checked = if call.tool() == Tool::LeanDropWorkspace {
-        workspace::resolve_for_eviction(descriptor)
+        workspace::resolve_for_eviction(&descriptor.root)
     } else {
-        workspace::resolve(descriptor)
+        workspace::resolve(&descriptor.root)
     };
     checked.err().map(ToolError::from)
 }

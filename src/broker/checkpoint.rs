@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::compiler::{self, RunError};
+use super::error::{Error, NotModule, Result, SaveError};
 use super::lakefile;
 use super::launch::Launcher;
 use super::workspace::{DocPath, Root};
 use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
-use super::error::{Error, NotModule, Result, SaveError};
 
 /// Scratch directories of checkpoints: `.beam-save-<pid>-<random>` in the
 /// build folder.

@@ -4,8 +4,16 @@
 use serde_json::{Value, json};
 
 use super::bases::DIR_PREFIX;
-use crate::context::LogLevel;
-use crate::surface::DiagnosticScope;
+use super::progress::LogLevel;
+
+/// Which diagnostics a call reports item by item (counts are always whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiagnosticScope {
+    /// Errors only.
+    Errors,
+    /// Every severity.
+    All,
+}
 
 /// LSP severities.
 pub const ERROR: u64 = 1;

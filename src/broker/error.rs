@@ -64,7 +64,10 @@ pub enum Error {
         rule: String,
     },
     /// The source file of `path` (as results name it) cannot be read.
-    Source { path: String, problem: SourceProblem },
+    Source {
+        path: String,
+        problem: SourceProblem,
+    },
     /// A file the broker reads for its own use was refused (a lakefile that
     /// is not a regular file, for example).
     Fs(FsError),

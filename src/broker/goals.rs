@@ -7,11 +7,19 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::snapshot::Target;
-use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
 use super::error::{Error, Result};
+use super::snapshot::Target;
 use crate::lsp::lean::error_codes;
-use crate::surface::GoalsMode;
+use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
+
+/// Which goals of a tactic a query asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoalsMode {
+    /// The goals the tactic starts from.
+    Before,
+    /// The goals it leaves.
+    After,
+}
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -169,11 +177,7 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
 
 /// Goals at the query position: RPC first (reconnecting once if Lean asks),
 /// `plainGoal` where RPC is unavailable.
-pub async fn goals(
-    bound: &Target<'_>,
-    line: u64,
-    character: u64,
-) -> Result<(Vec<Value>, Source)> {
+pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec<Value>, Source)> {
     let position = json!({ "line": line, "character": character });
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {

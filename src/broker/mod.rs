@@ -15,6 +15,7 @@ pub mod lakefile;
 pub mod launch;
 pub mod lexer;
 pub mod outline;
+pub mod progress;
 pub mod runtime;
 pub mod shadow;
 pub mod snapshot;
@@ -31,12 +32,15 @@ use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
 use workspace::Root;
 
+use crate::util::lock;
+pub use diagnostics::DiagnosticScope;
 pub use error::{
     Error, HandleProblem, Limit, MemoryKill, NotModule, Result, SaveError, SourceProblem,
 };
+pub use goals::GoalsMode;
 pub use launch::env;
+pub use progress::{LogLevel, ProgressSink, SinkFuture};
 pub use text::PositionError;
-use crate::util::lock;
 
 pub struct Broker {
     launcher: Launcher,
@@ -85,7 +89,7 @@ impl Broker {
     }
 
     /// The canonical root of a descriptor (see [`workspace::resolve`]).
-    pub fn resolve_root(&self, workspace: &crate::surface::Workspace) -> Result<Root> {
+    pub fn resolve_root(&self, workspace: &str) -> Result<Root> {
         self.resolver.root(workspace)
     }
 
@@ -93,7 +97,7 @@ impl Broker {
     /// [`workspace::resolve_path`]).
     pub fn resolve_document(
         &self,
-        workspace: &crate::surface::Workspace,
+        workspace: &str,
         path: &str,
     ) -> Result<(Root, workspace::DocPath)> {
         self.resolver.document(workspace, path)

@@ -16,11 +16,11 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::document::{Doc, DocUse, Snapshot};
+use super::error::Result;
+use super::progress::ProgressSink;
 use super::runtime::{Runtime, Session};
 use super::sync::{self, Forwarder, Mode};
 use super::workspace::DocPath;
-use crate::context::CallContext;
-use super::error::Result;
 use crate::util::lock;
 
 /// The marker in every shadow URI; results from Lean that name one (references,
@@ -306,7 +306,7 @@ impl Pool {
 pub async fn elaborate(
     rt: &Runtime,
     session: &Session,
-    ctx: &CallContext,
+    sink: &dyn ProgressSink,
     shown: &str,
     slot: &SlotGuard,
     text: String,
@@ -324,7 +324,7 @@ pub async fn elaborate(
     };
     let applied = sync::apply(session, doc, Arc::from(text), None, Mode::IfChanged).await?;
     let version = applied.version;
-    let mut forwarder = Forwarder::for_probe(ctx, doc, version, shown);
+    let mut forwarder = Forwarder::for_probe(sink, doc, version, shown);
     let mut live = doc.subscribe();
     let complete = |snap: &Snapshot| {
         fast && snap.version == version

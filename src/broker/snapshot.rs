@@ -5,13 +5,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::document::{Doc, DocState, DocUse, Snapshot};
+use super::error::{Error, Result};
+use super::progress::ProgressSink;
 use super::runtime::{Runtime, RuntimeUse, Session, memory_error};
 use super::sync::{self, Forwarder, STOPPED_WORKER_GRACE, worker_stopped};
 use super::text::PositionError;
 use crate::broker::Broker;
-use crate::context::CallContext;
-use super::error::{Error, Result};
-use crate::surface::Workspace;
 
 /// A document pinned at the version a call named, open in a live Lean server.
 pub struct Bound<'c> {
@@ -20,7 +19,7 @@ pub struct Bound<'c> {
     pub state: DocState,
     pub session: Session,
     /// The call: its waits on Lean forward the file's progress.
-    pub ctx: &'c CallContext,
+    pub sink: &'c dyn ProgressSink,
 }
 
 /// What every answer about a pinned document version names first.
@@ -66,8 +65,8 @@ pub fn position_error(error: &PositionError, line_text: Option<&str>) -> Error {
 /// created here.
 pub async fn bind<'c>(
     broker: &Broker,
-    ctx: &'c CallContext,
-    workspace: &Workspace,
+    sink: &'c dyn ProgressSink,
+    workspace: &str,
     path: &str,
     version: u64,
 ) -> Result<Bound<'c>> {
@@ -93,7 +92,7 @@ pub async fn bind<'c>(
         doc,
         state,
         session,
-        ctx,
+        sink,
     })
 }
 
@@ -141,7 +140,7 @@ pub struct Target<'a> {
     pub version: u64,
     /// The call whose progress shows the document elaborating while Lean
     /// holds a request until it reaches the position (user documents only).
-    pub ctx: Option<&'a CallContext>,
+    pub sink: Option<&'a dyn ProgressSink>,
 }
 
 impl Target<'_> {
@@ -168,8 +167,8 @@ impl Target<'_> {
         let mut stopped = fatal(&snap).then(tokio::time::Instant::now);
         let sent = self.doc.state().sent;
         let mut progress = self
-            .ctx
-            .map(|ctx| Forwarder::for_wait(ctx, self.doc, self.version));
+            .sink
+            .map(|sink| Forwarder::for_wait(sink, self.doc, self.version));
         if let Some(forwarder) = progress.as_mut() {
             forwarder.observe(&snap).await;
         }
@@ -227,7 +226,7 @@ impl Bound<'_> {
             session: &self.session,
             doc: &self.doc,
             version: self.state.version,
-            ctx: Some(self.ctx),
+            sink: Some(self.sink),
         }
     }
 

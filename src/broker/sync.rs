@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::diagnostics::DiagnosticScope;
 use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
 use super::document::{DiagnosticSet, DiskStamp, Doc, DocState, Snapshot};
 use super::error::{Error, Result, SourceProblem};
+use super::progress::{LogLevel, ProgressSink};
 use super::runtime::{Runtime, Session, memory_error};
 use super::text::{LineIndex, minimal_change, position_json};
-use crate::context::{CallContext, LogLevel};
 use crate::safe_fs;
-use crate::surface::{DiagnosticScope, StatusNotice};
 
 /// Progress notifications are throttled to at most one per this interval
 /// (the final `done` update is never throttled).
@@ -129,10 +129,7 @@ pub async fn disk_changed(doc: &Doc, state: &DocState) -> bool {
 
 /// Read the source and what the file looked like: the `stat` comes first, so
 /// that a change between the two shows as a change later, never the reverse.
-pub async fn read_disk(
-    doc: &Doc,
-    max_bytes: u64,
-) -> Result<(Arc<str>, Option<DiskStamp>)> {
+pub async fn read_disk(doc: &Doc, max_bytes: u64) -> Result<(Arc<str>, Option<DiskStamp>)> {
     let stamp = disk_stamp(&doc.path.file).await;
     Ok((read_source(doc, max_bytes).await?, stamp))
 }
@@ -224,7 +221,7 @@ pub async fn apply(
 /// `lean.diagnostic` logs, Lake's setup of the imports and throttled file
 /// progress, each at most once.
 pub struct Forwarder<'a> {
-    ctx: &'a CallContext,
+    sink: &'a dyn ProgressSink,
     doc: &'a Doc,
     version: u64,
     /// The file progress names: the document's own path, or for a probe's
@@ -250,13 +247,13 @@ pub struct Forwarder<'a> {
 
 impl<'a> Forwarder<'a> {
     pub fn new(
-        ctx: &'a CallContext,
+        sink: &'a dyn ProgressSink,
         doc: &'a Doc,
         version: u64,
         scope: Option<DiagnosticScope>,
     ) -> Self {
         Forwarder {
-            ctx,
+            sink,
             doc,
             version,
             shown: &doc.path.shown,
@@ -282,19 +279,24 @@ impl<'a> Forwarder<'a> {
 
     /// The progress of a probe elaborated in the shadow document `doc`,
     /// named after the user's file `shown`.
-    pub fn for_probe(ctx: &'a CallContext, doc: &'a Doc, version: u64, shown: &'a str) -> Self {
+    pub fn for_probe(
+        sink: &'a dyn ProgressSink,
+        doc: &'a Doc,
+        version: u64,
+        shown: &'a str,
+    ) -> Self {
         Forwarder {
             shown,
             probe: true,
-            ..Forwarder::new(ctx, doc, version, None)
+            ..Forwarder::new(sink, doc, version, None)
         }
     }
 
     /// The progress of a request that waits on `doc` at `version` (Lean
     /// answers a position once it has elaborated it): what changes while it
     /// waits. A version already elaborated has nothing to tell.
-    pub fn for_wait(ctx: &'a CallContext, doc: &'a Doc, version: u64) -> Self {
-        let mut forwarder = Forwarder::new(ctx, doc, version, None);
+    pub fn for_wait(sink: &'a dyn ProgressSink, doc: &'a Doc, version: u64) -> Self {
+        let mut forwarder = Forwarder::new(sink, doc, version, None);
         let snap = doc.snapshot();
         forwarder.done_sent = snap.version == version && snap.progress.done;
         forwarder
@@ -306,31 +308,20 @@ impl<'a> Forwarder<'a> {
     /// without a progress token, throttled progress updates with one.
     async fn observe_lake_setup(&mut self, snap: &Snapshot) {
         let setup = &snap.lake_setup;
-        if setup.lines == self.seen_setup_lines
-            || self.ctx.tool.spec().status_notice != StatusNotice::OnSetupOrDelay
-        {
+        if setup.lines == self.seen_setup_lines || !self.sink.follows_lake_setup() {
             return;
         }
         self.seen_setup_lines = setup.lines;
         let output = setup.last.as_deref().unwrap_or("");
         let path = self.shown;
-        self.ctx
-            .status_notice(
-                "lakeSetup",
-                Some(path),
-                format!(
-                    "{} on {path} is waiting for Lake to set up its imports ({output}).",
-                    self.ctx.tool.name()
-                ),
-            )
-            .await;
-        if self.ctx.has_progress_token()
+        self.sink.lake_setup(path, output).await;
+        if self.sink.has_progress_token()
             && self
                 .last_setup_progress
                 .is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL)
         {
             let sent = self
-                .ctx
+                .sink
                 .progress(
                     &format!("{path}: Lake setup: {output}"),
                     Some(json!({ "done": false, "phase": "lakeSetup", "lake": output })),
@@ -358,7 +349,7 @@ impl<'a> Forwarder<'a> {
         let worth_reading = new_set
             && match self.scope {
                 None => false,
-                Some(_) if !self.ctx.admits(LogLevel::Error) => false,
+                Some(_) if !self.sink.admits(LogLevel::Error) => false,
                 Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
                 Some(DiagnosticScope::All) => true,
             };
@@ -378,7 +369,7 @@ impl<'a> Forwarder<'a> {
                 continue;
             }
             let level = diagnostics::log_level(diagnostic);
-            if !self.ctx.admits(level) {
+            if !self.sink.admits(level) {
                 continue;
             }
             let key = diagnostic.to_string();
@@ -388,11 +379,11 @@ impl<'a> Forwarder<'a> {
                     "version": self.version,
                     "diagnostic": diagnostics::item(diagnostic),
                 });
-                self.ctx.log(level, "lean.diagnostic", data).await;
+                self.sink.log(level, "lean.diagnostic", data).await;
             }
         }
         self.observe_lake_setup(snap).await;
-        if !self.ctx.has_progress_token()
+        if !self.sink.has_progress_token()
             || snap.progress.updates == self.seen_updates
             || self.done_sent
         {
@@ -409,7 +400,7 @@ impl<'a> Forwarder<'a> {
                 let lines = self.doc.state().index.line_count();
                 format!("{path}: elaborated ({lines} lines)")
             };
-            self.ctx
+            self.sink
                 .progress(
                     &message,
                     Some(json!({ "done": true, "line": p.frontier_line })),
@@ -433,7 +424,7 @@ impl<'a> Forwarder<'a> {
             // processed where it was: such an update says nothing new and is
             // not sent (nor does it hold back the next one).
             let sent = self
-                .ctx
+                .sink
                 .progress(
                     &message,
                     Some(json!({ "done": false, "line": p.frontier_line, "lines": lines })),
@@ -451,7 +442,7 @@ impl Forwarder<'_> {
     /// goes out then even if Lean reports nothing more (a long command
     /// elaborates for minutes without a word, and the client must see where).
     pub fn progress_due(&self, snap: &Snapshot) -> Option<tokio::time::Instant> {
-        let held_back = self.ctx.has_progress_token()
+        let held_back = self.sink.has_progress_token()
             && !self.done_sent
             && snap.version == self.version
             && snap.progress.updates != self.seen_updates;
@@ -550,7 +541,7 @@ pub struct Synced {
 /// caller holds `doc.edit`.
 pub async fn sync_locked(
     rt: &Runtime,
-    ctx: &CallContext,
+    sink: &dyn ProgressSink,
     doc: &Doc,
     options: SyncOptions,
 ) -> Result<Synced> {
@@ -561,7 +552,7 @@ pub async fn sync_locked(
     let mut reopened_for_stop = false;
     loop {
         let applied = apply(&session, doc, Arc::clone(&text), disk, mode).await?;
-        let mut forwarder = Forwarder::new(ctx, doc, applied.version, Some(options.scope));
+        let mut forwarder = Forwarder::new(sink, doc, applied.version, Some(options.scope));
         let state = doc.state();
         // An unchanged file whose final report Lean already gave needs no
         // round trip while its worker runs: another wait could only return the

@@ -13,7 +13,6 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::error::{Error, Result};
-use crate::surface::Workspace;
 use crate::util::lock;
 
 /// Files whose presence makes a directory a Lean/Lake project.
@@ -49,8 +48,7 @@ fn invalid(field: &'static str, value: &str, rule: &str) -> Error {
 
 /// Validate a descriptor for an ordinary request: absolute, existing, a
 /// directory, and a Lean/Lake project. Symlinked aliases resolve to one root.
-pub fn resolve(workspace: &Workspace) -> Result<Root> {
-    let raw = workspace.root.as_str();
+pub fn resolve(raw: &str) -> Result<Root> {
     let path = Path::new(raw);
     if !path.is_absolute() {
         return Err(invalid(
@@ -85,8 +83,7 @@ pub fn resolve(workspace: &Workspace) -> Result<Root> {
 
 /// Resolve a descriptor for cache eviction: a previously echoed canonical root
 /// is accepted even if the directory has since disappeared.
-pub fn resolve_for_eviction(workspace: &Workspace) -> Result<Root> {
-    let raw = workspace.root.as_str();
+pub fn resolve_for_eviction(raw: &str) -> Result<Root> {
     let path = Path::new(raw);
     if !path.is_absolute() {
         return Err(invalid("workspace.root", raw, "must be an absolute path"));
@@ -229,7 +226,12 @@ fn still_same(raw: &Path, canonical: &Path, id: FileId) -> bool {
                 == Some(id))
 }
 
-fn recall<K: std::hash::Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
+fn recall<K, Q, V>(map: &Mutex<HashMap<K, V>>, key: &Q) -> Option<V>
+where
+    K: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
+    Q: std::hash::Hash + Eq + ?Sized,
+    V: Clone,
+{
     lock(map).get(key).cloned()
 }
 
@@ -243,20 +245,20 @@ fn remember<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, valu
 
 impl Resolver {
     /// [`resolve`], answered from memory when the file system agrees.
-    pub fn root(&self, workspace: &Workspace) -> Result<Root> {
-        self.root_entry(workspace).map(|(root, _)| root)
+    pub fn root(&self, raw: &str) -> Result<Root> {
+        self.root_entry(raw).map(|(root, _)| root)
     }
 
     /// The canonical root, with what is remembered of it (none when its
     /// device, inode or marker could not be read).
-    fn root_entry(&self, workspace: &Workspace) -> Result<(Root, Option<KnownRoot>)> {
-        let raw = Path::new(&workspace.root);
-        if let Some(known) = recall(&self.roots, &workspace.root) {
+    fn root_entry(&self, raw_root: &str) -> Result<(Root, Option<KnownRoot>)> {
+        let raw = Path::new(raw_root);
+        if let Some(known) = recall(&self.roots, raw_root) {
             if still_same(raw, known.root.path(), known.id) && known.marker.is_file() {
                 return Ok((known.root.clone(), Some(known)));
             }
         }
-        let root = resolve(workspace)?;
+        let root = resolve(raw_root)?;
         let marker = PROJECT_MARKERS
             .iter()
             .map(|m| root.path().join(m))
@@ -269,21 +271,17 @@ impl Resolver {
                 marker,
             });
         if let Some(known) = &known {
-            remember(&self.roots, workspace.root.clone(), known.clone());
+            remember(&self.roots, raw_root.to_owned(), known.clone());
         }
         Ok((root, known))
     }
 
     /// [`resolve`] and [`resolve_path`], answered from memory when the file
     /// system agrees.
-    pub fn document(
-        &self,
-        workspace: &Workspace,
-        path: &str,
-    ) -> Result<(Root, DocPath)> {
-        let raw_root = Path::new(&workspace.root);
+    pub fn document(&self, raw: &str, path: &str) -> Result<(Root, DocPath)> {
+        let raw_root = Path::new(raw);
         let relative = !path.is_empty() && !Path::new(path).is_absolute();
-        let key = (workspace.root.clone(), path.to_owned());
+        let key = (raw.to_owned(), path.to_owned());
         if relative && raw_root.is_absolute() {
             if let Some(known) = recall(&self.documents, &key) {
                 if still_same(&raw_root.join(path), &known.doc.file, known.id)
@@ -293,7 +291,7 @@ impl Resolver {
                 }
             }
         }
-        let (root, known_root) = self.root_entry(workspace)?;
+        let (root, known_root) = self.root_entry(raw)?;
         let doc = resolve_path(&root, path)?;
         if let (Some(id), Some(known_root), true) = (file_id(&doc.file), known_root, relative) {
             let known = KnownDocument {
@@ -333,10 +331,8 @@ mod tests {
         }
     }
 
-    fn ws(root: &Path) -> Workspace {
-        Workspace {
-            root: root.to_string_lossy().into_owned(),
-        }
+    fn ws(root: &Path) -> String {
+        root.to_string_lossy().into_owned()
     }
 
     /// Every answer of the resolver is the one the uncached resolution gives,
@@ -411,7 +407,7 @@ mod tests {
         let fifo = std::fs::metadata(proj.join("Sub/A.lean")).unwrap();
         {
             let mut docs = resolver.documents.lock().unwrap();
-            let key = (ws(&proj).root, "Sub/A.lean".to_string());
+            let key = (ws(&proj), "Sub/A.lean".to_string());
             let known = docs.get_mut(&key).expect("remembered");
             known.id.dev = fifo.dev();
             known.id.ino = fifo.ino();

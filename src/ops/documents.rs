@@ -13,7 +13,7 @@ async fn locate(
     workspace: &Workspace,
     path: &str,
 ) -> Result<(RuntimeUse, DocPath), crate::surface::ToolError> {
-    let (root, doc_path) = broker.resolve_document(workspace, path)?;
+    let (root, doc_path) = broker.resolve_document(&workspace.root, path)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     Ok((rt, doc_path))
@@ -45,14 +45,18 @@ pub async fn sync(
 ) -> ToolOutcome {
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
-    let options = SyncOptions { scope, items, mode };
+    let options = SyncOptions {
+        scope: scope.into(),
+        items,
+        mode,
+    };
     let _edit = doc.edit.lock().await;
     let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
     Ok(sync::sync_result(&rt, &doc, &synced, options))
 }
 
 pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
-    let (root, doc_path) = broker.resolve_document(workspace, path)?;
+    let (root, doc_path) = broker.resolve_document(&workspace.root, path)?;
     let mut result = json!({ "workspace": root.descriptor(), "path": doc_path.shown, "closed": true, "wasOpen": false });
     // Closing never starts a runtime: a document of an absent runtime is closed.
     let Some(rt) = broker.cached(&root) else {
@@ -76,7 +80,7 @@ pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOu
 }
 
 pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> ToolOutcome {
-    let root = workspace::resolve_for_eviction(workspace)?;
+    let root = workspace::resolve_for_eviction(&workspace.root)?;
     match broker.evict(&root).await {
         Some(rt) => Ok(json!({
             "workspace": root.descriptor(),

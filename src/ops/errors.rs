@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::broker::{
-    self, HandleProblem, Limit, MemoryKill, NotModule, SaveError, SourceProblem,
-};
+use crate::broker::{self, HandleProblem, Limit, MemoryKill, NotModule, SaveError, SourceProblem};
 use crate::lsp::LspError;
 use crate::lsp::lean::error_codes;
 use crate::safe_fs::FsError;

@@ -281,7 +281,7 @@ fn slug(title: &str) -> String {
 }
 
 pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
-    let root = broker.resolve_root(&args.workspace)?;
+    let root = broker.resolve_root(&args.workspace.root)?;
     let bundle_rel = bundle_subdir(&root, args.bundle_dir.as_deref())?;
     let mut warnings = Vec::new();
     let collected = if args.confidential {

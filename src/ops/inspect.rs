@@ -176,7 +176,7 @@ async fn at_position(
     line_text: bool,
     wrap: fn(Value) -> Lsp,
 ) -> ToolOutcome {
-    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let mut params = bound.position_params(at.line, at.character);
     if let Some((key, value)) = extra {
@@ -257,7 +257,7 @@ pub async fn document_symbols(
     path: &str,
     version: u64,
 ) -> ToolOutcome {
-    let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
+    let bound = snapshot::bind(broker, ctx, &ws.root, path, version).await?;
     let request = bound.request(
         "textDocument/documentSymbol",
         json!({ "textDocument": bound.text_document() }),
@@ -273,7 +273,7 @@ pub async fn document_symbols(
 }
 
 pub async fn workspace_symbols(broker: &Broker, ws: &Workspace, query: &str) -> ToolOutcome {
-    let root = broker.resolve_root(ws)?;
+    let root = broker.resolve_root(&ws.root)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     let session = rt.session().await?;
@@ -306,10 +306,10 @@ pub async fn goals(
     mode: GoalsMode,
 ) -> ToolOutcome {
     let (line, character, version) = (at.line, at.character, at.version);
-    let bound: Bound = snapshot::bind(broker, ctx, at.workspace, at.path, version).await?;
+    let bound: Bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, version).await?;
     bound.check_position(line, character)?;
     let line_text = bound.line_text(line).unwrap_or("");
-    let query = goals::query_position(line_text, character as usize, mode) as u64;
+    let query = goals::query_position(line_text, character as usize, mode.into()) as u64;
     let target = bound.target();
     let (found, disk_changed) =
         tokio::join!(goals::goals(&target, line, query), bound.disk_changed());
@@ -341,7 +341,7 @@ pub async fn code_action_resolve(
     version: u64,
     code_action: &Map<String, Value>,
 ) -> ToolOutcome {
-    let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
+    let bound = snapshot::bind(broker, ctx, &ws.root, path, version).await?;
     let request = bound.request("codeAction/resolve", Value::Object(code_action.clone()));
     let (answer, disk_changed) = tokio::join!(request, bound.disk_changed());
     let mut resolved = answer?;

@@ -32,6 +32,24 @@ fn typed(result: &impl Serialize) -> ToolOutcome {
     })
 }
 
+impl From<DiagnosticScope> for crate::broker::DiagnosticScope {
+    fn from(scope: DiagnosticScope) -> Self {
+        match scope {
+            DiagnosticScope::Errors => crate::broker::DiagnosticScope::Errors,
+            DiagnosticScope::All => crate::broker::DiagnosticScope::All,
+        }
+    }
+}
+
+impl From<GoalsMode> for crate::broker::GoalsMode {
+    fn from(mode: GoalsMode) -> Self {
+        match mode {
+            GoalsMode::Before => crate::broker::GoalsMode::Before,
+            GoalsMode::After => crate::broker::GoalsMode::After,
+        }
+    }
+}
+
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
     stats: Arc<Stats>,

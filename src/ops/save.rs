@@ -69,14 +69,14 @@ async fn save_module(
     path: &str,
     scope: DiagnosticScope,
 ) -> Result<SaveResult, ToolError> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
     checkpoint::check_setup(&root).await?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     let doc = rt.doc(&doc_path);
     let options = SyncOptions {
-        scope,
+        scope: scope.into(),
         items: false,
         mode: Mode::IfChanged,
     };

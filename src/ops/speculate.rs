@@ -17,7 +17,7 @@ use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
 use crate::broker::text::LineIndex;
-use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, ToolOutcome, Workspace};
+use crate::surface::{CallContext, ErrorCode, ToolError, ToolOutcome, Workspace};
 
 /// What a step's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -380,7 +380,7 @@ async fn run_step(
                 session,
                 doc: slot.doc(),
                 version,
-                ctx: None,
+                sink: None,
             };
             let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
             json!({ "goals": goals, "source": source.as_str(), "at": when })
@@ -480,7 +480,7 @@ fn not_a_probe_place(at: &RunAt<'_>) -> ToolError {
 }
 
 pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bool) -> ToolOutcome {
-    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
     let index = &bound.state.index;
@@ -550,7 +550,11 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
                 // block above, at that block's column, not at column 0.
                 continuation_column(&text[..line_start])
             } else {
-                query_position(line_text, at.character as usize, GoalsMode::Before)
+                query_position(
+                    line_text,
+                    at.character as usize,
+                    crate::broker::GoalsMode::Before,
+                )
             };
             let after = |head: &str| {
                 // `… by` / `… =>`: the step follows on the same line.
@@ -705,7 +709,7 @@ pub async fn run_with(
     text: &str,
     linear: bool,
 ) -> ToolOutcome {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
@@ -773,7 +777,7 @@ fn unknown_runtime(handle: &str) -> ToolError {
 }
 
 pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) -> ToolOutcome {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)

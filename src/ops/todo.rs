@@ -71,7 +71,7 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Value> {
 }
 
 pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> ToolOutcome {
-    let bound = snapshot::bind(broker, ctx, &args.workspace, &args.path, args.version).await?;
+    let bound = snapshot::bind(broker, ctx, &args.workspace.root, &args.path, args.version).await?;
     let start_off = bound.check_position(args.start_line, args.start_character)?;
     let end_off = bound.check_position(args.end_line, args.end_character)?;
     if start_off > end_off {
