@@ -7,7 +7,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-pub use crate::context::CallContext;
+pub use crate::context::{CallContext, CallTool, StatusNotice};
 
 mod generated {
     #![allow(clippy::all, clippy::pedantic)]
@@ -16,15 +16,13 @@ mod generated {
 
 pub use generated::*;
 
-/// When a call without a progress token emits its one `beam.status` notice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusNotice {
-    /// Never (process utilities).
-    Never,
-    /// When the call is still pending after the status delay.
-    AfterDelay,
-    /// On the first Lake setup observation, or after the status delay.
-    OnSetupOrDelay,
+impl From<Tool> for CallTool {
+    fn from(tool: Tool) -> Self {
+        CallTool {
+            name: tool.name(),
+            status_notice: tool.spec().status_notice,
+        }
+    }
 }
 
 /// The result of one tool call: the `structuredContent` of a success, or a

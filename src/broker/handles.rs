@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::error::{Error, HandleProblem, Limit, Result};
+pub use super::launch::HandleLimits;
 use crate::util::lock;
 
 /// The token prefix (and format version).
@@ -146,7 +147,7 @@ pub struct HandleState {
     /// True in proof mode (tactics), false in command mode.
     pub proof: bool,
     /// Where the chain's text sits in the shadow and in the user's file.
-    pub placement: super::shadow::Placement,
+    pub placement: super::placement::Placement,
 }
 
 impl HandleState {
@@ -163,16 +164,6 @@ impl HandleState {
 struct Entry {
     state: HandleState,
     last_used: u64,
-}
-
-/// Bounds of one runtime's store.
-#[derive(Debug, Clone, Copy)]
-pub struct HandleLimits {
-    /// Live handles (`LEAN_BEAM_MAX_HANDLES`).
-    pub count: usize,
-    /// Bytes held by live handles, each shared text counted once
-    /// (`LEAN_BEAM_MAX_HANDLE_BYTES`).
-    pub bytes: usize,
 }
 
 #[derive(Debug)]

@@ -2,26 +2,33 @@
 //! the first request that needs it and kept until it is dropped or the server
 //! shuts down.
 
-pub mod bases;
-pub mod checkpoint;
-pub mod compiler;
-pub mod diagnostics;
-pub mod document;
-pub mod error;
-pub mod goals;
-pub mod handles;
-pub mod importers;
-pub mod lakefile;
-pub mod launch;
-pub mod lexer;
-pub mod outline;
-pub mod progress;
-pub mod runtime;
-pub mod shadow;
-pub mod snapshot;
-pub mod sync;
-pub mod text;
-pub mod workspace;
+pub(crate) mod bases;
+pub(crate) mod checkpoint;
+pub(crate) mod compiler;
+pub(crate) mod diagnostics;
+pub(crate) mod docs;
+pub(crate) mod document;
+pub(crate) mod edit;
+pub(crate) mod error;
+pub(crate) mod forward;
+pub(crate) mod goals;
+pub(crate) mod handles;
+pub(crate) mod importers;
+pub(crate) mod intent;
+pub(crate) mod lakefile;
+pub(crate) mod launch;
+pub(crate) mod lexer;
+pub(crate) mod outline;
+pub(crate) mod placement;
+pub(crate) mod progress;
+pub(crate) mod runtime;
+pub(crate) mod server;
+pub(crate) mod shadow;
+pub(crate) mod snapshot;
+pub(crate) mod sync;
+pub(crate) mod text;
+pub(crate) mod wait;
+pub(crate) mod workspace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -51,7 +58,7 @@ pub struct Broker {
     next_runtime_id: std::sync::atomic::AtomicU64,
     /// Versions survive eviction: a recreated runtime continues above them, so
     /// a version returned before a drop never names different content after it.
-    version_floors: Arc<runtime::VersionFloors>,
+    version_floors: Arc<docs::VersionFloors>,
     runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
     /// Held while a runtime is created (and, at the bound, another evicted
     /// for it), so that a new runtime's Lean server never starts before the
@@ -101,6 +108,18 @@ impl Broker {
         path: &str,
     ) -> Result<(Root, workspace::DocPath)> {
         self.resolver.document(workspace, path)
+    }
+
+    /// The server's own check of a workspace descriptor before a call runs
+    /// (absolute, an existing Lean/Lake project).
+    pub fn check_descriptor(workspace: &str) -> Result<()> {
+        workspace::resolve(workspace).map(drop)
+    }
+
+    /// [`Broker::check_descriptor`] for a drop, which also accepts a root
+    /// that has since disappeared.
+    pub fn check_descriptor_to_drop(workspace: &str) -> Result<()> {
+        workspace::resolve_for_eviction(workspace).map(drop)
     }
 
     pub fn launcher(&self) -> &Launcher {
@@ -220,7 +239,7 @@ impl Broker {
         let most = |f: &dyn Fn(&Runtime) -> u64| runtimes.iter().map(|rt| f(rt)).max().unwrap_or(0);
         let clients: Vec<_> = runtimes
             .iter()
-            .filter_map(|rt| rt.session_now())
+            .filter_map(|rt| rt.server_now())
             .map(|session| session.client)
             .collect();
         let largest_rss = tokio::task::spawn_blocking(move || {

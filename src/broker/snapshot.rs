@@ -4,12 +4,16 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::document::{Doc, DocState, DocUse, Snapshot};
+use super::document::{Doc, DocState, DocUse};
+use super::edit;
 use super::error::{Error, Result};
+use super::forward::Forwarder;
 use super::progress::ProgressSink;
-use super::runtime::{Runtime, RuntimeUse, Session, memory_error};
-use super::sync::{self, Forwarder, STOPPED_WORKER_GRACE, worker_stopped};
+use super::runtime::RuntimeUse;
+use super::server::LeanServer;
+use super::sync;
 use super::text::PositionError;
+use super::wait::Wait;
 use crate::broker::Broker;
 
 /// A document pinned at the version a call named, open in a live Lean server.
@@ -17,7 +21,7 @@ pub struct Bound<'c> {
     pub rt: RuntimeUse,
     pub doc: DocUse,
     pub state: DocState,
-    pub session: Session,
+    pub session: LeanServer,
     /// The call: its waits on Lean forward the file's progress.
     pub sink: &'c dyn ProgressSink,
 }
@@ -85,7 +89,7 @@ pub async fn bind<'c>(
     if current.version != version {
         return Err(version_mismatch(&doc, version, current.version));
     }
-    let session = rt.session().await?;
+    let session = rt.server().await?;
     let state = ensure_open(&session, &doc, version).await?;
     Ok(Bound {
         rt,
@@ -98,44 +102,19 @@ pub async fn bind<'c>(
 
 /// Reopen the pinned snapshot's text if Lean lost it (restart, crash, close):
 /// the version and the text stay those of the snapshot.
-async fn ensure_open(session: &Session, doc: &Doc, version: u64) -> Result<DocState> {
+async fn ensure_open(server: &LeanServer, doc: &Doc, version: u64) -> Result<DocState> {
     let state = doc.state();
-    if state.open_in == Some(session.generation) && !state.needs_reopen {
+    if state.lifecycle.is_open_in(server.generation) {
         return Ok(state);
     }
-    let _edit = doc.edit.lock().await;
-    let state = doc.state();
-    if state.version != version {
-        return Err(version_mismatch(doc, version, state.version));
-    }
-    if state.open_in == Some(session.generation) && !state.needs_reopen {
-        return Ok(state);
-    }
-    super::sync::make_room(session, doc, &state).await?;
-    doc.update_state(|s| {
-        s.open_in = Some(session.generation);
-        s.needs_reopen = false;
-        s.stopped_by_report = false;
-        s.unsettle();
-        s.worker = None;
-    });
-    doc.reset_report(version);
-    doc.clear_rpc_session();
-    session
-        .client
-        .notify(
-            "textDocument/didOpen",
-            json!({ "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": &*state.text } }),
-        )
-        .map_err(|e| Error::lsp("textDocument/didOpen", e))?;
-    Ok(doc.state())
+    let edit = doc.lock_edit().await;
+    edit::reopen(server, &edit, version).await
 }
 
 /// A document pinned at a version, for requests whose answers must belong to
 /// that version (user documents and shadow documents alike).
 pub struct Target<'a> {
-    pub rt: &'a Runtime,
-    pub session: &'a Session,
+    pub session: &'a LeanServer,
     pub doc: &'a Doc,
     pub version: u64,
     /// The call whose progress shows the document elaborating while Lean
@@ -156,58 +135,16 @@ impl Target<'_> {
     }
 
     /// Ask Lean about the document, without the version check of `request`.
-    /// A worker that stops meanwhile does not leave the call hanging: Lean
-    /// reports the file fatal and holds its requests until it is reopened, so
-    /// after a short grace the call fails (workerCrashed) and the document is
-    /// marked for reopening by the next request.
+    /// A worker that stops meanwhile does not leave the call hanging (see
+    /// [`Wait`]).
     pub async fn request_unchecked(&self, method: &'static str, params: Value) -> Result<Value> {
-        let mut live = self.doc.subscribe();
-        let fatal = |snap: &Snapshot| snap.version == self.version && snap.progress.fatal;
-        let mut snap = live.borrow_and_update().clone();
-        let mut stopped = fatal(&snap).then(tokio::time::Instant::now);
-        let sent = self.doc.state().sent;
         let mut progress = self
             .sink
             .map(|sink| Forwarder::for_wait(sink, self.doc, self.version));
-        if let Some(forwarder) = progress.as_mut() {
-            forwarder.observe(&snap).await;
-        }
-        let call = self.rt.request(self.session, method, params);
-        tokio::pin!(call);
-        loop {
-            let give_up = stopped.map(|since| since + STOPPED_WORKER_GRACE);
-            let progress_due = progress.as_ref().and_then(|f| f.progress_due(&snap));
-            tokio::select! {
-                answer = &mut call => {
-                    if answer.as_ref().is_err_and(Error::lost_worker) {
-                        self.doc.on_crash_of(sent);
-                    }
-                    return answer.map_err(|e| memory_error(self.session, Some(self.doc), e));
-                }
-                changed = live.changed() => {
-                    if changed.is_err() {
-                        return (&mut call).await;
-                    }
-                    snap = live.borrow_and_update().clone();
-                    stopped = if fatal(&snap) {
-                        stopped.or_else(|| Some(tokio::time::Instant::now()))
-                    } else {
-                        None
-                    };
-                    if let Some(forwarder) = progress.as_mut() {
-                        forwarder.observe(&snap).await;
-                    }
-                }
-                () = tokio::time::sleep_until(progress_due.unwrap_or_else(tokio::time::Instant::now)), if progress_due.is_some() => {
-                    if let Some(forwarder) = progress.as_mut() {
-                        forwarder.observe(&snap).await;
-                    }
-                }
-                () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)), if give_up.is_some() => {
-                    return Err(memory_error(self.session, Some(self.doc), worker_stopped(self.doc, self.version)));
-                }
-            }
-        }
+        Wait::new(self.session, self.doc, self.version)
+            .forwarding(progress.as_mut())
+            .answer(self.session.request(method, params))
+            .await
     }
 
     pub fn text_document(&self) -> Value {
@@ -222,7 +159,6 @@ impl Target<'_> {
 impl Bound<'_> {
     pub fn target(&self) -> Target<'_> {
         Target {
-            rt: &self.rt,
             session: &self.session,
             doc: &self.doc,
             version: self.state.version,

@@ -555,7 +555,7 @@ impl<O: Operations + 'static> Dispatcher<O> {
         let ctx = CallContext::new(
             id.clone(),
             era,
-            tool,
+            tool.into(),
             Some(out.clone()),
             progress_token,
             log_level,
@@ -621,12 +621,12 @@ impl<O: Operations + 'static> Dispatcher<O> {
         admission: Option<Admission>,
         out: Outbound,
     ) {
-        let spec = ctx.tool.spec();
+        let spec = call.tool().spec();
         let path = call.path().map(str::to_owned);
         let work = async {
             if spec.progress != ProgressClass::Quiet && ctx.has_progress_token() {
                 ctx.progress(
-                    &preparation_message(ctx.tool.name(), path.as_deref(), spec.fence),
+                    &preparation_message(ctx.tool.name, path.as_deref(), spec.fence),
                     None,
                 )
                 .await;
@@ -638,12 +638,12 @@ impl<O: Operations + 'static> Dispatcher<O> {
             let outcome = CatchPanic(Box::pin(surface::dispatch(&*self.ops, &ctx, call)))
                 .await
                 .unwrap_or_else(|message| {
-                    log_warn!("{} panicked: {message}", ctx.tool.name());
+                    log_warn!("{} panicked: {message}", ctx.tool.name);
                     Err(ToolError::new(
                         ErrorCode::InternalError,
                         format!(
                             "{} failed with an internal error ({message}); this is a bug in lean-beam-mcp, please report it (beam_feedback_report). The server keeps running.",
-                            ctx.tool.name()
+                            ctx.tool.name
                         ),
                     ))
                 });
@@ -659,8 +659,8 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 () = tokio::time::sleep(self.config.status_delay) => {}
             }
             let message = match &path {
-                Some(p) => format!("{} on {p} is still working.", ctx.tool.name()),
-                None => format!("{} is still working.", ctx.tool.name()),
+                Some(p) => format!("{} on {p} is still working.", ctx.tool.name),
+                None => format!("{} is still working.", ctx.tool.name),
             };
             ctx.status_notice("running", path.as_deref(), message).await;
             work.await

@@ -3,8 +3,9 @@
 use serde_json::{Value, json};
 
 use crate::broker::Broker;
+use crate::broker::edit::Mode;
 use crate::broker::runtime::RuntimeUse;
-use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::broker::sync::{self, SyncOptions};
 use crate::broker::workspace::{self, DocPath};
 use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
 
@@ -22,10 +23,7 @@ async fn locate(
 pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
-    let _edit = doc.edit.lock().await;
-    let (text, disk) = sync::read_disk(&doc, rt.max_file_bytes).await?;
-    let session = rt.session().await?;
-    let applied = sync::apply(&session, &doc, text, disk, Mode::IfChanged).await?;
+    let applied = rt.update(&doc).await?;
     Ok(json!({
         "workspace": rt.root.descriptor(),
         "path": doc.path.shown,
@@ -50,9 +48,8 @@ pub async fn sync(
         items,
         mode,
     };
-    let _edit = doc.edit.lock().await;
-    let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
-    Ok(sync::sync_result(&rt, &doc, &synced, options))
+    let synced = rt.sync(&doc, ctx, options).await?;
+    Ok(sync::sync_result(&rt.root, &doc, &synced, options))
 }
 
 pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
@@ -63,19 +60,10 @@ pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOu
         return Ok(result);
     };
     rt.record_request();
-    let Some(doc) = rt.existing_doc(&doc_path) else {
-        return Ok(result);
-    };
-    let state = doc.state();
-    let session = rt.session_if_running().await.ok();
-    // The document's shadow slots go too: each holds a Lean worker.
-    for shadow in rt.shadow_pool(&doc_path).docs() {
-        sync::close_in_lean(session.as_ref(), &shadow).await;
+    if let Some(closed) = rt.close(&doc_path).await {
+        result["wasOpen"] = Value::Bool(closed.was_open);
+        result["version"] = json!(closed.version);
     }
-    if sync::close_in_lean(session.as_ref(), &doc).await {
-        result["wasOpen"] = Value::Bool(true);
-    }
-    result["version"] = json!(state.version);
     Ok(result)
 }
 

@@ -7,7 +7,6 @@ use serde_json::{Map, Value, json};
 use super::typed;
 use crate::broker::Broker;
 use crate::broker::goals;
-use crate::broker::shadow;
 use crate::broker::snapshot::{self, Bound, DocAnswer};
 use crate::broker::workspace::{self, Root};
 use crate::lsp::uri::uri_to_path;
@@ -128,7 +127,7 @@ fn names_shadow(value: &Value) -> bool {
     ["/uri", "/targetUri", "/location/uri"]
         .iter()
         .filter_map(|p| value.pointer(p).and_then(Value::as_str))
-        .any(shadow::is_shadow_uri)
+        .any(crate::broker::document::is_shadow_uri)
 }
 
 /// A position in a pinned document version, as the snapshot-bound tools name it.
@@ -276,9 +275,9 @@ pub async fn workspace_symbols(broker: &Broker, ws: &Workspace, query: &str) -> 
     let root = broker.resolve_root(&ws.root)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
-    let session = rt.session().await?;
-    let mut answer = rt
-        .request(&session, "workspace/symbol", json!({ "query": query }))
+    let server = rt.server().await?;
+    let mut answer = server
+        .request("workspace/symbol", json!({ "query": query }))
         .await?;
     add_paths(&root, &mut answer);
     name_symbol_kinds(&mut answer);

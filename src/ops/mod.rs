@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::broker::Broker;
-use crate::broker::sync::Mode;
+use crate::broker::edit::Mode;
 use crate::stats::Stats;
 use crate::surface::*;
 use inspect::At;

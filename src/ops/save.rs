@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::typed;
 use crate::broker::Broker;
 use crate::broker::checkpoint;
-use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::broker::edit::Mode;
+use crate::broker::sync::{self, SyncOptions};
 use crate::log_debug;
 use crate::surface::{CallContext, DiagnosticScope, ErrorCode, ToolError, ToolOutcome, Workspace};
 
@@ -82,9 +83,8 @@ async fn save_module(
     };
     // The document stays locked from the barrier to the publish, so no edit
     // through this server can slip between what was checked and what is saved.
-    let _edit = doc.edit.lock().await;
-    let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
-    let mut sync_result = sync::sync_result(&rt, &doc, &synced, options);
+    let (_edit, synced) = rt.sync_and_hold(&doc, ctx, options).await?;
+    let mut sync_result = sync::sync_result(&rt.root, &doc, &synced, options);
     let mut result = SaveResult {
         workspace: root.descriptor(),
         path: doc.path.shown.clone(),

@@ -12,7 +12,8 @@ use crate::broker::goals::{self, query_position};
 use crate::broker::handles::{HandleState, HandleStore, Shadow};
 use crate::broker::lexer::{self, TokenKind};
 use crate::broker::outline;
-use crate::broker::runtime::{Runtime, Session};
+use crate::broker::runtime::Runtime;
+use crate::broker::server::LeanServer;
 use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
@@ -221,14 +222,14 @@ struct Asker<'a> {
 /// Elaborate `exec` in `slot` and record whether its header imported.
 async fn elaborate_in(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated, ToolError> {
     let (version, snap) = shadow::elaborate(
-        rt,
         session,
+        rt.timeouts.sync,
         asker.ctx,
         asker.shown,
         &slot,
@@ -250,13 +251,13 @@ async fn elaborate_in(
 /// error on its import line), again on the whole shadow.
 async fn elaborate_step(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
 ) -> Result<Elaborated, ToolError> {
     let exec = exec_text(rt, step);
-    let slot = pool.acquire(rt, &exec.text).await;
+    let slot = pool.acquire(&exec.text).await;
     let done = elaborate_in(rt, session, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
@@ -295,7 +296,7 @@ fn user_range(range: &Value, placement: &Placement) -> Value {
 /// counts from the step's first character.
 async fn run_step(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
@@ -376,7 +377,6 @@ async fn run_step(
             };
             let (line, character) = index.position(&exec.text, at);
             let target = Target {
-                rt,
                 session,
                 doc: slot.doc(),
                 version,
@@ -722,7 +722,7 @@ pub async fn run_with(
         .filter(|doc| doc.state().version != 0)
         .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
     let state = rt.handles.take(handle, linear)?;
-    let session = rt.session().await?;
+    let session = rt.server().await?;
     let doc_state = doc.state();
     HandleStore::check_current(
         handle,

@@ -87,7 +87,7 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> To
         bound.disk_changed()
     );
     waited?;
-    bound.rt.settle(&bound.session).await;
+    bound.session.settle().await;
     let snapshot = bound.doc.snapshot();
     if snapshot.version != args.version {
         return Err(snapshot::version_mismatch(&bound.doc, args.version, snapshot.version).into());
