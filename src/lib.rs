@@ -13,6 +13,8 @@ pub mod identity;
 pub mod lsp;
 pub mod mcp;
 pub mod ops;
+pub mod process;
+pub mod replica;
 pub mod safe_fs;
 pub mod stats;
 pub mod surface;

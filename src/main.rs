@@ -16,6 +16,7 @@ use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::ops::Beam;
+use lean_beam_mcp::replica::{self, ReplicaId};
 use lean_beam_mcp::stats::Stats;
 use lean_beam_mcp::surface::{self, ParseError, Tool, ToolCall, ToolError};
 
@@ -56,6 +57,12 @@ USAGE:
     --max-in-flight-per-client N
                              calls one 2025-11-25 session may run at once (default 64)
                              [LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT]
+    --replica-id ID          this server's name in beam_version and beam_stats
+                             (default HOSTNAME:PORT) [LEAN_BEAM_REPLICA_ID]
+    --drain-secs S           on SIGTERM, answer new calls 503 + Retry-After and /health
+                             503, and let the calls in flight finish for up to S
+                             seconds before stopping (default 25; SIGINT stops at
+                             once) [LEAN_BEAM_HTTP_DRAIN_SECS]
 
 `validate` applies the schema and the server's workspace descriptor rules.
 `call` resolves a relative workspace root against the current directory (the MCP
@@ -119,11 +126,14 @@ fn main() -> ExitCode {
         Command::Validate(tool, payload) => validate(&tool, &payload),
         Command::Call(calls) => runtime().block_on(call_all(&calls)),
         Command::Serve => stdio_runtime().block_on(serve()),
-        Command::Http(args) => {
+        Command::Http(mut args) => {
             // Parsed (and the token file read) before any runtime runs.
-            let parsed = http::parse_cli(&args, |name| std::env::var(name).ok());
+            let parsed = replica::take_options(&mut args, env_var)
+                .and_then(|options| Ok((http::parse_cli(&args, env_var)?, options)));
             match parsed {
-                Ok((addr, config)) => runtime().block_on(serve_http(addr, config)),
+                Ok(((addr, config), options)) => {
+                    runtime().block_on(serve_http(addr, config, options))
+                }
                 Err(message) => {
                     eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
                     ExitCode::from(2)
@@ -274,8 +284,15 @@ fn absolutize_root(value: &mut Value) {
 /// Run the calls in order in one in-process session (so that a version returned
 /// by `lean_sync` can be used by the next call), stopping at the first failure.
 async fn call_all(calls: &[(String, String)]) -> ExitCode {
+    let replica = match ReplicaId::from_env_or_default(env_var, None) {
+        Ok(replica) => replica,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let stats = Arc::new(Stats::default());
-    let beam = Beam::new(stats, Broker::from_env());
+    let beam = Beam::new(stats, Broker::from_env()).with_replica(replica);
     let mut status = ExitCode::SUCCESS;
     for (tool, payload) in calls {
         status = call(&beam, tool, payload).await;
@@ -337,13 +354,24 @@ fn print_result(tool: &str, kind: &str, value: &Value) -> ExitCode {
     print_stdout(&(serde_json::to_string_pretty(&labelled).expect("serializes") + "\n"))
 }
 
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 async fn serve() -> ExitCode {
     let config = match dispatcher_config() {
         Ok(config) => config,
         Err(status) => return status,
     };
+    let replica = match ReplicaId::from_env_or_default(env_var, None) {
+        Ok(replica) => replica,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let stats = Arc::new(Stats::default());
-    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
+    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()).with_replica(replica));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, config);
     let (input, output) = stdio::process_stdio();
     stdio::serve(dispatcher, input, output, stdio::DEFAULT_MAX_LINE).await;
@@ -351,7 +379,11 @@ async fn serve() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn serve_http(addr: SocketAddr, config: http::HttpConfig) -> ExitCode {
+async fn serve_http(
+    addr: SocketAddr,
+    config: http::HttpConfig,
+    options: replica::ReplicaOptions,
+) -> ExitCode {
     let mut core = match dispatcher_config() {
         Ok(core) => core,
         Err(status) => return status,
@@ -367,11 +399,24 @@ async fn serve_http(addr: SocketAddr, config: http::HttpConfig) -> ExitCode {
         }
     };
     let local = listener.local_addr().unwrap_or(addr);
+    let replica = options
+        .id
+        .unwrap_or_else(|| ReplicaId::default_for(Some(local.port())));
+    // The listening line is the last one of start-up: tools and scripts wait for it.
+    eprintln!("lean-beam-mcp: replica {}", replica.as_str());
     eprintln!("lean-beam-mcp: listening on http://{local}/mcp");
     let stats = Arc::new(Stats::default());
-    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()));
+    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()).with_replica(replica));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, core);
-    http::serve(dispatcher, config, listener, http::shutdown_signal()).await;
+    let drain = config.drain.clone();
+    let admitted = Arc::clone(&dispatcher);
+    let stop = replica::drain_then_stop(
+        replica::stop_signal,
+        drain,
+        async move { admitted.drain().await },
+        options.drain,
+    );
+    http::serve(dispatcher, config, listener, stop).await;
     beam.shutdown().await;
     eprintln!("lean-beam-mcp: stopped");
     ExitCode::SUCCESS

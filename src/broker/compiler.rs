@@ -26,7 +26,7 @@ struct GroupGuard(Option<u32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
-            let _ = crate::lsp::sys::kill_process_group(pgid, crate::lsp::sys::SIGKILL);
+            let _ = crate::process::sys::kill_process_group(pgid, crate::process::sys::SIGKILL);
         }
     }
 }
@@ -64,7 +64,7 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = match crate::lsp::client::spawn_supervised(command).await {
+    let mut child = match crate::process::spawn_supervised(command).await {
         Ok(child) => child,
         Err(e) => return (describe, Err(RunError::Spawn(e))),
     };

@@ -195,7 +195,7 @@ fn report_version(version: Option<i64>) -> Option<Option<u64>> {
 mod tests {
     use super::*;
     use crate::lsp::ExitInfo;
-    use crate::lsp::lean::{FileProgressParams, PublishedDiagnostics};
+    use crate::lsp::protocol::{FileProgressParams, PublishedDiagnostics};
     use serde_json::value::RawValue;
 
     fn docs_with_one() -> (Arc<Docs>, DocUse) {

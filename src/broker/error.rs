@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::text::PositionError;
+use crate::lsp::LeanErrorCode;
 use crate::lsp::LspError;
-use crate::lsp::lean::error_codes;
 use crate::safe_fs::FsError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -19,7 +19,9 @@ pub enum Error {
     /// while `method` was under way.
     Lsp {
         method: &'static str,
-        error: LspError,
+        /// Boxed: an exit's details would make every `Result` of the broker
+        /// as large.
+        error: Box<LspError>,
     },
     /// Lean did not answer `method` within the request time limit.
     Timeout {
@@ -207,7 +209,10 @@ pub enum NotModule {
 
 impl Error {
     pub fn lsp(method: &'static str, error: LspError) -> Self {
-        Error::Lsp { method, error }
+        Error::Lsp {
+            method,
+            error: Box::new(error),
+        }
     }
 
     pub fn invalid_input(field: &'static str, value: &str, rule: impl Into<String>) -> Self {
@@ -226,7 +231,7 @@ impl Error {
     }
 
     /// The JSON-RPC code of Lean's error answer, if this is one.
-    pub fn lean_code(&self) -> Option<i64> {
+    pub fn lean_code(&self) -> Option<LeanErrorCode> {
         match self {
             Error::Lsp { error, .. } => error.rpc_code(),
             _ => None,
@@ -237,11 +242,11 @@ impl Error {
     /// stopped, or the connection to the server broke.
     pub fn lost_worker(&self) -> bool {
         match self {
-            Error::Lsp { error, .. } => match error {
+            Error::Lsp { error, .. } => match &**error {
                 LspError::Rpc { code, .. } => {
                     matches!(
                         *code,
-                        error_codes::WORKER_CRASHED | error_codes::WORKER_EXITED
+                        LeanErrorCode::WorkerCrashed | LeanErrorCode::WorkerExited
                     )
                 }
                 LspError::Exited(_) | LspError::Io(_) | LspError::Protocol(_) => true,
@@ -256,15 +261,14 @@ impl Error {
     /// answer in time (agents see `internalError`).
     pub fn is_internal(&self) -> bool {
         match self {
-            Error::Lsp {
-                error: LspError::Rpc { code, .. },
-                ..
-            } => !matches!(
-                *code,
-                error_codes::WORKER_CRASHED
-                    | error_codes::WORKER_EXITED
-                    | error_codes::REQUEST_CANCELLED
-                    | error_codes::CONTENT_MODIFIED
+            Error::Lsp { error, .. } => !matches!(
+                error.rpc_code(),
+                None | Some(
+                    LeanErrorCode::WorkerCrashed
+                        | LeanErrorCode::WorkerExited
+                        | LeanErrorCode::RequestCancelled
+                        | LeanErrorCode::ContentModified
+                )
             ),
             Error::Timeout { .. } | Error::Unexpected(_) => true,
             _ => false,

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::error::{Error, Result};
 use super::snapshot::Target;
-use crate::lsp::lean::error_codes;
-use crate::lsp::lean::{collect_rpc_refs, flatten_tagged_text};
+use crate::lsp::LeanErrorCode;
+use crate::lsp::protocol::{collect_rpc_refs, flatten_tagged_text};
 
 /// Which goals of a tactic a query asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,7 +216,7 @@ pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec
                 return Ok((goals, Source::Rpc));
             }
             Err(error) => {
-                let needs_reconnect = error.lean_code() == Some(error_codes::RPC_NEEDS_RECONNECT);
+                let needs_reconnect = error.lean_code() == Some(LeanErrorCode::RpcNeedsReconnect);
                 if needs_reconnect && attempt == 0 {
                     continue;
                 }

@@ -69,6 +69,30 @@ impl ImportGraph {
         false
     }
 
+    /// The modules of this workspace (with a source here, or built here)
+    /// that a source with `text` reaches through its imports, each once, in
+    /// the order met; empty when its header cannot be read.
+    pub fn workspace_imports(&mut self, text: &str) -> Vec<String> {
+        let mut queue = outline::imports(text).unwrap_or_default();
+        queue.reverse();
+        let mut seen = HashSet::new();
+        let mut found = Vec::new();
+        while let Some(next) = queue.pop() {
+            if seen.len() >= LIMIT || !seen.insert(next.clone()) {
+                continue;
+            }
+            match self.module(&next) {
+                Module::Source(imports) => {
+                    found.push(next);
+                    queue.extend(imports.into_iter().rev());
+                }
+                Module::Unknown => found.push(next),
+                Module::Elsewhere => {}
+            }
+        }
+        found
+    }
+
     fn module(&mut self, name: &str) -> Module {
         if let Some(known) = self.modules.get(name) {
             return known.clone();
@@ -176,5 +200,11 @@ mod tests {
             "its own header unreadable"
         );
         assert!(!graph.may_import("prelude\ndef x := 1\n", "P.Base"));
+        assert_eq!(
+            graph.workspace_imports("import P.Top\nimport Gen.Made\n"),
+            ["P.Top", "P.Mid", "P.Base", "Gen.Made"],
+            "sources and modules built here, not other packages"
+        );
+        assert!(graph.workspace_imports("import «X»\n").is_empty());
     }
 }

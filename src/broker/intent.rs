@@ -65,6 +65,7 @@ impl Runtime {
         options: SyncOptions,
     ) -> Result<Synced> {
         let read = sync::read_disk(edit, self.max_file_bytes).await?;
+        self.notice_rebuilt_imports(edit, &read.0).await;
         let server = self.server().await?;
         sync::apply_and_wait(&server, sink, edit, read, options, self.timeouts.sync).await
     }

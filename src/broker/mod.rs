@@ -13,6 +13,7 @@ pub(crate) mod error;
 pub(crate) mod forward;
 pub(crate) mod goals;
 pub(crate) mod handles;
+pub(crate) mod import_stamps;
 pub(crate) mod importers;
 pub(crate) mod intent;
 pub(crate) mod lakefile;

@@ -16,6 +16,7 @@ use super::document::{Doc, DocUse};
 use super::edit;
 use super::error::{Error, MemoryKill, Result};
 use super::handles::HandleStore;
+use super::import_stamps::ImportStamps;
 use super::launch::{Launcher, Limits, Timeouts};
 use super::server::{Admission, LeanServer, stop};
 use super::shadow::Pool;
@@ -43,6 +44,9 @@ pub struct Runtime {
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     bases: Bases,
     pub handles: HandleStore,
+    /// The compiled imports Lean loaded, to notice checkpoints written by
+    /// other processes on the shared file system.
+    import_stamps: Arc<ImportStamps>,
     created: Instant,
     /// The live Lean server, if started.
     server: tokio::sync::Mutex<Option<LeanServer>>,
@@ -92,6 +96,7 @@ impl Runtime {
     ) -> Self {
         let bases = Bases::new(limits.prefix_bases);
         let docs = Arc::new(Docs::new(version_floors));
+        let import_stamps = Arc::new(ImportStamps::new(root.path()));
         Runtime {
             root,
             launcher,
@@ -106,6 +111,7 @@ impl Runtime {
             shadows: Mutex::new(HashMap::new()),
             bases,
             handles,
+            import_stamps,
             created: Instant::now(),
             server: tokio::sync::Mutex::new(None),
             docs,
@@ -473,6 +479,7 @@ impl Runtime {
     /// reopened: a prefix base imports the module's old `.olean` under a name
     /// that says nothing of it. Returns how many documents were marked.
     pub async fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
+        self.import_stamps.reloaded(module).await;
         self.bases.clear();
         let docs: Vec<(Arc<Doc>, Arc<str>)> = self
             .docs
@@ -515,6 +522,21 @@ impl Runtime {
         marked
     }
 
+    /// Before a sync of `doc` with `text`: the checkpoints another process
+    /// (another replica on the shared workspace, a `lake build`) published
+    /// since Lean loaded them, among the workspace modules `doc` imports, are
+    /// handled as this process's own (see [`Runtime::imports_rebuilt`]), so
+    /// that this sync and the next uses of the other importers see them.
+    pub async fn notice_rebuilt_imports(&self, doc: &Doc, text: &str) {
+        for module in self.import_stamps.changed(&doc.path.file, text).await {
+            let source = self.import_stamps.source(&module);
+            let marked = self.imports_rebuilt(&source, &module).await;
+            log_info!(
+                "{module} was rebuilt outside this server (another replica or a build): {marked} open document(s) that may import it reopen"
+            );
+        }
+    }
+
     /// Open documents, for feedback reports.
     pub fn open_documents(&self) -> Vec<String> {
         let mut open: Vec<String> = self
@@ -532,9 +554,9 @@ impl Runtime {
 /// The file worker that `process` is, or that started it (through any
 /// number of parents within the tree).
 fn worker_of<'a>(
-    tree: &'a [crate::lsp::tree::Usage],
-    process: &'a crate::lsp::tree::Usage,
-) -> Option<&'a crate::lsp::tree::Usage> {
+    tree: &'a [crate::process::tree::Usage],
+    process: &'a crate::process::tree::Usage,
+) -> Option<&'a crate::process::tree::Usage> {
     let mut at = process;
     for _ in 0..tree.len() {
         if at.worker_uri.is_some() {

@@ -18,7 +18,7 @@ use super::progress::ProgressSink;
 use super::server::LeanServer;
 use super::wait::{Wait, Waited};
 use super::workspace::Root;
-use crate::lsp::tree::Seen;
+use crate::process::tree::Seen;
 use crate::safe_fs;
 
 /// Read the source from disk, at most `max_bytes` of it. The server only ever

@@ -11,6 +11,7 @@
 
 mod auth;
 mod body;
+mod drain;
 pub mod guard;
 mod headers;
 mod legacy;
@@ -20,7 +21,7 @@ mod sessions;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -45,6 +46,7 @@ use crate::{log_error, log_info, log_warn};
 
 pub use auth::Token;
 pub use body::Body;
+pub use drain::Drain;
 pub use guard::AllowList;
 use sessions::Sessions;
 
@@ -81,6 +83,8 @@ pub struct HttpConfig {
     pub max_in_flight_per_client: Option<usize>,
     /// Required on every request but `/health` when set.
     pub token: Option<Token>,
+    /// Set by whoever drains the replica (see `crate::replica`); shutdown sets it too.
+    pub drain: Drain,
 }
 
 impl Default for HttpConfig {
@@ -94,6 +98,7 @@ impl Default for HttpConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_in_flight_per_client: None,
             token: None,
+            drain: Drain::default(),
         }
     }
 }
@@ -227,11 +232,12 @@ pub(crate) struct Server<O> {
     legacy_requests: AtomicU64,
     modern_requests: AtomicU64,
     started: Instant,
-    draining: AtomicBool,
+    draining: Drain,
 }
 
 impl<O: Operations + 'static> Server<O> {
     fn new(dispatcher: Arc<Dispatcher<O>>, config: HttpConfig) -> Self {
+        let draining = config.drain.clone();
         Self {
             dispatcher,
             sessions: Sessions::new(config.session_idle, config.max_sessions),
@@ -242,7 +248,7 @@ impl<O: Operations + 'static> Server<O> {
             legacy_requests: AtomicU64::new(0),
             modern_requests: AtomicU64::new(0),
             started: Instant::now(),
-            draining: AtomicBool::new(false),
+            draining,
             config,
         }
     }
@@ -343,13 +349,21 @@ impl<O: Operations + 'static> Server<O> {
 
     async fn post(&self, parts: &hyper::http::request::Parts, body: Incoming) -> Response<Body> {
         let (method, path) = (&parts.method, parts.uri.path());
-        if self.draining.load(Ordering::Relaxed) {
-            return refuse(
+        if self.draining.is_draining() {
+            let mut response = refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 method,
                 path,
-                &RpcError::new(INTERNAL_ERROR, "the server is shutting down"),
+                &RpcError::new(
+                    INTERNAL_ERROR,
+                    "this server is draining (shutting down): nothing of this request was done; retry it, behind a load balancer on another replica",
+                ),
             );
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(drain::RETRY_AFTER_SECS),
+            );
+            return response;
         }
         if let Some(kind) = parts.headers.get(header::CONTENT_TYPE) {
             let json = kind
@@ -438,7 +452,7 @@ impl<O: Operations + 'static> Server<O> {
     /// A call ended without a response: cancelled by the client (legacy
     /// `notifications/cancelled`) or by shutdown.
     fn no_response(&self, id: &crate::mcp::jsonrpc::RequestId) -> Response<Body> {
-        if self.draining.load(Ordering::Relaxed) {
+        if self.draining.is_draining() {
             reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(id),
@@ -453,10 +467,12 @@ impl<O: Operations + 'static> Server<O> {
     }
 
     fn health(&self) -> Response<Body> {
-        let status = if self.draining.load(Ordering::Relaxed) {
-            "draining"
+        // A draining server is unhealthy, so that load balancers and
+        // Kubernetes stop sending it work.
+        let (status, code) = if self.draining.is_draining() {
+            ("draining", StatusCode::SERVICE_UNAVAILABLE)
         } else {
-            "ok"
+            ("ok", StatusCode::OK)
         };
         let body = json!({
             "status": status,
@@ -479,7 +495,7 @@ impl<O: Operations + 'static> Server<O> {
                 "modern": self.modern_requests.load(Ordering::Relaxed),
             },
         });
-        reply::json(StatusCode::OK, body.to_string())
+        reply::json(code, body.to_string())
     }
 
     /// Cancel every cancellable call, wait for admitted work, end the sessions.
@@ -607,7 +623,7 @@ pub async fn serve<O, S>(
         });
     }
     drop(listener);
-    server.draining.store(true, Ordering::SeqCst);
+    server.draining.start();
     let _ = stop_tx.send(true);
     server.drain().await;
     reaper.abort();
@@ -677,24 +693,6 @@ async fn reap<O: Operations + 'static>(server: Arc<Server<O>>, mut stop: watch::
                 server.sessions.idle
             );
         }
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-        let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::broker::{self, HandleProblem, Limit, MemoryKill, NotModule, SaveError, SourceProblem};
+use crate::lsp::LeanErrorCode;
 use crate::lsp::LspError;
-use crate::lsp::lean::error_codes;
 use crate::safe_fs::FsError;
 use crate::surface::{ErrorCode, ToolError};
 
@@ -20,7 +20,7 @@ impl From<broker::Error> for ToolError {
     fn from(error: broker::Error) -> Self {
         use broker::Error as E;
         match error {
-            E::Lsp { method, error } => lsp_error(error, method),
+            E::Lsp { method, error } => lsp_error(*error, method),
             E::Timeout { method, limit } => timeout(method, limit),
             E::Setup {
                 command,
@@ -99,19 +99,19 @@ fn lsp_error(error: LspError, method: &str) -> ToolError {
         } => {
             let data = json!({ "lspMethod": method, "lspCode": code, "lspMessage": message, "lspData": data });
             match code {
-                error_codes::WORKER_CRASHED => ToolError::new(
+                LeanErrorCode::WorkerCrashed => ToolError::new(
                     ErrorCode::WorkerCrashed,
                     format!("the Lean worker crashed while answering {method}: {message}; the next lean_sync reopens the file"),
                 ),
-                error_codes::WORKER_EXITED => ToolError::new(
+                LeanErrorCode::WorkerExited => ToolError::new(
                     ErrorCode::WorkerExited,
                     format!("the Lean worker exited while answering {method}: {message}; the next lean_sync reopens the file"),
                 ),
-                error_codes::REQUEST_CANCELLED => ToolError::new(
+                LeanErrorCode::RequestCancelled => ToolError::new(
                     ErrorCode::RequestCancelled,
                     format!("Lean cancelled {method}"),
                 ),
-                error_codes::CONTENT_MODIFIED => ToolError::new(
+                LeanErrorCode::ContentModified => ToolError::new(
                     ErrorCode::ContentModified,
                     format!("Lean refused {method}: {message}; call lean_sync and retry"),
                 ),
@@ -387,10 +387,20 @@ fn handle_error(handle: &str, problem: HandleProblem) -> ToolError {
         HandleProblem::Malformed => invalid(
             "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it",
         ),
-        HandleProblem::OtherProcess => stale(
-            "it was issued by another lean-beam-mcp process (handles do not survive a restart)",
-            "otherProcess",
-        ),
+        // Another server process: one that stopped or restarted, or another
+        // replica behind the same load balancer (the workspace moved here
+        // when that replica went away). Its state lived only there.
+        HandleProblem::OtherProcess => ToolError::new(
+            ErrorCode::ContentModified,
+            format!(
+                "handle {handle:?} belongs to another lean-beam-mcp server process, which is gone (it stopped or restarted, or it was another replica and this workspace moved here); a handle lives only in the process that issued it. Repeat the probe: lean_sync the file, then lean_run_at_handle with the version it returns"
+            ),
+        )
+        .with_data(json!({
+            "handle": handle,
+            "reason": "otherProcess",
+            "repeat": ["lean_sync", "lean_run_at_handle"],
+        })),
         HandleProblem::OtherRuntime => invalid(
             "it belongs to another workspace runtime (another workspace, or one dropped since)",
         ),
@@ -515,7 +525,7 @@ mod tests {
     use super::*;
     use crate::lsp::ExitInfo;
 
-    fn rpc(code: i64) -> broker::Error {
+    fn rpc(code: LeanErrorCode) -> broker::Error {
         broker::Error::lsp(
             "$/lean/rpc/call",
             LspError::Rpc {
@@ -532,12 +542,12 @@ mod tests {
     #[test]
     fn the_brokers_predicates_agree_with_the_codes_agents_see() {
         let samples = vec![
-            rpc(error_codes::WORKER_CRASHED),
-            rpc(error_codes::WORKER_EXITED),
-            rpc(error_codes::REQUEST_CANCELLED),
-            rpc(error_codes::CONTENT_MODIFIED),
-            rpc(error_codes::RPC_NEEDS_RECONNECT),
-            rpc(-32603),
+            rpc(LeanErrorCode::WorkerCrashed),
+            rpc(LeanErrorCode::WorkerExited),
+            rpc(LeanErrorCode::RequestCancelled),
+            rpc(LeanErrorCode::ContentModified),
+            rpc(LeanErrorCode::RpcNeedsReconnect),
+            rpc(LeanErrorCode::InternalError),
             broker::Error::lsp("m", LspError::Exited(ExitInfo::default())),
             broker::Error::lsp("m", LspError::Io("gone".into())),
             broker::Error::lsp("m", LspError::Protocol("garbled".into())),
@@ -577,8 +587,8 @@ mod tests {
             assert_eq!(internal, code == ErrorCode::InternalError, "{debug}");
         }
         assert_eq!(
-            rpc(error_codes::RPC_NEEDS_RECONNECT).lean_code(),
-            Some(error_codes::RPC_NEEDS_RECONNECT)
+            rpc(LeanErrorCode::RpcNeedsReconnect).lean_code(),
+            Some(LeanErrorCode::RpcNeedsReconnect)
         );
     }
 

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::broker::Broker;
 use crate::broker::edit::Mode;
+use crate::replica::ReplicaId;
 use crate::stats::Stats;
 use crate::surface::*;
 use inspect::At;
@@ -54,11 +55,22 @@ impl From<GoalsMode> for crate::broker::GoalsMode {
 pub struct Beam {
     stats: Arc<Stats>,
     broker: Broker,
+    /// Named in `beam_version` and `beam_stats`.
+    replica: ReplicaId,
 }
 
 impl Beam {
+    /// A server named `<hostname>:stdio` until [`Beam::with_replica`] names it.
     pub fn new(stats: Arc<Stats>, broker: Broker) -> Self {
-        Self { stats, broker }
+        Self {
+            stats,
+            broker,
+            replica: ReplicaId::default_for(None),
+        }
+    }
+
+    pub fn with_replica(self, replica: ReplicaId) -> Self {
+        Self { replica, ..self }
     }
 
     /// Tear down every workspace runtime (transport shutdown).
@@ -69,12 +81,13 @@ impl Beam {
 
 impl Operations for Beam {
     async fn beam_version(&self, _ctx: &CallContext, _args: BeamVersionArgs) -> ToolOutcome {
-        Ok(process::version())
+        Ok(process::version(&self.replica))
     }
 
     async fn beam_stats(&self, _ctx: &CallContext, _args: BeamStatsArgs) -> ToolOutcome {
         Ok(process::stats(
             &self.stats,
+            &self.replica,
             self.broker.stats(),
             self.broker.limits().await,
         ))

@@ -22,7 +22,7 @@
 //!   document ([`Lifecycle::wait_answered`]).
 
 use super::super::error::MemoryKill;
-use crate::lsp::tree::Seen;
+use crate::process::tree::Seen;
 
 /// How many things Lean was sent for a document (opens and edits), each of
 /// which starts an elaboration. Read before a request, it tells whether an

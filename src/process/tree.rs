@@ -124,7 +124,7 @@ const PF_EXITING: u64 = 0x4;
 /// pending set, where it stays until the process is reaped: the one mark of
 /// a kill that no step of dying takes away again (the main thread's own
 /// pending bit is cleared a moment before `PF_EXITING` is set).
-const SIGKILL_PENDING: u64 = 1 << (9 - 1);
+const SIGKILL_PENDING: u64 = 1 << (super::sys::SIGKILL - 1);
 
 impl Stat {
     fn runs(&self) -> bool {

@@ -1,47 +1,37 @@
-//! The two libc calls the client needs and std/tokio do not offer.
+//! The two libc calls process supervision needs and std/tokio do not offer.
 //!
-//! Why `unsafe` here: the crate has no `libc` dependency, and neither std nor tokio
-//! can (1) signal a whole process group — `Child::kill` reaches only the leader, but
-//! Lean's file workers are the server's children and must die with it — nor (2) ask
-//! the kernel to SIGKILL a child when its parent dies (`PR_SET_PDEATHSIG`), which is
-//! what keeps a `lean` tree from outliving a crashed or SIGKILLed MCP server.
-//! Both are plain syscall wrappers with integer arguments; nothing else is unsafe.
+//! Neither std nor tokio can (1) signal a whole process group — `Child::kill`
+//! reaches only the leader, but Lean's file workers are the server's children
+//! and must die with it — nor (2) ask the kernel to SIGKILL a child when its
+//! parent dies (`PR_SET_PDEATHSIG`), which is what keeps a `lean` tree from
+//! outliving a crashed or SIGKILLed MCP server. Both are plain syscall wrappers
+//! with integer arguments; nothing else is unsafe.
 
 use std::io;
 
-/// SIGKILL on every Unix we target.
-pub const SIGKILL: i32 = 9;
-
+/// The signal every kill here sends.
 #[cfg(unix)]
-mod ffi {
-    unsafe extern "C" {
-        /// `int kill(pid_t pid, int sig)`; `pid_t` is `int` on Linux and macOS.
-        pub fn kill(pid: i32, sig: i32) -> i32;
-    }
-    #[cfg(target_os = "linux")]
-    unsafe extern "C" {
-        /// `int prctl(int option, ...)`; variadic, arguments passed as `unsigned long`.
-        pub fn prctl(option: i32, ...) -> i32;
-    }
-}
+pub const SIGKILL: i32 = libc::SIGKILL;
+#[cfg(not(unix))]
+pub const SIGKILL: i32 = 9;
 
 /// Send `sig` to every process of process group `pgid`. `ESRCH` (group already
 /// empty) counts as success.
 #[cfg(unix)]
 pub fn kill_process_group(pgid: u32, sig: i32) -> io::Result<()> {
-    let pgid = i32::try_from(pgid).map_err(|_| io::Error::other("pgid out of range"))?;
+    let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::Error::other("pgid out of range"))?;
     if pgid <= 1 {
         // -0 is our own group and -1 is every process we may signal: never.
         return Err(io::Error::other("refusing to signal process group <= 1"));
     }
     // SAFETY: kill(2) takes two integers and touches no memory of ours.
-    let rc = unsafe { ffi::kill(-pgid, sig) };
+    let rc = unsafe { libc::kill(-pgid, sig) };
     if rc == 0 {
         return Ok(());
     }
     let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(3) {
-        // ESRCH: nothing left in the group.
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        // Nothing left in the group.
         Ok(())
     } else {
         Err(err)
@@ -52,13 +42,13 @@ pub fn kill_process_group(pgid: u32, sig: i32) -> io::Result<()> {
 /// `ESRCH` (already gone) counts as success.
 #[cfg(unix)]
 pub fn kill_process(pid: u32, sig: i32) -> io::Result<()> {
-    let pid = i32::try_from(pid).map_err(|_| io::Error::other("pid out of range"))?;
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::other("pid out of range"))?;
     if pid <= 1 || pid as u32 == std::process::id() {
         return Err(io::Error::other("refusing to signal pid <= 1 or ourselves"));
     }
     // SAFETY: as above.
-    let rc = unsafe { ffi::kill(pid, sig) };
-    if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(3) {
+    let rc = unsafe { libc::kill(pid, sig) };
+    if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
@@ -82,15 +72,14 @@ pub fn kill_process_group(_pgid: u32, _sig: i32) -> io::Result<()> {
 /// Async-signal-safe: two syscalls, no allocation.
 #[cfg(target_os = "linux")]
 pub fn set_parent_death_signal(expected_parent: u32) -> io::Result<()> {
-    const PR_SET_PDEATHSIG: i32 = 1;
     // SAFETY: prctl(PR_SET_PDEATHSIG, sig) reads only its integer arguments.
-    let rc = unsafe { ffi::prctl(PR_SET_PDEATHSIG, SIGKILL as std::ffi::c_ulong) };
+    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     if std::os::unix::process::parent_id() != expected_parent {
         // The parent died between fork and prctl: the signal will never come.
-        return Err(io::Error::from_raw_os_error(3));
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }

@@ -12,12 +12,16 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use lean_beam_mcp::lsp::lean::{
-    self, DocumentPositionParams, PlainGoal, PublishDiagnosticsParams, RpcCallParams, RpcConnected,
-    RpcReleaseParams, WaitForDiagnosticsParams, methods,
+use lean_beam_mcp::lsp::protocol::{
+    DocumentPositionParams, GET_INTERACTIVE_GOALS, PlainGoal, PublishedDiagnostics, RpcCall,
+    RpcCallParams, RpcConnect, RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams, RpcRelease,
+    RpcReleaseParams, WaitForDiagnostics, WaitForDiagnosticsParams, collect_rpc_refs,
+    flatten_tagged_text,
 };
 use lean_beam_mcp::lsp::uri::{path_to_uri, uri_to_path};
-use lean_beam_mcp::lsp::{ExitInfo, LspClient, LspError, ServerCommand, ServerEvent};
+use lean_beam_mcp::lsp::{
+    ExitInfo, LeanErrorCode, LspClient, LspError, ServerCommand, ServerEvent,
+};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -155,10 +159,7 @@ impl Server {
             version,
         };
         self.client
-            .request(
-                methods::WAIT_FOR_DIAGNOSTICS,
-                serde_json::to_value(params).unwrap(),
-            )
+            .request_typed::<WaitForDiagnostics>(params)
             .await
     }
 
@@ -182,18 +183,50 @@ impl Server {
     }
 }
 
-fn last_diagnostics(events: &[ServerEvent], uri: &str) -> Option<PublishDiagnosticsParams> {
+fn last_diagnostics<'a>(events: &'a [ServerEvent], uri: &str) -> Option<&'a PublishedDiagnostics> {
     events.iter().rev().find_map(|e| match e {
-        ServerEvent::Diagnostics(published) if published.uri == uri => {
-            let params = json!({
-                "uri": published.uri,
-                "version": published.version,
-                "diagnostics": serde_json::from_str::<Value>(published.diagnostics.get()).unwrap(),
-            });
-            Some(serde_json::from_value(params).expect("publishDiagnostics parses"))
-        }
+        ServerEvent::Diagnostics(published) if published.uri == uri => Some(published),
         _ => None,
     })
+}
+
+/// One goal of a `Lean.Widget.getInteractiveGoals` answer rendered as
+/// `$/lean/plainGoal` renders it: `case <tag>` (if named), one line per
+/// hypothesis bundle (`a b : T`, `x : T := v`), then `⊢ <target>`.
+fn interactive_goal_to_string(goal: &Value) -> String {
+    let mut out = String::new();
+    if let Some(name) = goal.get("userName").and_then(Value::as_str) {
+        if !name.is_empty() && name != "[anonymous]" {
+            out.push_str(&format!("case {name}\n"));
+        }
+    }
+    for hyp in goal["hyps"].as_array().into_iter().flatten() {
+        let names: Vec<&str> = hyp["names"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| n.as_str().unwrap_or("?"))
+            .collect();
+        out.push_str(&format!(
+            "{} : {}",
+            names.join(" "),
+            flatten_tagged_text(&hyp["type"])
+        ));
+        if let Some(val) = hyp.get("val") {
+            out.push_str(&format!(" := {}", flatten_tagged_text(val)));
+        }
+        out.push('\n');
+    }
+    out.push_str(goal["goalPrefix"].as_str().unwrap_or("⊢ "));
+    out.push_str(&flatten_tagged_text(&goal["type"]));
+    out
+}
+
+fn interactive_goals_to_strings(result: &Value) -> Vec<String> {
+    result["goals"]
+        .as_array()
+        .map(|goals| goals.iter().map(interactive_goal_to_string).collect())
+        .unwrap_or_default()
 }
 
 /// `(ppid, pgrp)` of a process, from `/proc/<pid>/stat`.
@@ -279,18 +312,20 @@ async fn diagnostics_hover_and_goals_match_expected() {
         );
         let open_ms = ms(t0);
         let events = s.drain();
-        let diags = last_diagnostics(&events, &errors).expect("diagnostics for Errors.lean");
-        assert_eq!(diags.version, Some(1));
+        let published = last_diagnostics(&events, &errors).expect("diagnostics for Errors.lean");
+        assert_eq!(published.version, Some(1));
+        let diags = published.read().expect("publishDiagnostics reads");
         type Row = (u32, u32, u32, u32, i32, Option<String>, bool, String);
         let got: BTreeSet<Row> = diags
-            .visible()
+            .iter()
+            .filter(|d| !d.is_silent())
             .map(|d| {
                 let r = d.range;
                 assert_eq!(d.full_range(), r, "all expected spans are single-line");
                 assert_eq!(d.source.as_deref(), Some("Lean 4"));
                 let sev = match d.severity {
-                    Some(s) if s == lsp_types::DiagnosticSeverity::ERROR => 1,
-                    Some(s) if s == lsp_types::DiagnosticSeverity::WARNING => 2,
+                    Some(lsp_types::DiagnosticSeverity::ERROR) => 1,
+                    Some(lsp_types::DiagnosticSeverity::WARNING) => 2,
                     _ => 0,
                 };
                 let unnecessary = d
@@ -303,9 +338,9 @@ async fn diagnostics_hover_and_goals_match_expected() {
                     r.end.line,
                     r.end.character,
                     sev,
-                    d.code_str(),
+                    d.code_str().map(|c| c.into_owned()),
                     unnecessary,
-                    d.message.clone(),
+                    d.message.to_string(),
                 )
             })
             .collect();
@@ -323,13 +358,13 @@ async fn diagnostics_hover_and_goals_match_expected() {
         .collect();
         assert_eq!(got, expected);
         // Plain capabilities: no silent diagnostics are pushed.
-        assert!(diags.diagnostics.iter().all(|d| !d.is_silent()));
+        assert!(diags.iter().all(|d| !d.is_silent()));
         // File progress reached "done" for version 1.
         assert!(events.iter().any(|e| matches!(e,
             ServerEvent::FileProgress(p) if p.text_document.uri == errors && p.is_done())));
         // Diagnostics URIs are ours, byte for byte, and map back to the file.
         assert_eq!(
-            uri_to_path(&diags.uri).unwrap(),
+            uri_to_path(&published.uri).unwrap(),
             toolchain().basic.join("Fix/Errors.lean")
         );
 
@@ -379,24 +414,35 @@ async fn diagnostics_hover_and_goals_match_expected() {
             .unwrap();
         assert_eq!(none, Value::Null);
 
+        // An answer that does not read as the request's result type fails
+        // that request only.
+        enum HoverAsNumber {}
+        impl lsp_types::request::Request for HoverAsNumber {
+            type Params = DocumentPositionParams;
+            type Result = u32;
+            const METHOD: &'static str = "textDocument/hover";
+        }
+        let unreadable = s
+            .client
+            .request_typed::<HoverAsNumber>(DocumentPositionParams::new(&goals, 11, 34))
+            .await
+            .unwrap_err();
+        assert_eq!(unreadable.rpc_code(), Some(LeanErrorCode::InternalError), "{unreadable}");
+        assert!(unreadable.to_string().contains("cannot read the answer to textDocument/hover"), "{unreadable}");
+        assert!(s.client.is_alive());
+
         let at = DocumentPositionParams::new(&goals, 28, 9);
-        let plain: PlainGoal = serde_json::from_value(
-            s.client
-                .request(methods::PLAIN_GOAL, serde_json::to_value(&at).unwrap())
-                .await
-                .unwrap(),
-        )
-        .unwrap();
+        let plain = s.client.request_typed::<PlainGoal>(at).await.unwrap().expect("goals");
         assert_eq!(plain.goals, vec!["t : N := one.add one\n⊢ Eq t two"]);
+        let outside = DocumentPositionParams::new(&goals, 0, 0);
+        assert_eq!(s.client.request_typed::<PlainGoal>(outside).await.unwrap(), None);
 
         // Structured goals over RPC, flattened, agree with plainGoal.
-        let connected: RpcConnected = serde_json::from_value(
-            s.client
-                .request(methods::RPC_CONNECT, json!({"uri": goals}))
-                .await
-                .unwrap(),
-        )
-        .unwrap();
+        let connected = s
+            .client
+            .request_typed::<RpcConnect>(RpcConnectParams { uri: goals.clone() })
+            .await
+            .unwrap();
         for (line, character, expected) in [
             (28, 9, vec!["t : N := one.add one\n⊢ Eq t two"]),
             (15, 4, vec!["case succ\nm : N\nih : Eq (N.zero.add m) m\n⊢ Eq (N.zero.add m.succ) m.succ"]),
@@ -409,15 +455,11 @@ async fn diagnostics_hover_and_goals_match_expected() {
                 &goals,
                 lsp_types::Position { line, character },
                 connected.session_id.clone(),
-                methods::GET_INTERACTIVE_GOALS,
+                GET_INTERACTIVE_GOALS,
             );
-            let result = s
-                .client
-                .request(methods::RPC_CALL, serde_json::to_value(&call).unwrap())
-                .await
-                .unwrap();
-            assert_eq!(lean::interactive_goals_to_strings(&result), expected, "at {line}:{character}");
-            let refs = lean::collect_rpc_refs(&result);
+            let result = s.client.request_typed::<RpcCall>(call).await.unwrap();
+            assert_eq!(interactive_goals_to_strings(&result), expected, "at {line}:{character}");
+            let refs = collect_rpc_refs(&result);
             assert!(!refs.is_empty());
             assert!(refs.iter().all(|r| r.get("__rpcref").is_some()), "wire format v1: {refs:?}");
             let release = RpcReleaseParams {
@@ -425,15 +467,13 @@ async fn diagnostics_hover_and_goals_match_expected() {
                 session_id: connected.session_id.clone(),
                 refs,
             };
-            s.client
-                .notify(methods::RPC_RELEASE, serde_json::to_value(&release).unwrap())
-                .unwrap();
+            s.client.notify_typed::<RpcRelease>(release).unwrap();
         }
         s.client
-            .notify(
-                methods::RPC_KEEP_ALIVE,
-                json!({"uri": goals, "sessionId": connected.session_id}),
-            )
+            .notify_typed::<RpcKeepAlive>(RpcKeepAliveParams {
+                uri: goals.clone(),
+                session_id: connected.session_id,
+            })
             .unwrap();
 
         // A request on a file that was never opened: ContentModified.
@@ -445,7 +485,7 @@ async fn diagnostics_hover_and_goals_match_expected() {
             )
             .await
             .unwrap_err();
-        assert_eq!(err.rpc_code(), Some(lean::error_codes::CONTENT_MODIFIED), "{err}");
+        assert_eq!(err.rpc_code(), Some(LeanErrorCode::ContentModified), "{err}");
 
         let stats = s.client.stats();
         assert!(stats.server_requests_answered >= 1, "{stats:?}"); // client/registerCapability
@@ -486,16 +526,23 @@ async fn dropped_request_is_cancelled_and_client_keeps_working() {
         let before = s.client.stats();
 
         // The goal after `sleep 3000` is only known once the sleep is over.
-        let slow = s.client.request(
-            methods::PLAIN_GOAL,
-            serde_json::to_value(DocumentPositionParams::new(&uri, 9, 2)).unwrap(),
-        );
+        let slow = s
+            .client
+            .request_typed::<PlainGoal>(DocumentPositionParams::new(&uri, 9, 2));
         let t0 = Instant::now();
-        let outcome = tokio::time::timeout(Duration::from_millis(300), slow).await;
-        assert!(
-            outcome.is_err(),
-            "the slow request should still be pending: {outcome:?}"
-        );
+        // Drop it once it is on its way to Lean (in the pending table), which
+        // the first poll does; its answer waits for the sleep.
+        let mut slow = Box::pin(slow);
+        tokio::select! {
+            biased;
+            outcome = &mut slow => panic!("the slow request should still be pending: {outcome:?}"),
+            () = async {
+                while s.client.stats().pending == before.pending {
+                    tokio::task::yield_now().await;
+                }
+            } => {}
+        }
+        drop(slow);
         let after = s.client.stats();
         assert_eq!(after.cancels_sent, before.cancels_sent + 1);
         assert_eq!(after.pending, 0, "the dropped request is forgotten");
@@ -523,13 +570,11 @@ async fn dropped_request_is_cancelled_and_client_keeps_working() {
         s.wait_for_diagnostics(&uri, 1).await.unwrap();
         let goal = s
             .client
-            .request(
-                methods::PLAIN_GOAL,
-                serde_json::to_value(DocumentPositionParams::new(&uri, 9, 2)).unwrap(),
-            )
+            .request_typed::<PlainGoal>(DocumentPositionParams::new(&uri, 9, 2))
             .await
-            .unwrap();
-        assert_eq!(goal["goals"], json!(["⊢ Eq two two"]));
+            .unwrap()
+            .expect("goals");
+        assert_eq!(goal.goals, ["⊢ Eq two two"]);
         assert!(s.client.is_alive());
         assert_eq!(s.client.stats().pending, 0);
         let _ = s.drain();
@@ -562,14 +607,17 @@ async fn kill_fails_pending_requests_with_exited() {
         let client = s.client.clone();
         let uri2 = uri.clone();
         let pending = tokio::spawn(async move {
-            client
-                .request(
-                    methods::WAIT_FOR_DIAGNOSTICS,
-                    json!({"uri": uri2, "version": 2}),
-                )
-                .await
+            let params = WaitForDiagnosticsParams {
+                uri: uri2,
+                version: 2,
+            };
+            client.request_typed::<WaitForDiagnostics>(params).await
         });
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Kill once the request is in the pending table (a kill before that
+        // would test a request made after the death).
+        while s.client.stats().pending == 0 {
+            tokio::task::yield_now().await;
+        }
         assert_eq!(s.client.stats().pending, 1);
 
         let t0 = Instant::now();
