@@ -7,10 +7,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::error::{Error, Result};
+use super::error::Result;
 use super::snapshot::Target;
 use crate::lsp::LeanErrorCode;
-use crate::lsp::protocol::{collect_rpc_refs, flatten_tagged_text};
+use crate::lsp::protocol::{
+    DocumentPositionParams, GET_INTERACTIVE_GOALS, PlainGoal, RpcCall, RpcCallParams, RpcConnect,
+    RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams, RpcRelease, RpcReleaseParams, RpcSessionId,
+    collect_rpc_refs, flatten_tagged_text,
+};
+use lsp_types::Position;
 
 /// Which goals of a tactic a query asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,18 +149,14 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
             return Ok(id);
         }
     }
-    let answer = bound
-        .request("$/lean/rpc/connect", json!({ "uri": bound.doc.uri }))
-        .await?;
-    let id = match answer.get("sessionId") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => {
-            return Err(Error::Unexpected(
-                "Lean's $/lean/rpc/connect answered without a sessionId".into(),
-            ));
-        }
+    let connect = RpcConnectParams {
+        uri: bound.doc.uri.clone(),
     };
+    let id = bound
+        .request_typed::<RpcConnect>(connect)
+        .await?
+        .session_id
+        .0;
     let rpc = std::sync::Arc::downgrade(&bound.doc.set_rpc_session(generation, id.clone()));
     let client = std::sync::Arc::downgrade(&bound.session.client);
     let uri = bound.doc.uri.clone();
@@ -166,8 +167,11 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
             let (Some(client), Some(rpc)) = (client.upgrade(), rpc.upgrade()) else {
                 return;
             };
-            let params = json!({ "uri": uri, "sessionId": rpc.id });
-            if !client.is_alive() || client.notify("$/lean/rpc/keepAlive", params).is_err() {
+            let params = RpcKeepAliveParams {
+                uri: uri.clone(),
+                session_id: RpcSessionId(rpc.id.clone()),
+            };
+            if !client.is_alive() || client.notify_typed::<RpcKeepAlive>(params).is_err() {
                 return;
             }
         }
@@ -178,20 +182,19 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
 /// Goals at the query position: RPC first (reconnecting once if Lean asks),
 /// `plainGoal` where RPC is unavailable.
 pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec<Value>, Source)> {
-    let position = json!({ "line": line, "character": character });
+    let position = Position::new(line as u32, character as u32);
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {
-            Ok(id) => id,
+            Ok(id) => RpcSessionId(id),
             Err(_) => break,
         };
-        let params = json!({
-            "textDocument": bound.text_document(),
-            "position": position,
-            "sessionId": session,
-            "method": "Lean.Widget.getInteractiveGoals",
-            "params": { "textDocument": bound.text_document(), "position": position },
-        });
-        match bound.request_unchecked("$/lean/rpc/call", params).await {
+        let params = RpcCallParams::at_position(
+            &bound.doc.uri,
+            position,
+            session.clone(),
+            GET_INTERACTIVE_GOALS,
+        );
+        match bound.request_unchecked_typed::<RpcCall>(params).await {
             Ok(answer) => {
                 let now = bound.doc.state().version;
                 if now != bound.version {
@@ -208,10 +211,12 @@ pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec
                     .unwrap_or_default();
                 let refs = collect_rpc_refs(&answer);
                 if !refs.is_empty() {
-                    let _ = bound.session.client.notify(
-                        "$/lean/rpc/release",
-                        json!({ "uri": bound.doc.uri, "sessionId": session, "refs": refs }),
-                    );
+                    let release = RpcReleaseParams {
+                        uri: bound.doc.uri.clone(),
+                        session_id: session,
+                        refs,
+                    };
+                    let _ = bound.session.client.notify_typed::<RpcRelease>(release);
                 }
                 return Ok((goals, Source::Rpc));
             }
@@ -229,17 +234,11 @@ pub async fn goals(bound: &Target<'_>, line: u64, character: u64) -> Result<(Vec
             }
         }
     }
-    let answer = bound
-        .request("$/lean/plainGoal", bound.position_params(line, character))
-        .await?;
+    let params =
+        DocumentPositionParams::new(bound.doc.uri.as_str(), position.line, position.character);
+    let answer = bound.request_typed::<PlainGoal>(params).await?;
     let goals = answer
-        .get("goals")
-        .and_then(Value::as_array)
-        .map(|g| {
-            g.iter()
-                .map(|text| plain_goal_json(text.as_str().unwrap_or("")))
-                .collect()
-        })
+        .map(|a| a.goals.iter().map(|text| plain_goal_json(text)).collect())
         .unwrap_or_default();
     Ok((goals, Source::PlainGoal))
 }

@@ -6,16 +6,23 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::docs::{Docs, route_events};
 use super::document::{Doc, DocState, Notice};
 use super::error::{Error, Limit, MemoryKill, Result};
-use super::text::{minimal_change, position_json};
+use super::text::minimal_change;
 use crate::lsp::{LspClient, LspError, ServerCommand, ServerEvent};
 use crate::util::lock;
 use crate::{log_debug, log_warn};
+use lsp_types::notification::{DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument};
+use lsp_types::request::Request;
+use lsp_types::{
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Position,
+    Range, TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem, Uri,
+    VersionedTextDocumentIdentifier,
+};
 
 /// How long the worker of a document closed to make room may take to stop
 /// before it is killed.
@@ -84,9 +91,26 @@ impl LeanServer {
         })
     }
 
-    /// Send a request with the request time limit.
+    /// Send request `R` with the request time limit.
+    pub async fn request_typed<R: Request>(&self, params: R::Params) -> Result<R::Result> {
+        self.limited(R::METHOD, self.client.request_typed::<R>(params))
+            .await
+    }
+
+    /// Send a request by method name, with untyped params and answer: only
+    /// for the standard requests whose answers `ops` hands to agents as Lean
+    /// gave them (hover, definitions, symbols, code actions).
     pub async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
-        match tokio::time::timeout(self.request_limit, self.client.request(method, params)).await {
+        self.limited(method, self.client.request(method, params))
+            .await
+    }
+
+    async fn limited<T>(
+        &self,
+        method: &'static str,
+        request: impl Future<Output = std::result::Result<T, LspError>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.request_limit, request).await {
             Ok(result) => result.map_err(|e| memory_error(self, None, Error::lsp(method, e))),
             Err(_) => Err(Error::Timeout {
                 method,
@@ -113,12 +137,15 @@ impl LeanServer {
         version: u64,
         text: &str,
     ) -> std::result::Result<(), LspError> {
-        self.client.notify(
-            "textDocument/didOpen",
-            json!({
-                "textDocument": { "uri": doc.uri, "languageId": "lean4", "version": version, "text": text },
-            }),
-        )
+        let params = DidOpenTextDocumentParams {
+            text_document: TextDocumentItem {
+                uri: lsp_uri(doc)?,
+                language_id: "lean4".into(),
+                version: lsp_version(version),
+                text: text.into(),
+            },
+        };
+        self.client.notify_typed::<DidOpenTextDocument>(params)
     }
 
     /// `textDocument/didChange` of `doc` from the text of `old` to `text`, as
@@ -134,24 +161,26 @@ impl LeanServer {
         let (start, end, insert) = minimal_change(&old.text, text).expect("texts differ");
         let (sl, sc) = old.index.position(&old.text, start);
         let (el, ec) = old.index.position(&old.text, end);
-        self.client.notify(
-            "textDocument/didChange",
-            json!({
-                "textDocument": { "uri": doc.uri, "version": version },
-                "contentChanges": [{
-                    "range": { "start": position_json(sl, sc), "end": position_json(el, ec) },
-                    "text": insert,
-                }],
-            }),
-        )
+        let params = DidChangeTextDocumentParams {
+            text_document: VersionedTextDocumentIdentifier {
+                uri: lsp_uri(doc)?,
+                version: lsp_version(version),
+            },
+            content_changes: vec![TextDocumentContentChangeEvent {
+                range: Some(Range::new(Position::new(sl, sc), Position::new(el, ec))),
+                range_length: None,
+                text: insert,
+            }],
+        };
+        self.client.notify_typed::<DidChangeTextDocument>(params)
     }
 
     /// `textDocument/didClose` of `doc`.
     pub fn did_close(&self, doc: &Doc) -> std::result::Result<(), LspError> {
-        self.client.notify(
-            "textDocument/didClose",
-            json!({ "textDocument": { "uri": doc.uri } }),
-        )
+        let params = DidCloseTextDocumentParams {
+            text_document: TextDocumentIdentifier { uri: lsp_uri(doc)? },
+        };
+        self.client.notify_typed::<DidCloseTextDocument>(params)
     }
 
     /// Room for `doc` to be opened in this Lean server, within
@@ -278,5 +307,38 @@ pub fn memory_error(server: &LeanServer, doc: Option<&Doc>, error: Error) -> Err
             path: Some(shown(doc)),
         }),
         None => error,
+    }
+}
+
+/// The document's URI as `lsp_types` holds it: the same string (it is
+/// parsed, never rewritten), so Lean sees the URI the broker routes by.
+fn lsp_uri(doc: &Doc) -> std::result::Result<Uri, LspError> {
+    doc.uri
+        .parse()
+        .map_err(|e| LspError::Protocol(format!("{} is not a URI: {e:?}", doc.uri)))
+}
+
+/// A document version as LSP numbers them (`integer`); the broker's never
+/// come near the bound.
+fn lsp_version(version: u64) -> i32 {
+    i32::try_from(version).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lean matches documents by the URI string: what `lsp_types` sends must
+    /// be exactly the string the broker made (percent-encoding included).
+    #[test]
+    fn uris_reach_lean_unchanged() {
+        for uri in [
+            "file:///work/Fix/Basic.lean",
+            "file:///tmp/a%20b/Caf%C3%A9.lean",
+            "file:///w/%E2%88%80x/.beam-shadow-1.Basic.lean",
+        ] {
+            let parsed: Uri = uri.parse().unwrap();
+            assert_eq!(serde_json::to_value(&parsed).unwrap(), Value::from(uri));
+        }
     }
 }

@@ -15,6 +15,7 @@ use super::sync;
 use super::text::PositionError;
 use super::wait::Wait;
 use crate::broker::Broker;
+use lsp_types::request::Request;
 
 /// A document pinned at the version a call named, open in a live Lean server.
 pub struct Bound<'c> {
@@ -138,12 +139,37 @@ impl Target<'_> {
     /// A worker that stops meanwhile does not leave the call hanging (see
     /// [`Wait`]).
     pub async fn request_unchecked(&self, method: &'static str, params: Value) -> Result<Value> {
+        self.waiting(self.session.request(method, params)).await
+    }
+
+    /// Send request `R` about the document and check that it was not edited
+    /// meanwhile (as [`Target::request`]).
+    pub async fn request_typed<R: Request>(&self, params: R::Params) -> Result<R::Result> {
+        let answer = self.request_unchecked_typed::<R>(params).await?;
+        let now = self.doc.state().version;
+        if now != self.version {
+            return Err(version_mismatch(self.doc, self.version, now));
+        }
+        Ok(answer)
+    }
+
+    /// [`Target::request_unchecked`] for request `R`.
+    pub async fn request_unchecked_typed<R: Request>(
+        &self,
+        params: R::Params,
+    ) -> Result<R::Result> {
+        self.waiting(self.session.request_typed::<R>(params)).await
+    }
+
+    /// Wait for `request`; a worker that stops meanwhile does not leave the
+    /// call hanging (see [`Wait`]).
+    async fn waiting<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {
         let mut progress = self
             .sink
             .map(|sink| Forwarder::for_wait(sink, self.doc, self.version));
         Wait::new(self.session, self.doc, self.version)
             .forwarding(progress.as_mut())
-            .answer(self.session.request(method, params))
+            .answer(request)
             .await
     }
 

@@ -18,8 +18,10 @@ use super::progress::ProgressSink;
 use super::server::LeanServer;
 use super::wait::{Wait, Waited};
 use super::workspace::Root;
+use crate::lsp::protocol::{WaitForDiagnostics, WaitForDiagnosticsParams};
 use crate::process::tree::Seen;
 use crate::safe_fs;
+use lsp_types::request::Request;
 
 /// Read the source from disk, at most `max_bytes` of it. The server only ever
 /// reads `.lean` files, and only regular ones: the read runs off the runtime
@@ -92,13 +94,16 @@ pub async fn barrier(
     forwarder: &mut Forwarder<'_>,
     ready: Option<&(dyn Fn(&Snapshot) -> bool + Sync)>,
 ) -> Result<()> {
-    let method = "textDocument/waitForDiagnostics";
     let request = async {
+        let params = WaitForDiagnosticsParams {
+            uri: doc.uri.clone(),
+            version: i32::try_from(version).unwrap_or(i32::MAX),
+        };
         server
             .client
-            .request(method, json!({ "uri": doc.uri, "version": version }))
+            .request_typed::<WaitForDiagnostics>(params)
             .await
-            .map_err(|e| Error::lsp(method, e))
+            .map_err(|e| Error::lsp(WaitForDiagnostics::METHOD, e))
     };
     let mut wait = Wait::new(server, doc, version)
         .forwarding(Some(forwarder))
