@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::text::PositionError;
 use crate::lsp::LeanErrorCode;
 use crate::lsp::LspError;
+use crate::results::{DiagnosticCounts, DocumentProgress};
 use crate::safe_fs::FsError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -43,8 +42,8 @@ pub enum Error {
         path: String,
         version: u64,
         limit: Duration,
-        progress: Box<Value>,
-        counts: Box<Value>,
+        progress: Box<DocumentProgress>,
+        counts: Box<DiagnosticCounts>,
     },
     /// A call named a version of `path` that is not the current one.
     VersionMismatch {

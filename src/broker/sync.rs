@@ -7,8 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::diagnostics::{self, DiagnosticScope, IMPORTS_OUT_OF_DATE};
 use super::document::{DiskStamp, Doc, DocEdit, DocState, Snapshot};
 use super::edit::{self, Mode};
@@ -17,7 +15,6 @@ use super::forward::Forwarder;
 use super::progress::ProgressSink;
 use super::server::LeanServer;
 use super::wait::{Wait, Waited};
-use super::workspace::Root;
 use crate::lsp::protocol::{WaitForDiagnostics, WaitForDiagnosticsParams};
 use crate::process::tree::Seen;
 use crate::safe_fs;
@@ -119,7 +116,7 @@ pub async fn barrier(
                 path: doc.path.shown.clone(),
                 version,
                 limit,
-                progress: Box::new(snap.progress.to_json()),
+                progress: Box::new(snap.progress.summary()),
                 counts: Box::new(diagnostics::counts(snap.diagnostics.items())),
             })
         }
@@ -215,26 +212,4 @@ pub async fn apply_and_wait(
             text,
         });
     }
-}
-
-/// The stable sync result shape (seed: "Stable Result Shapes").
-pub fn sync_result(root: &Root, doc: &Doc, synced: &Synced, options: SyncOptions) -> Value {
-    let diags = synced.snapshot.diagnostics.items();
-    let mut diagnostics = json!({ "counts": diagnostics::counts(diags) });
-    if options.items {
-        let items: Vec<Value> = diags
-            .iter()
-            .filter(|d| diagnostics::in_scope(d, options.scope))
-            .map(diagnostics::item)
-            .collect();
-        diagnostics["items"] = Value::Array(items);
-    }
-    json!({
-        "workspace": root.descriptor(),
-        "path": doc.path.shown,
-        "version": synced.version,
-        "diagnostics": diagnostics,
-        "readiness": diagnostics::readiness(diags, synced.snapshot.progress.fatal),
-        "document_progress": synced.snapshot.progress.to_json(),
-    })
 }

@@ -10,9 +10,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
-
 use super::error::{Error, Result};
+use crate::results::WorkspaceEcho;
 use crate::util::lock;
 
 /// Files whose presence makes a directory a Lean/Lake project.
@@ -37,8 +36,10 @@ impl Root {
     }
 
     /// The canonical descriptor that results echo.
-    pub fn descriptor(&self) -> Value {
-        json!({ "root": self.display() })
+    pub fn descriptor(&self) -> WorkspaceEcho {
+        WorkspaceEcho {
+            root: self.display(),
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use super::error::MemoryKill;
@@ -21,6 +21,7 @@ use super::text::LineIndex;
 use super::workspace::DocPath;
 use crate::lsp::protocol::{FileProgressKind, FileProgressProcessingInfo};
 use crate::process::tree::Seen;
+use crate::results::DocumentProgress;
 use crate::util::lock;
 pub use diagnostic_set::DiagnosticSet;
 pub use state::{Lifecycle, Notice, Sent};
@@ -74,8 +75,13 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn to_json(&self) -> Value {
-        json!({ "updates": self.updates, "done": self.done, "range_end_line": self.frontier_line })
+    /// What results and errors show of it.
+    pub fn summary(&self) -> DocumentProgress {
+        DocumentProgress {
+            updates: self.updates,
+            done: self.done,
+            range_end_line: self.frontier_line,
+        }
     }
 }
 
@@ -518,7 +524,7 @@ mod tests {
     }
 
     fn report(kind: u8) -> Vec<FileProgressProcessingInfo> {
-        serde_json::from_value(json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}, "kind": kind}])).unwrap()
+        serde_json::from_value(serde_json::json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}, "kind": kind}])).unwrap()
     }
 
     /// What Lean reports reaches the lifecycle only for the current version,
