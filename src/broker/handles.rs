@@ -165,6 +165,15 @@ struct Entry {
     last_used: u64,
 }
 
+/// What [`HandleStore::take`] does with the handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taking {
+    /// It stays live (`lean_run_with`).
+    Keep,
+    /// It is used up (`lean_run_with_linear`, `lean_release_handle`).
+    Consume,
+}
+
 #[derive(Debug)]
 pub struct HandleStore {
     process: ProcessTag,
@@ -360,19 +369,18 @@ impl HandleStore {
         Ok(token.secret)
     }
 
-    /// The state of a live handle (refreshing its recency); `consume` removes it.
-    pub fn take(&self, handle: &str, consume: bool) -> Result<HandleState> {
+    /// The state of a live handle: kept (its recency refreshed) or consumed.
+    pub fn take(&self, handle: &str, taking: Taking) -> Result<HandleState> {
         let key = self.locate(handle)?;
         let mut inner = self.inner();
         inner.clock += 1;
         let clock = inner.clock;
-        let state = if consume {
-            inner.remove(key)
-        } else {
-            inner.entries.get_mut(&key).map(|e| {
+        let state = match taking {
+            Taking::Consume => inner.remove(key),
+            Taking::Keep => inner.entries.get_mut(&key).map(|e| {
                 e.last_used = clock;
                 e.state.clone()
-            })
+            }),
         };
         state.ok_or_else(|| Error::handle(handle, HandleProblem::Unknown))
     }
@@ -470,24 +478,24 @@ mod tests {
     fn tokens_are_bound_to_process_and_runtime() {
         let store = HandleStore::new(ProcessTag(0xabc), 7, limits(8));
         let token = store.mint(state()).unwrap();
-        assert!(store.take(&token, false).is_ok());
+        assert!(store.take(&token, Taking::Keep).is_ok());
         let other_process = HandleStore::new(ProcessTag(0xdef), 7, limits(8));
         assert_eq!(
-            problem(other_process.take(&token, false).unwrap_err()),
+            problem(other_process.take(&token, Taking::Keep).unwrap_err()),
             HandleProblem::OtherProcess
         );
         let other_runtime = HandleStore::new(ProcessTag(0xabc), 8, limits(8));
         assert_eq!(
-            problem(other_runtime.take(&token, false).unwrap_err()),
+            problem(other_runtime.take(&token, Taking::Keep).unwrap_err()),
             HandleProblem::OtherRuntime
         );
         assert_eq!(
-            problem(store.take("garbage", false).unwrap_err()),
+            problem(store.take("garbage", Taking::Keep).unwrap_err()),
             HandleProblem::Malformed
         );
-        assert!(store.take(&token, true).is_ok());
+        assert!(store.take(&token, Taking::Consume).is_ok());
         assert_eq!(
-            problem(store.take(&token, false).unwrap_err()),
+            problem(store.take(&token, Taking::Keep).unwrap_err()),
             HandleProblem::Unknown
         );
     }
@@ -528,7 +536,7 @@ mod tests {
         for other in [&upper, &zero, &plus, &short, &prefixed, &spaced] {
             assert_eq!(origin(other, process), Origin::Malformed, "{other}");
             assert_eq!(
-                problem(store.take(other, false).unwrap_err()),
+                problem(store.take(other, Taking::Keep).unwrap_err()),
                 HandleProblem::Malformed,
                 "{other}"
             );
@@ -536,7 +544,7 @@ mod tests {
         // Well formed but from another process: told apart from malformed.
         let foreign = a.replace("0123456789abcdef", "fedcba9876543210");
         assert!(matches!(origin(&foreign, process), Origin::OtherProcess(_)));
-        assert!(store.take(&a, false).is_ok());
+        assert!(store.take(&a, Taking::Keep).is_ok());
     }
 
     #[test]
@@ -544,10 +552,10 @@ mod tests {
         let store = HandleStore::new(ProcessTag(1), 1, limits(2));
         let a = store.mint(state()).unwrap();
         let b = store.mint(state()).unwrap();
-        store.take(&a, false).unwrap(); // a is now more recent than b
+        store.take(&a, Taking::Keep).unwrap(); // a is now more recent than b
         let _c = store.mint(state()).unwrap();
-        assert!(store.take(&a, false).is_ok());
-        assert!(store.take(&b, false).is_err());
+        assert!(store.take(&a, Taking::Keep).is_ok());
+        assert!(store.take(&b, Taking::Keep).is_err());
         assert_eq!(store.stats().evicted, 1);
     }
 
@@ -566,7 +574,7 @@ mod tests {
         let first = store.mint(state_on(&text, "  a\n")).unwrap();
         let mut last = first.clone();
         for _ in 0..20 {
-            let state = store.take(&last, false).unwrap();
+            let state = store.take(&last, Taking::Keep).unwrap();
             last = store
                 .mint(HandleState {
                     shadow: state.shadow.then("  b\n"),
@@ -579,7 +587,7 @@ mod tests {
         assert_eq!(stats.shared_texts, 1, "{stats:?}");
         assert!(stats.bytes < (one + 10 * 1024) as u64, "{stats:?}");
         assert_eq!(
-            store.take(&last, false).unwrap().shadow.text(),
+            store.take(&last, Taking::Keep).unwrap().shadow.text(),
             format!("{text}  a\n{}", "  b\n".repeat(20))
         );
         // Another text does not fit beside the first: the older handles go.
@@ -587,7 +595,7 @@ mod tests {
         store.mint(state_on(&other, "  c\n")).unwrap();
         let stats = store.stats();
         assert_eq!((stats.live, stats.shared_texts), (1, 1), "{stats:?}");
-        assert!(store.take(&first, false).is_err());
+        assert!(store.take(&first, Taking::Keep).is_err());
         // A state larger than the bound alone is refused, clearly.
         let huge: Arc<str> = Arc::from("z".repeat(2 << 20));
         let e = store.mint(state_on(&huge, "")).unwrap_err();

@@ -8,7 +8,7 @@ use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
 use crate::broker::goals::{self, query_position};
-use crate::broker::handles::{HandleState, HandleStore, Shadow};
+use crate::broker::handles::{HandleState, HandleStore, Shadow, Taking};
 use crate::broker::lexer::{self, TokenKind};
 use crate::broker::outline;
 use crate::broker::runtime::Runtime;
@@ -725,7 +725,14 @@ pub async fn run_with(
         .existing_doc(&doc_path)
         .filter(|doc| doc.state().version != 0)
         .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-    let state = rt.handles.take(handle, linear)?;
+    let state = rt.handles.take(
+        handle,
+        if linear {
+            Taking::Consume
+        } else {
+            Taking::Keep
+        },
+    )?;
     let session = rt.server().await?;
     let doc_state = doc.state();
     HandleStore::check_current(
@@ -791,7 +798,7 @@ pub async fn release(
     let rt = broker
         .cached(&root)
         .ok_or_else(|| unknown_runtime(handle))?;
-    let state = rt.handles.take(handle, false)?;
+    let state = rt.handles.take(handle, Taking::Keep)?;
     if state.file != doc_path.file {
         return Err(ToolError::new(
             ErrorCode::InvalidParams,
@@ -801,7 +808,7 @@ pub async fn release(
             ),
         ));
     }
-    rt.handles.take(handle, true)?;
+    rt.handles.take(handle, Taking::Consume)?;
     Ok(ReleaseResult {
         workspace: root.descriptor(),
         path: doc_path.shown,
