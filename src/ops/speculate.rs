@@ -8,10 +8,11 @@ use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
 use crate::broker::goals::{self, query_position};
-use crate::broker::handles::{HandleState, HandleStore, Shadow};
+use crate::broker::handles::{HandleState, HandleStore, Shadow, Taking};
 use crate::broker::lexer::{self, TokenKind};
 use crate::broker::outline;
-use crate::broker::runtime::{Runtime, Session};
+use crate::broker::runtime::Runtime;
+use crate::broker::server::LeanServer;
 use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
@@ -20,7 +21,7 @@ use crate::results::{
     BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult,
     RunMessage, RunResult,
 };
-use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, Workspace};
+use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
 
 /// What a step's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -325,14 +326,14 @@ struct Asker<'a> {
 /// Elaborate `exec` in `slot` and record whether its header imported.
 async fn elaborate_in(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     mut slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated, ToolError> {
     let (version, snap) = shadow::elaborate(
-        rt,
         session,
+        rt.timeouts.sync,
         asker.ctx,
         asker.shown,
         &mut slot,
@@ -354,7 +355,7 @@ async fn elaborate_in(
 /// its import line), again on the whole shadow.
 async fn elaborate_step(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
@@ -395,7 +396,7 @@ fn user_range(range: &Value, placement: &Placement) -> Range {
 /// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
 async fn run_step(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
@@ -403,7 +404,7 @@ async fn run_step(
     budget: Budget,
 ) -> Result<Ran, ToolError> {
     let exec = exec_text(rt, step, budget.max_heartbeats);
-    let slot = pool.acquire(rt, &exec.text).await;
+    let slot = pool.acquire(&exec.text).await;
     let started = std::time::Instant::now();
     let run = interpret(rt, session, asker, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
@@ -439,7 +440,7 @@ async fn run_step(
 #[allow(clippy::too_many_arguments)]
 async fn interpret(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
@@ -552,11 +553,10 @@ async fn interpret(
             };
             let (line, character) = index.position(&exec.text, at);
             let target = Target {
-                rt,
                 session,
                 doc: slot.doc(),
                 version,
-                ctx: None,
+                sink: None,
             };
             let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
             Some(ProofState {
@@ -703,7 +703,7 @@ pub(super) async fn start_at<'c>(
     at: &RunAt<'_>,
     mint: bool,
 ) -> Result<Start<'c>, ToolError> {
-    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
     let index = &bound.state.index;
@@ -773,7 +773,11 @@ pub(super) async fn start_at<'c>(
                 // block above, at that block's column, not at column 0.
                 continuation_column(&text[..line_start])
             } else {
-                query_position(line_text, at.character as usize, GoalsMode::Before)
+                query_position(
+                    line_text,
+                    at.character as usize,
+                    crate::broker::GoalsMode::Before,
+                )
             };
             let after = |head: &str| {
                 // `… by` / `… =>`: the step follows on the same line.
@@ -970,7 +974,7 @@ impl Start<'_> {
     /// A handle continuing after `step` (a tactic or command step).
     pub(super) fn mint(&self, step: &Step) -> Result<String, ToolError> {
         let bound = &self.bound;
-        bound.rt.handles.mint(HandleState {
+        Ok(bound.rt.handles.mint(HandleState {
             file: bound.doc.path.file.clone(),
             shown: bound.doc.path.shown.clone(),
             version: bound.state.version,
@@ -980,7 +984,7 @@ impl Start<'_> {
             indent: step.indent,
             proof: step.mode == Mode::Proof,
             placement: step.placement,
-        })
+        })?)
     }
 }
 
@@ -1010,7 +1014,7 @@ pub async fn run_at(
 pub(super) struct FromHandle {
     pub(super) rt: crate::broker::runtime::RuntimeUse,
     pub(super) doc: crate::broker::document::DocUse,
-    pub(super) session: Session,
+    pub(super) session: LeanServer,
     pub(super) state: HandleState,
     doc_state: crate::broker::document::DocState,
 }
@@ -1024,7 +1028,7 @@ pub(super) async fn start_with(
     handle: &str,
     linear: bool,
 ) -> Result<FromHandle, ToolError> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
@@ -1036,8 +1040,15 @@ pub(super) async fn start_with(
         .existing_doc(&doc_path)
         .filter(|doc| doc.state().version != 0)
         .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-    let state = rt.handles.take(handle, linear)?;
-    let session = rt.session().await?;
+    let state = rt.handles.take(
+        handle,
+        if linear {
+            Taking::Consume
+        } else {
+            Taking::Keep
+        },
+    )?;
+    let session = rt.server().await?;
     let doc_state = doc.state();
     HandleStore::check_current(
         handle,
@@ -1113,10 +1124,10 @@ impl FromHandle {
 
     /// A handle continuing after `text`.
     pub(super) fn mint(&self, text: &str) -> Result<String, ToolError> {
-        self.rt.handles.mint(HandleState {
+        Ok(self.rt.handles.mint(HandleState {
             shadow: self.shadow_with(text),
             ..self.state.clone()
-        })
+        })?)
     }
 
     pub(super) async fn disk_changed(&self) -> bool {
@@ -1160,12 +1171,12 @@ pub async fn release(
     path: &str,
     handle: &str,
 ) -> Answer<ReleaseResult> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
         .ok_or_else(|| unknown_runtime(handle))?;
-    let state = rt.handles.take(handle, false)?;
+    let state = rt.handles.take(handle, Taking::Keep)?;
     if state.file != doc_path.file {
         return Err(ToolError::new(
             ErrorCode::InvalidParams,
@@ -1175,7 +1186,7 @@ pub async fn release(
             ),
         ));
     }
-    rt.handles.take(handle, true)?;
+    rt.handles.take(handle, Taking::Consume)?;
     Ok(ReleaseResult {
         workspace: root.descriptor(),
         path: doc_path.shown,

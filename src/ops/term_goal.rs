@@ -13,7 +13,7 @@ use crate::results::{Range, TermGoalResult};
 use crate::surface::CallContext;
 
 pub async fn term_goal(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> Answer<TermGoalResult> {
-    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let (answer, disk_changed) = tokio::join!(
         bound.request(
