@@ -16,6 +16,9 @@ mod generated {
 
 pub use generated::*;
 
+mod tool_set;
+pub use tool_set::ToolSet;
+
 /// When a call without a progress token emits its one `beam.status` notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusNotice {
@@ -284,15 +287,20 @@ pub mod lenient {
 
 /// Warm the validators so the first call pays nothing (start-up, not per call).
 pub fn warm() {
-    std::sync::LazyLock::force(&VALIDATORS);
+    ToolSet::all().warm();
 }
 
 /// The known tool whose name is nearest to `name`, if one is near enough to be
 /// a likely typo (`lean_synk`, `lean-goals`) or the name without its prefix
 /// (`hover`). Case and `-`/`_` do not count.
 pub fn nearest_tool(name: &str) -> Option<Tool> {
+    nearest_tool_among(name, Tool::ALL)
+}
+
+/// [`nearest_tool`] among `tools` only (a server's tool set).
+fn nearest_tool_among(name: &str, tools: impl IntoIterator<Item = Tool>) -> Option<Tool> {
     let wanted = name.to_ascii_lowercase().replace('-', "_");
-    Tool::ALL
+    tools
         .into_iter()
         .map(|tool| {
             let full = tool.name();

@@ -1420,9 +1420,88 @@ pub const INPUT_SCHEMAS: [&str; 24usize] = [
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Relative to the root, or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
-/// The validators, compiled once on first use.
-pub static VALIDATORS: ::std::sync::LazyLock<::std::vec::Vec<::jsonschema::Validator>> = ::std::sync::LazyLock::new(||
-{ INPUT_SCHEMAS.iter().map(|s| crate::surface::compile_schema(s)).collect() });
+/// Each tool's validator, compiled on its first use, so that a server
+/// serving a tool set compiles only the validators of that set.
+pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 24usize] = [
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[0usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[1usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[2usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[3usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[4usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[5usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[6usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[7usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[8usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[9usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[10usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[11usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[12usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[13usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[14usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[15usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[16usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[17usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[18usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[19usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[20usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[21usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[22usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[23usize])),
+];
+/// A named tool set of the table (`[profile.<name>]`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileSpec {
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Its tools, in tools/list order.
+    pub tools: &'static [Tool],
+}
+/// The profiles, by name. `all` (every tool) is implicit.
+pub const PROFILES: [ProfileSpec; 1usize] = [
+    ProfileSpec {
+        name: "core",
+        doc: "The everyday proof loop: sync, goals, probes and handles, hover, definition, todo, save.",
+        tools: &[
+            Tool::LeanRunAt,
+            Tool::LeanRunAtHandle,
+            Tool::LeanHover,
+            Tool::LeanDefinition,
+            Tool::LeanGoals,
+            Tool::LeanTodo,
+            Tool::LeanRunWith,
+            Tool::LeanRunWithLinear,
+            Tool::LeanRelease,
+            Tool::LeanSync,
+            Tool::LeanSave,
+        ],
+    },
+];
 /// A parsed, validated tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolCall {
