@@ -18,6 +18,7 @@ pub mod lexer;
 pub mod outline;
 pub mod runtime;
 pub mod shadow;
+pub mod signatures;
 pub mod snapshot;
 pub mod sync;
 pub mod text;

@@ -256,6 +256,7 @@ pub async fn document_symbols(
     ws: &Workspace,
     path: &str,
     version: u64,
+    signatures: bool,
 ) -> ToolOutcome {
     let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
     let request = bound.request(
@@ -266,6 +267,9 @@ pub async fn document_symbols(
     let mut answer = answer?;
     add_paths(&bound.rt.root, &mut answer);
     name_symbol_kinds(&mut answer);
+    if signatures {
+        crate::broker::signatures::annotate(&bound, &mut answer).await?;
+    }
     typed(&DocLsp {
         doc: bound.answer(None, disk_changed),
         answer: Lsp::Symbols(answer),

@@ -159,8 +159,15 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanDocumentSymbolsArgs,
     ) -> ToolOutcome {
-        inspect::document_symbols(&self.broker, ctx, &args.workspace, &args.path, args.version)
-            .await
+        inspect::document_symbols(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            args.version,
+            args.signatures,
+        )
+        .await
     }
 
     async fn lean_workspace_symbols(

@@ -15,6 +15,7 @@ mod faults;
 mod inspect;
 mod lake_setup;
 mod lsp_client;
+mod outline;
 mod prefix_bases;
 mod replicas;
 mod safe_fs;
