@@ -5,6 +5,8 @@
 pub mod bases;
 pub mod checkpoint;
 pub mod compiler;
+pub mod completions;
+pub mod concurrent;
 pub mod diagnostics;
 pub mod document;
 pub mod errors;

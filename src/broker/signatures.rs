@@ -6,12 +6,9 @@
 //! Lean's `documentSymbol` calls every declaration a `method` and a section a
 //! `namespace`; the keyword before the declared name is what tells them apart.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
-
 use serde_json::{Value, json};
 
+use super::concurrent::join_all;
 use super::lexer::{LexemeKind, lex};
 use super::snapshot::Bound;
 use super::text::LineIndex;
@@ -237,34 +234,6 @@ fn at_path<'v>(symbols: &'v mut Value, path: &[usize]) -> Option<&'v mut Value> 
 fn position(symbol: &Value, pointer: &str) -> Option<(u64, u64)> {
     let at = symbol.pointer(pointer)?;
     Some((at["line"].as_u64()?, at["character"].as_u64()?))
-}
-
-/// Await every future, polling them together (their requests are in flight
-/// at once); the outputs in the order given.
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => *output = Some(value),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs
-        .into_iter()
-        .map(|o| o.expect("every future finished"))
-        .collect()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! method per tool, grouped by family in the submodules.
 
 mod bundle;
+mod completions;
 mod documents;
 mod feedback;
 mod inspect;
@@ -138,6 +139,10 @@ impl Operations for Beam {
         args: LeanSignatureHelpArgs,
     ) -> ToolOutcome {
         inspect::signature_help(&self.broker, ctx, &At::from(&args)).await
+    }
+
+    async fn lean_completions(&self, ctx: &CallContext, args: LeanCompletionsArgs) -> ToolOutcome {
+        completions::completions(&self.broker, ctx, &args).await
     }
 
     async fn lean_definition(&self, ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {

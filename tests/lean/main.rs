@@ -10,6 +10,7 @@ mod common;
 
 mod bounds;
 mod broker;
+mod completions;
 mod contract;
 mod faults;
 mod inspect;
