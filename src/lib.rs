@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod ops;
 pub mod process;
 pub mod replica;
+pub mod results;
 pub mod safe_fs;
 pub mod stats;
 pub mod surface;

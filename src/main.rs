@@ -18,7 +18,7 @@ use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::ops::Beam;
 use lean_beam_mcp::replica::{self, ReplicaId};
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::{self, ParseError, Tool, ToolCall, ToolError, ToolSet};
+use lean_beam_mcp::surface::{Handler, ParseError, Tool, ToolCall, ToolError, ToolSet};
 
 mod cli_progress;
 
@@ -385,7 +385,7 @@ async fn call(beam: &Beam, tools: &ToolSet, tool: &str, payload: &str) -> ExitCo
     };
     let (out, progress) = cli_progress::stderr_renderer(tool);
     let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"), out);
-    let outcome = surface::dispatch(beam, &ctx, call).await;
+    let outcome = beam.handle(&ctx, call).await;
     drop(ctx);
     let _ = progress.await;
     match outcome {

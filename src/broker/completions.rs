@@ -3,7 +3,7 @@
 //! type (`detail`, which Lean fills in only on `completionItem/resolve`) and
 //! the exact edit that inserts it.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::concurrent::join_all;
 use super::snapshot::Bound;
@@ -179,21 +179,11 @@ fn word_start(text: &str, offset: usize) -> usize {
         .map_or(offset, |(i, _)| i)
 }
 
-/// The JSON of an edit, as results show it.
-pub fn edit_json(edit: &Edit) -> Value {
-    json!({
-        "range": {
-            "start": {"line": edit.start.0, "character": edit.start.1},
-            "end": {"line": edit.end.0, "character": edit.end.1},
-        },
-        "newText": edit.new_text,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::broker::text::LineIndex;
+    use serde_json::json;
 
     #[test]
     fn the_word_before_the_cursor_is_replaced() {

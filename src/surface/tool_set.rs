@@ -136,7 +136,8 @@ impl ToolSet {
         &self.catalog
     }
 
-    /// Compile the members' validators now, so the first call pays nothing.
+    /// Compile the members' validators now, so the first call pays nothing
+    /// (the catalog of the set was built with it).
     pub fn warm(&self) {
         for tool in self.tools() {
             std::sync::LazyLock::force(&super::VALIDATORS[tool.index()]);
@@ -167,9 +168,9 @@ impl ToolSet {
     }
 }
 
-/// Every tool's tools/list entries, in table order.
+/// Every tool's tools/list entries (with their output schemas), in table order.
 fn full_catalog() -> &'static str {
-    super::CATALOG_JSON
+    super::catalog_json()
 }
 
 /// The profiles and tools `--tools` accepts, for an error message.
