@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod document;
 pub mod errors;
 pub mod goals;
+pub mod handle_edit;
 pub mod handles;
 pub mod import_stamps;
 pub mod importers;

@@ -5,6 +5,7 @@ mod bundle;
 mod completions;
 mod documents;
 mod feedback;
+mod handle_edit;
 mod inspect;
 mod process;
 mod redact;
@@ -251,6 +252,14 @@ impl Operations for Beam {
         args: LeanReleaseArgs,
     ) -> Answer<ReleaseResult> {
         speculate::release(&self.broker, &args.workspace, &args.path, &args.handle).await
+    }
+
+    async fn lean_handle_edit(
+        &self,
+        _ctx: &CallContext,
+        args: LeanHandleEditArgs,
+    ) -> Answer<HandleEditResult> {
+        handle_edit::handle_edit(&self.broker, &args.workspace, &args.path, &args.handle).await
     }
 
     async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> Answer<UpdateResult> {

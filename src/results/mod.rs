@@ -30,15 +30,15 @@
 //! Every key kept the name it had before the results were typed; no key was
 //! renamed.
 
-mod completions;
 mod documents;
+mod edits;
 mod feedback;
 mod inspect;
 mod process;
 mod speculate;
 
-pub use completions::*;
 pub use documents::*;
+pub use edits::*;
 pub use feedback::*;
 pub use inspect::*;
 pub use process::*;

@@ -13,6 +13,7 @@ mod broker;
 mod completions;
 mod contract;
 mod faults;
+mod handle_edit;
 mod inspect;
 mod lake_setup;
 mod lsp_client;

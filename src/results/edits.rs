@@ -1,4 +1,5 @@
-//! The result of `lean_completions`.
+//! Results that carry text edits for the client to apply: `lean_completions`
+//! and `lean_handle_edit`. The server never applies them.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -37,4 +38,25 @@ pub struct CompletionsResult {
     pub offered: u64,
     /// Typing more may bring items this list lacks.
     pub is_incomplete: bool,
+}
+
+/// What a handle edit takes the place of in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Placeholder {
+    Sorry,
+    Hole,
+}
+
+/// `lean_handle_edit`: the edit that writes a handle's chain of steps into
+/// the version it was cut from.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct HandleEditResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// Apply it to this version's text, then `lean_sync`.
+    pub edit: TextEdit,
+    /// The `sorry` or hole the edit replaces; absent when it inserts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Placeholder>,
 }
