@@ -156,10 +156,15 @@ fn fields(
             let path = format!("crate::surface::lenient::{f}");
             quote!(#[serde(deserialize_with = #path)])
         });
-        let schema_extra = arg.required_keys.as_ref().map(|keys| {
+        let required_keys = arg.required_keys.as_ref().map(|keys| {
             let keys = keys.iter();
             quote!(#[schemars(extend("required" = [#(#keys),*]))])
         });
+        // The derived schema states the bound the emitted one does.
+        let minimum = arg
+            .minimum
+            .map(|min| quote!(#[schemars(extend("minimum" = #min))]));
+        let schema_extra = quote!(#required_keys #minimum);
         let field = if arg.required {
             quote! { #[doc = #doc] #lenient #schema_extra pub #ident: #rty, }
         } else if let Some(default) = &arg.default {

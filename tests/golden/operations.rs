@@ -502,6 +502,7 @@ pub struct LeanCompletionsArgs {
     ///`limit`.
     #[serde(default = "defaults::lean_completions_limit")]
     #[serde(deserialize_with = "crate::surface::lenient::integer")]
+    #[schemars(extend("minimum" = 1i64))]
     pub limit: i64,
 }
 ///Arguments of `lean_definition`.
