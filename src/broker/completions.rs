@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::concurrent::join_all;
+use super::error::Result;
 use super::snapshot::Bound;
-use crate::surface::ToolError;
 
 /// LSP `CompletionItemKind` numbers by name, in the protocol's order (1 = text).
 const COMPLETION_KINDS: [&str; 25] = [
@@ -77,7 +77,7 @@ pub async fn complete(
     line: u64,
     character: u64,
     limit: usize,
-) -> Result<Completions, ToolError> {
+) -> Result<Completions> {
     let offset = bound.check_position(line, character)?;
     let answer = bound
         .request(

@@ -104,7 +104,8 @@ fn placeholder(text: &str) -> Option<(usize, Replaced, usize)> {
 }
 
 /// `user` with `edit` applied.
-pub fn apply(user: &str, edit: &ChainEdit) -> String {
+#[cfg(test)]
+fn apply(user: &str, edit: &ChainEdit) -> String {
     format!(
         "{}{}{}",
         &user[..edit.start],

@@ -9,10 +9,10 @@
 use serde_json::{Value, json};
 
 use super::concurrent::join_all;
+use super::error::{Error, Result};
 use super::lexer::{LexemeKind, lex};
 use super::snapshot::Bound;
 use super::text::LineIndex;
-use crate::surface::ToolError;
 
 /// Words that start a declaration or a scope.
 const DECLARATION_WORDS: &[&str] = &[
@@ -116,7 +116,7 @@ struct Site {
 /// Add `declaration_kind` to every symbol whose source names one, and
 /// `signature` to every declaration Lean gives a type on hover. Symbols nest
 /// through `children`.
-pub async fn annotate(bound: &Bound<'_>, symbols: &mut Value) -> Result<(), ToolError> {
+pub async fn annotate(bound: &Bound<'_>, symbols: &mut Value) -> Result<()> {
     let text = &bound.state.text;
     let index = &bound.state.index;
     let mut sites = Vec::new();
@@ -139,7 +139,7 @@ pub async fn annotate(bound: &Bound<'_>, symbols: &mut Value) -> Result<(), Tool
                         return Ok(Some(signature));
                     }
                 }
-                Ok::<_, ToolError>(None)
+                Ok::<_, Error>(None)
             }
         });
         for answer in join_all(hovers.collect()).await {

@@ -14,7 +14,7 @@ pub async fn completions(
     ctx: &CallContext,
     args: &LeanCompletionsArgs,
 ) -> Answer<CompletionsResult> {
-    let bound = snapshot::bind(broker, ctx, &args.workspace, &args.path, args.version).await?;
+    let bound = snapshot::bind(broker, ctx, &args.workspace.root, &args.path, args.version).await?;
     // The schema's minimum is 1.
     let limit = usize::try_from(args.limit).unwrap_or(1);
     let (found, disk_changed) = tokio::join!(

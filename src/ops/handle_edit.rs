@@ -8,7 +8,7 @@ use super::speculate::unknown_runtime;
 use crate::broker::Broker;
 use crate::broker::completions::Edit;
 use crate::broker::handle_edit::{Replaced, chain_edit};
-use crate::broker::handles::HandleStore;
+use crate::broker::handles::{HandleStore, Taking};
 use crate::broker::{snapshot, sync};
 use crate::results::{DocHead, HandleEditResult, Placeholder};
 use crate::surface::Workspace;
@@ -19,7 +19,7 @@ pub async fn handle_edit(
     path: &str,
     handle: &str,
 ) -> Answer<HandleEditResult> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
@@ -29,13 +29,13 @@ pub async fn handle_edit(
         .existing_doc(&doc_path)
         .filter(|doc| doc.state().version != 0)
         .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-    let state = rt.handles.take(handle, false)?;
+    let state = rt.handles.take(handle, Taking::Keep)?;
     // Never starts Lean: without the live server that ran the chain the
     // handle is stale, and generations start at 1, so 0 says so.
     let generation = rt
-        .session_if_running()
+        .server_if_running()
         .await
-        .map_or(0, |session| session.generation);
+        .map_or(0, |server| server.generation);
     let doc_state = doc.state();
     // The edit is about the text the handle was cut from: that version must
     // still be the document's, in the session that ran the chain.
