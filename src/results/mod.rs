@@ -31,12 +31,14 @@
 //! renamed.
 
 mod documents;
+mod edits;
 mod feedback;
 mod inspect;
 mod process;
 mod speculate;
 
 pub use documents::*;
+pub use edits::*;
 pub use feedback::*;
 pub use inspect::*;
 pub use process::*;
