@@ -32,6 +32,7 @@
 
 mod batch;
 mod documents;
+mod edits;
 mod feedback;
 mod inspect;
 mod process;
@@ -39,6 +40,7 @@ mod speculate;
 
 pub use batch::*;
 pub use documents::*;
+pub use edits::*;
 pub use feedback::*;
 pub use inspect::*;
 pub use process::*;

@@ -254,7 +254,7 @@ pub struct EvidenceItem {
 )]
 #[serde(deny_unknown_fields)]
 pub struct Workspace {
-    ///Absolute Lean project root.
+    ///Absolute project root.
     pub root: ::std::string::String,
 }
 ///Arguments of `beam_version`.
@@ -343,7 +343,7 @@ pub struct BeamFeedbackReportArgs {
     ///`bundle`.
     #[serde(default = "defaults::beam_feedback_report_bundle")]
     pub bundle: Bundle,
-    ///Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.
+    ///Folder inside <root>/.lake/beam-feedback (relative to it or absolute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::std::string::String")]
     pub bundle_dir: ::std::option::Option<::std::string::String>,
@@ -389,13 +389,13 @@ pub struct LeanRunAtArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
-    ///Tactic text (in a proof) or one command (between commands).
+    ///Tactics, a term or a command.
     pub text: ::std::string::String,
     ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -426,13 +426,13 @@ pub struct LeanRunAtHandleArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
-    ///Tactic text (in a proof) or one command (between commands).
+    ///Tactics, a term or a command.
     pub text: ::std::string::String,
     ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -516,10 +516,10 @@ pub struct LeanHoverArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
 }
@@ -541,12 +541,42 @@ pub struct LeanSignatureHelpArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
+}
+///Arguments of `lean_completions`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanCompletionsArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///`path`.
+    pub path: ::std::string::String,
+    ///`version`.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub version: u64,
+    ///`line`.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub line: u64,
+    ///`character`.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub character: u64,
+    ///`limit`.
+    #[serde(default = "defaults::lean_completions_limit")]
+    #[serde(deserialize_with = "crate::surface::lenient::integer")]
+    #[schemars(extend("minimum" = 1i64))]
+    pub limit: i64,
 }
 ///Arguments of `lean_definition`.
 #[derive(
@@ -566,10 +596,10 @@ pub struct LeanDefinitionArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
 }
@@ -591,10 +621,10 @@ pub struct LeanReferencesArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
     ///`include_declaration`.
@@ -619,6 +649,9 @@ pub struct LeanDocumentSymbolsArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
+    ///Adds declaration kinds and signatures.
+    #[serde(default = "defaults::lean_document_symbols_signatures")]
+    pub signatures: bool,
 }
 ///Arguments of `lean_workspace_symbols`.
 #[derive(
@@ -654,10 +687,10 @@ pub struct LeanGoalsArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
     ///`mode`.
@@ -681,10 +714,10 @@ pub struct LeanTermGoalArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based line.
+    ///`line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub line: u64,
-    ///0-based UTF-16 column.
+    ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
 }
@@ -706,16 +739,16 @@ pub struct LeanTodoArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///0-based first line.
+    ///`start_line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub start_line: u64,
-    ///0-based UTF-16 start column.
+    ///`start_character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub start_character: u64,
-    ///0-based last line.
+    ///`end_line`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub end_line: u64,
-    ///0-based UTF-16 end column.
+    ///`end_character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub end_character: u64,
     ///Only these (default all).
@@ -760,9 +793,9 @@ pub struct LeanCodeActionResolveArgs {
 pub struct LeanRunWithArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The Lean file of the handle.
+    ///The handle's file.
     pub path: ::std::string::String,
-    ///From an earlier call.
+    ///`handle`.
     pub handle: ::std::string::String,
     ///Tactic text or one command.
     pub text: ::std::string::String,
@@ -790,7 +823,7 @@ pub struct LeanRunWithArgs {
 pub struct LeanRunWithLinearArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The Lean file of the handle.
+    ///The handle's file.
     pub path: ::std::string::String,
     ///From an earlier call; consumed.
     pub handle: ::std::string::String,
@@ -820,7 +853,25 @@ pub struct LeanRunWithLinearArgs {
 pub struct LeanReleaseArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The Lean file of the handle.
+    ///The handle's file.
+    pub path: ::std::string::String,
+    ///`handle`.
+    pub handle: ::std::string::String,
+}
+///Arguments of `lean_handle_edit`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanHandleEditArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///The handle's file.
     pub path: ::std::string::String,
     ///`handle`.
     pub handle: ::std::string::String,
@@ -959,8 +1010,14 @@ mod defaults {
     pub(super) fn lean_run_batch_handles() -> bool {
         true
     }
+    pub(super) fn lean_completions_limit() -> i64 {
+        50
+    }
     pub(super) fn lean_references_include_declaration() -> bool {
         true
+    }
+    pub(super) fn lean_document_symbols_signatures() -> bool {
+        false
     }
     pub(super) fn lean_todo_suggest() -> Suggest {
         Suggest::Basic
@@ -1030,6 +1087,7 @@ pub enum Tool {
     LeanRunBatch,
     LeanHover,
     LeanSignatureHelp,
+    LeanCompletions,
     LeanDefinition,
     LeanReferences,
     LeanDocumentSymbols,
@@ -1041,6 +1099,7 @@ pub enum Tool {
     LeanRunWith,
     LeanRunWithLinear,
     LeanRelease,
+    LeanHandleEdit,
     LeanUpdate,
     LeanSync,
     LeanRefresh,
@@ -1049,10 +1108,10 @@ pub enum Tool {
     LeanClose,
 }
 /// The number of tools.
-pub const TOOL_COUNT: usize = 26usize;
+pub const TOOL_COUNT: usize = 28usize;
 impl Tool {
     /// All tools, in tools/list order.
-    pub const ALL: [Tool; 26usize] = [
+    pub const ALL: [Tool; 28usize] = [
         Tool::BeamVersion,
         Tool::BeamStats,
         Tool::BeamFeedbackReport,
@@ -1062,6 +1121,7 @@ impl Tool {
         Tool::LeanRunBatch,
         Tool::LeanHover,
         Tool::LeanSignatureHelp,
+        Tool::LeanCompletions,
         Tool::LeanDefinition,
         Tool::LeanReferences,
         Tool::LeanDocumentSymbols,
@@ -1073,6 +1133,7 @@ impl Tool {
         Tool::LeanRunWith,
         Tool::LeanRunWithLinear,
         Tool::LeanRelease,
+        Tool::LeanHandleEdit,
         Tool::LeanUpdate,
         Tool::LeanSync,
         Tool::LeanRefresh,
@@ -1091,23 +1152,25 @@ impl Tool {
             Tool::LeanRunBatch => 6usize,
             Tool::LeanHover => 7usize,
             Tool::LeanSignatureHelp => 8usize,
-            Tool::LeanDefinition => 9usize,
-            Tool::LeanReferences => 10usize,
-            Tool::LeanDocumentSymbols => 11usize,
-            Tool::LeanWorkspaceSymbols => 12usize,
-            Tool::LeanGoals => 13usize,
-            Tool::LeanTermGoal => 14usize,
-            Tool::LeanTodo => 15usize,
-            Tool::LeanCodeActionResolve => 16usize,
-            Tool::LeanRunWith => 17usize,
-            Tool::LeanRunWithLinear => 18usize,
-            Tool::LeanRelease => 19usize,
-            Tool::LeanUpdate => 20usize,
-            Tool::LeanSync => 21usize,
-            Tool::LeanRefresh => 22usize,
-            Tool::LeanSave => 23usize,
-            Tool::LeanCloseSave => 24usize,
-            Tool::LeanClose => 25usize,
+            Tool::LeanCompletions => 9usize,
+            Tool::LeanDefinition => 10usize,
+            Tool::LeanReferences => 11usize,
+            Tool::LeanDocumentSymbols => 12usize,
+            Tool::LeanWorkspaceSymbols => 13usize,
+            Tool::LeanGoals => 14usize,
+            Tool::LeanTermGoal => 15usize,
+            Tool::LeanTodo => 16usize,
+            Tool::LeanCodeActionResolve => 17usize,
+            Tool::LeanRunWith => 18usize,
+            Tool::LeanRunWithLinear => 19usize,
+            Tool::LeanRelease => 20usize,
+            Tool::LeanHandleEdit => 21usize,
+            Tool::LeanUpdate => 22usize,
+            Tool::LeanSync => 23usize,
+            Tool::LeanRefresh => 24usize,
+            Tool::LeanSave => 25usize,
+            Tool::LeanCloseSave => 26usize,
+            Tool::LeanClose => 27usize,
         }
     }
     pub const fn name(self) -> &'static str {
@@ -1121,6 +1184,7 @@ impl Tool {
             Tool::LeanRunBatch => "lean_run_batch",
             Tool::LeanHover => "lean_hover",
             Tool::LeanSignatureHelp => "lean_signature_help",
+            Tool::LeanCompletions => "lean_completions",
             Tool::LeanDefinition => "lean_definition",
             Tool::LeanReferences => "lean_references",
             Tool::LeanDocumentSymbols => "lean_document_symbols",
@@ -1132,6 +1196,7 @@ impl Tool {
             Tool::LeanRunWith => "lean_run_with",
             Tool::LeanRunWithLinear => "lean_run_with_linear",
             Tool::LeanRelease => "lean_release",
+            Tool::LeanHandleEdit => "lean_handle_edit",
             Tool::LeanUpdate => "lean_update",
             Tool::LeanSync => "lean_sync",
             Tool::LeanRefresh => "lean_refresh",
@@ -1151,6 +1216,7 @@ impl Tool {
             "lean_run_batch" => Some(Tool::LeanRunBatch),
             "lean_hover" => Some(Tool::LeanHover),
             "lean_signature_help" => Some(Tool::LeanSignatureHelp),
+            "lean_completions" => Some(Tool::LeanCompletions),
             "lean_definition" => Some(Tool::LeanDefinition),
             "lean_references" => Some(Tool::LeanReferences),
             "lean_document_symbols" => Some(Tool::LeanDocumentSymbols),
@@ -1162,6 +1228,7 @@ impl Tool {
             "lean_run_with" => Some(Tool::LeanRunWith),
             "lean_run_with_linear" => Some(Tool::LeanRunWithLinear),
             "lean_release" => Some(Tool::LeanRelease),
+            "lean_handle_edit" => Some(Tool::LeanHandleEdit),
             "lean_update" => Some(Tool::LeanUpdate),
             "lean_sync" => Some(Tool::LeanSync),
             "lean_refresh" => Some(Tool::LeanRefresh),
@@ -1195,6 +1262,9 @@ impl Tool {
             Tool::LeanSignatureHelp => {
                 results::output_schema::<results::SignatureHelpResult>()
             }
+            Tool::LeanCompletions => {
+                results::output_schema::<results::CompletionsResult>()
+            }
             Tool::LeanDefinition => results::output_schema::<results::LocationsResult>(),
             Tool::LeanReferences => results::output_schema::<results::LocationsResult>(),
             Tool::LeanDocumentSymbols => {
@@ -1212,6 +1282,7 @@ impl Tool {
             Tool::LeanRunWith => results::output_schema::<results::RunResult>(),
             Tool::LeanRunWithLinear => results::output_schema::<results::RunResult>(),
             Tool::LeanRelease => results::output_schema::<results::ReleaseResult>(),
+            Tool::LeanHandleEdit => results::output_schema::<results::HandleEditResult>(),
             Tool::LeanUpdate => results::output_schema::<results::UpdateResult>(),
             Tool::LeanSync => results::output_schema::<results::SyncResult>(),
             Tool::LeanRefresh => results::output_schema::<results::SyncResult>(),
@@ -1262,6 +1333,10 @@ impl Tool {
                 ::serde_json::to_value(::schemars::schema_for!(LeanSignatureHelpArgs))
                     .expect("derived schema serializes")
             }
+            Tool::LeanCompletions => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanCompletionsArgs))
+                    .expect("derived schema serializes")
+            }
             Tool::LeanDefinition => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanDefinitionArgs))
                     .expect("derived schema serializes")
@@ -1308,6 +1383,10 @@ impl Tool {
                 ::serde_json::to_value(::schemars::schema_for!(LeanReleaseArgs))
                     .expect("derived schema serializes")
             }
+            Tool::LeanHandleEdit => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanHandleEditArgs))
+                    .expect("derived schema serializes")
+            }
             Tool::LeanUpdate => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanUpdateArgs))
                     .expect("derived schema serializes")
@@ -1335,7 +1414,7 @@ impl Tool {
         }
     }
 }
-pub static TOOL_SPECS: [ToolSpec; 26usize] = [
+pub static TOOL_SPECS: [ToolSpec; 28usize] = [
     ToolSpec {
         name: "beam_version",
         progress: ProgressClass::Quiet,
@@ -1418,6 +1497,16 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
     },
     ToolSpec {
         name: "lean_signature_help",
+        progress: ProgressClass::Inspection,
+        status_notice: StatusNotice::AfterDelay,
+        workspace_bound: true,
+        snapshot_bound: true,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
+        name: "lean_completions",
         progress: ProgressClass::Inspection,
         status_notice: StatusNotice::AfterDelay,
         workspace_bound: true,
@@ -1537,6 +1626,16 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
         read_only: false,
     },
     ToolSpec {
+        name: "lean_handle_edit",
+        progress: ProgressClass::Quiet,
+        status_notice: StatusNotice::Never,
+        workspace_bound: true,
+        snapshot_bound: false,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
         name: "lean_update",
         progress: ProgressClass::Preparation,
         status_notice: StatusNotice::AfterDelay,
@@ -1598,39 +1697,135 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
     },
 ];
 ///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.
-pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Run 1-32 candidates in parallel at a lean_run_at position or from a handle. Each: outcome (closed|progressed|failed|timeout|heartbeats|skipped|crashed), proof_state, fingerprint, same_as, diff, handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context at a position inside a term (a `sorry`) of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"1-32 candidates in parallel at a lean_run_at position or a handle; per candidate: outcome, proof_state, fingerprint, same_as, diff, handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
-pub const INPUT_SCHEMAS: [&str; 26usize] = [
+pub const INPUT_SCHEMAS: [&str; 28usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
-/// The validators, compiled once on first use.
-pub static VALIDATORS: ::std::sync::LazyLock<::std::vec::Vec<::jsonschema::Validator>> = ::std::sync::LazyLock::new(||
-{ INPUT_SCHEMAS.iter().map(|s| crate::surface::compile_schema(s)).collect() });
+/// Each tool's validator, compiled on its first use, so that a server
+/// serving a tool set compiles only the validators of that set.
+pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 28usize] = [
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[0usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[1usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[2usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[3usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[4usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[5usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[6usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[7usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[8usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[9usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[10usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[11usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[12usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[13usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[14usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[15usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[16usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[17usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[18usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[19usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[20usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[21usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[22usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[23usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[24usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[25usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[26usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[27usize])),
+];
+/// A named tool set of the table (`[profile.<name>]`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileSpec {
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Its tools, in tools/list order.
+    pub tools: &'static [Tool],
+}
+/// The profiles, by name. `all` (every tool) is implicit.
+pub const PROFILES: [ProfileSpec; 1usize] = [
+    ProfileSpec {
+        name: "core",
+        doc: "The everyday proof loop: sync, goals, probes and handles, hover, definition, todo, save.",
+        tools: &[
+            Tool::LeanRunAt,
+            Tool::LeanRunAtHandle,
+            Tool::LeanRunBatch,
+            Tool::LeanHover,
+            Tool::LeanDefinition,
+            Tool::LeanGoals,
+            Tool::LeanTermGoal,
+            Tool::LeanTodo,
+            Tool::LeanRunWith,
+            Tool::LeanRunWithLinear,
+            Tool::LeanRelease,
+            Tool::LeanHandleEdit,
+            Tool::LeanSync,
+            Tool::LeanSave,
+        ],
+    },
+];
 /// A parsed, validated tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolCall {
@@ -1643,6 +1838,7 @@ pub enum ToolCall {
     LeanRunBatch(LeanRunBatchArgs),
     LeanHover(LeanHoverArgs),
     LeanSignatureHelp(LeanSignatureHelpArgs),
+    LeanCompletions(LeanCompletionsArgs),
     LeanDefinition(LeanDefinitionArgs),
     LeanReferences(LeanReferencesArgs),
     LeanDocumentSymbols(LeanDocumentSymbolsArgs),
@@ -1654,6 +1850,7 @@ pub enum ToolCall {
     LeanRunWith(LeanRunWithArgs),
     LeanRunWithLinear(LeanRunWithLinearArgs),
     LeanRelease(LeanReleaseArgs),
+    LeanHandleEdit(LeanHandleEditArgs),
     LeanUpdate(LeanUpdateArgs),
     LeanSync(LeanSyncArgs),
     LeanRefresh(LeanRefreshArgs),
@@ -1673,6 +1870,7 @@ impl ToolCall {
             ToolCall::LeanRunBatch(_) => Tool::LeanRunBatch,
             ToolCall::LeanHover(_) => Tool::LeanHover,
             ToolCall::LeanSignatureHelp(_) => Tool::LeanSignatureHelp,
+            ToolCall::LeanCompletions(_) => Tool::LeanCompletions,
             ToolCall::LeanDefinition(_) => Tool::LeanDefinition,
             ToolCall::LeanReferences(_) => Tool::LeanReferences,
             ToolCall::LeanDocumentSymbols(_) => Tool::LeanDocumentSymbols,
@@ -1684,6 +1882,7 @@ impl ToolCall {
             ToolCall::LeanRunWith(_) => Tool::LeanRunWith,
             ToolCall::LeanRunWithLinear(_) => Tool::LeanRunWithLinear,
             ToolCall::LeanRelease(_) => Tool::LeanRelease,
+            ToolCall::LeanHandleEdit(_) => Tool::LeanHandleEdit,
             ToolCall::LeanUpdate(_) => Tool::LeanUpdate,
             ToolCall::LeanSync(_) => Tool::LeanSync,
             ToolCall::LeanRefresh(_) => Tool::LeanRefresh,
@@ -1700,6 +1899,7 @@ impl ToolCall {
             ToolCall::LeanRunBatch(args) => Some(args.path.as_str()),
             ToolCall::LeanHover(args) => Some(args.path.as_str()),
             ToolCall::LeanSignatureHelp(args) => Some(args.path.as_str()),
+            ToolCall::LeanCompletions(args) => Some(args.path.as_str()),
             ToolCall::LeanDefinition(args) => Some(args.path.as_str()),
             ToolCall::LeanReferences(args) => Some(args.path.as_str()),
             ToolCall::LeanDocumentSymbols(args) => Some(args.path.as_str()),
@@ -1710,6 +1910,7 @@ impl ToolCall {
             ToolCall::LeanRunWith(args) => Some(args.path.as_str()),
             ToolCall::LeanRunWithLinear(args) => Some(args.path.as_str()),
             ToolCall::LeanRelease(args) => Some(args.path.as_str()),
+            ToolCall::LeanHandleEdit(args) => Some(args.path.as_str()),
             ToolCall::LeanUpdate(args) => Some(args.path.as_str()),
             ToolCall::LeanSync(args) => Some(args.path.as_str()),
             ToolCall::LeanRefresh(args) => Some(args.path.as_str()),
@@ -1729,6 +1930,7 @@ impl ToolCall {
             ToolCall::LeanRunBatch(args) => Some(&args.workspace),
             ToolCall::LeanHover(args) => Some(&args.workspace),
             ToolCall::LeanSignatureHelp(args) => Some(&args.workspace),
+            ToolCall::LeanCompletions(args) => Some(&args.workspace),
             ToolCall::LeanDefinition(args) => Some(&args.workspace),
             ToolCall::LeanReferences(args) => Some(&args.workspace),
             ToolCall::LeanDocumentSymbols(args) => Some(&args.workspace),
@@ -1740,6 +1942,7 @@ impl ToolCall {
             ToolCall::LeanRunWith(args) => Some(&args.workspace),
             ToolCall::LeanRunWithLinear(args) => Some(&args.workspace),
             ToolCall::LeanRelease(args) => Some(&args.workspace),
+            ToolCall::LeanHandleEdit(args) => Some(&args.workspace),
             ToolCall::LeanUpdate(args) => Some(&args.workspace),
             ToolCall::LeanSync(args) => Some(&args.workspace),
             ToolCall::LeanRefresh(args) => Some(&args.workspace),
@@ -1782,6 +1985,9 @@ pub fn parse(
         Tool::LeanSignatureHelp => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanSignatureHelp)
         }
+        Tool::LeanCompletions => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanCompletions)
+        }
         Tool::LeanDefinition => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanDefinition)
         }
@@ -1810,6 +2016,9 @@ pub fn parse(
         }
         Tool::LeanRelease => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanRelease)
+        }
+        Tool::LeanHandleEdit => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanHandleEdit)
         }
         Tool::LeanUpdate => ::serde_json::from_value(arguments).map(ToolCall::LeanUpdate),
         Tool::LeanSync => ::serde_json::from_value(arguments).map(ToolCall::LeanSync),
@@ -1852,7 +2061,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::FeedbackResult, ToolError>,
     > + Send;
-    ///`lean_drop_workspace`: Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone.
+    ///`lean_drop_workspace`: Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone.
     fn lean_drop_workspace(
         &self,
         ctx: &CallContext,
@@ -1860,7 +2069,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::DropResult, ToolError>,
     > + Send;
-    ///`lean_run_at`: Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync.
+    ///`lean_run_at`: Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync.
     fn lean_run_at(
         &self,
         ctx: &CallContext,
@@ -1876,7 +2085,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_batch`: Run 1-32 candidates in parallel at a lean_run_at position or from a handle. Each: outcome (closed|progressed|failed|timeout|heartbeats|skipped|crashed), proof_state, fingerprint, same_as, diff, handle.
+    ///`lean_run_batch`: 1-32 candidates in parallel at a lean_run_at position or a handle; per candidate: outcome, proof_state, fingerprint, same_as, diff, handle.
     fn lean_run_batch(
         &self,
         ctx: &CallContext,
@@ -1884,7 +2093,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::BatchResult, ToolError>,
     > + Send;
-    ///`lean_hover`: Type and docstring at a position of a synced version.
+    ///`lean_hover`: Type and docstring at a position.
     fn lean_hover(
         &self,
         ctx: &CallContext,
@@ -1892,13 +2101,21 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::HoverResult, ToolError>,
     > + Send;
-    ///`lean_signature_help`: Signature of the function applied at a position of a synced version.
+    ///`lean_signature_help`: Signature of the function applied at a position.
     fn lean_signature_help(
         &self,
         ctx: &CallContext,
         args: LeanSignatureHelpArgs,
     ) -> impl ::std::future::Future<
         Output = Result<results::SignatureHelpResult, ToolError>,
+    > + Send;
+    ///`lean_completions`: Completions at a position: label, kind, type, edit.
+    fn lean_completions(
+        &self,
+        ctx: &CallContext,
+        args: LeanCompletionsArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::CompletionsResult, ToolError>,
     > + Send;
     ///`lean_definition`: Where the constant at a position is declared.
     fn lean_definition(
@@ -1916,7 +2133,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::LocationsResult, ToolError>,
     > + Send;
-    ///`lean_document_symbols`: The nested symbols of a synced version.
+    ///`lean_document_symbols`: The nested symbols of a version.
     fn lean_document_symbols(
         &self,
         ctx: &CallContext,
@@ -1932,7 +2149,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::WorkspaceSymbolsResult, ToolError>,
     > + Send;
-    ///`lean_goals`: Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there.
+    ///`lean_goals`: Structured goals (name, target, hypotheses) at a position, before or after the tactic there.
     fn lean_goals(
         &self,
         ctx: &CallContext,
@@ -1940,7 +2157,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::GoalsResult, ToolError>,
     > + Send;
-    ///`lean_term_goal`: Expected type and context at a position inside a term (a `sorry`) of a synced version.
+    ///`lean_term_goal`: Expected type and context inside a term (a `sorry`).
     fn lean_term_goal(
         &self,
         ctx: &CallContext,
@@ -1948,7 +2165,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::TermGoalResult, ToolError>,
     > + Send;
-    ///`lean_todo`: Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text.
+    ///`lean_todo`: Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text.
     fn lean_todo(
         &self,
         ctx: &CallContext,
@@ -1988,6 +2205,14 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::ReleaseResult, ToolError>,
     > + Send;
+    ///`lean_handle_edit`: Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.
+    fn lean_handle_edit(
+        &self,
+        ctx: &CallContext,
+        args: LeanHandleEditArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::HandleEditResult, ToolError>,
+    > + Send;
     ///`lean_update`: Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them).
     fn lean_update(
         &self,
@@ -2004,7 +2229,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::SyncResult, ToolError>,
     > + Send;
-    ///`lean_refresh`: Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt).
+    ///`lean_refresh`: Like lean_sync, but re-elaborates an unchanged file too.
     fn lean_refresh(
         &self,
         ctx: &CallContext,
@@ -2078,6 +2303,9 @@ impl<O: Operations + ?Sized> Handler for O {
             ToolCall::LeanSignatureHelp(args) => {
                 crate::surface::structured(&self.lean_signature_help(ctx, args).await?)
             }
+            ToolCall::LeanCompletions(args) => {
+                crate::surface::structured(&self.lean_completions(ctx, args).await?)
+            }
             ToolCall::LeanDefinition(args) => {
                 crate::surface::structured(&self.lean_definition(ctx, args).await?)
             }
@@ -2114,6 +2342,9 @@ impl<O: Operations + ?Sized> Handler for O {
             }
             ToolCall::LeanRelease(args) => {
                 crate::surface::structured(&self.lean_release(ctx, args).await?)
+            }
+            ToolCall::LeanHandleEdit(args) => {
+                crate::surface::structured(&self.lean_handle_edit(ctx, args).await?)
             }
             ToolCall::LeanUpdate(args) => {
                 crate::surface::structured(&self.lean_update(ctx, args).await?)
@@ -2157,7 +2388,9 @@ macro_rules! for_each_tool {
         $crate::surface::results::BatchResult, lean_hover :
         $crate::surface::LeanHoverArgs => $crate::surface::results::HoverResult,
         lean_signature_help : $crate::surface::LeanSignatureHelpArgs =>
-        $crate::surface::results::SignatureHelpResult, lean_definition :
+        $crate::surface::results::SignatureHelpResult, lean_completions :
+        $crate::surface::LeanCompletionsArgs =>
+        $crate::surface::results::CompletionsResult, lean_definition :
         $crate::surface::LeanDefinitionArgs => $crate::surface::results::LocationsResult,
         lean_references : $crate::surface::LeanReferencesArgs =>
         $crate::surface::results::LocationsResult, lean_document_symbols :
@@ -2175,9 +2408,11 @@ macro_rules! for_each_tool {
         lean_run_with_linear : $crate::surface::LeanRunWithLinearArgs =>
         $crate::surface::results::RunResult, lean_release :
         $crate::surface::LeanReleaseArgs => $crate::surface::results::ReleaseResult,
-        lean_update : $crate::surface::LeanUpdateArgs =>
-        $crate::surface::results::UpdateResult, lean_sync : $crate::surface::LeanSyncArgs
-        => $crate::surface::results::SyncResult, lean_refresh :
+        lean_handle_edit : $crate::surface::LeanHandleEditArgs =>
+        $crate::surface::results::HandleEditResult, lean_update :
+        $crate::surface::LeanUpdateArgs => $crate::surface::results::UpdateResult,
+        lean_sync : $crate::surface::LeanSyncArgs =>
+        $crate::surface::results::SyncResult, lean_refresh :
         $crate::surface::LeanRefreshArgs => $crate::surface::results::SyncResult,
         lean_save : $crate::surface::LeanSaveArgs =>
         $crate::surface::results::SaveResult, lean_close_save :
