@@ -16,6 +16,7 @@ pub mod ops;
 pub mod process;
 pub mod replica;
 pub mod safe_fs;
+pub mod sha256;
 pub mod stats;
 pub mod surface;
 pub mod util;

@@ -10,6 +10,7 @@ pub mod document;
 pub mod errors;
 pub mod goals;
 pub mod handles;
+pub mod hatches;
 pub mod import_stamps;
 pub mod importers;
 pub mod lakefile;
