@@ -31,7 +31,7 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo test --workspace (unit, protocol, real Lean server)"
+step "cargo test --workspace (unit, protocol, and tests/lean: every suite against the real Lean server)"
 cargo test --workspace --locked
 
 step "fuzzing, bounded (scripts/fuzz.sh: every target for ${FUZZ_SECONDS:-30} s)"

@@ -3,6 +3,7 @@
 //! descriptions must say, its size) and the server instructions. The
 //! checked-in copy of the catalog is pinned by `tests/golden.rs`.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
 use common::samples::valid_instance;

@@ -4,6 +4,7 @@
 //! diagnostics go to stderr, each on its own line, with a bar that shows how
 //! far Lean got.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
 use std::process::{Command, Output};

@@ -7,9 +7,8 @@
 //! Memory figures come from `/proc/<pid>/status` (`VmHWM`, `VmRSS`), where the
 //! pid is what `beam_stats` reports.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -18,7 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::lean::{TempDir, TempWorkspace, eventually, lean, lean_processes_of};
-use common::mcp::{Era, Mcp, Spawn};
+use common::mcp::{CallOpts, Era, Mcp, Spawn};
+use common::procfs;
 use common::{Server, call_params, modern, request};
 use serde_json::{Value, json};
 
@@ -36,6 +36,39 @@ fn server_pid(s: &mut Server) -> u32 {
     result["structuredContent"]["pid"]
         .as_u64()
         .expect("beam_stats pid") as u32
+}
+
+/// The state letter (`R` running or runnable, `S` sleeping, `D`, …) of one
+/// thread of `pid`, from `/proc/<pid>/task/<tid>/stat`.
+fn thread_state(pid: u32, tid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// The states of every thread of `pid` (see [`thread_state`]).
+fn thread_states(pid: u32) -> Vec<char> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|t| t.file_name().to_str()?.parse().ok())
+                .filter_map(|tid| thread_state(pid, tid))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The calling thread's id (`/proc/thread-self` links to `<pid>/task/<tid>`).
+fn current_tid() -> u32 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    link.file_name()
+        .and_then(|t| t.to_str()?.parse().ok())
+        .expect("a thread id")
 }
 
 /// A directory that passes the descriptor rules without any Lean in it.
@@ -255,7 +288,9 @@ fn ten_thousand_unread_requests_push_back_and_are_all_answered() {
 
     let written = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&written);
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
+        tid_tx.send(current_tid()).unwrap();
         for i in 1..=N {
             // Calls (each a task holding an in-flight slot) and immediate answers.
             let message = if i % 2 == 0 {
@@ -271,14 +306,15 @@ fn ten_thousand_unread_requests_push_back_and_are_all_answered() {
         stdin
     });
 
-    // Nobody reads: the writer must come to a stop well short of N.
-    let mut last = 0;
+    // Nobody reads: the writer must come to a stop well short of N. Stopped
+    // is a state, not a quiet spell: the writer sleeps in a write (the pipe is
+    // full) while every thread of the server sleeps too, so the server is not
+    // reading its input (a server still reading, or queueing, would be
+    // running with input waiting).
+    let writer_tid = tid_rx.recv().unwrap();
+    let me = std::process::id();
     let settled = eventually(Duration::from_secs(20), || {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = written.load(Ordering::SeqCst);
-        let stuck = now == last && now > 0;
-        last = now;
-        stuck
+        thread_state(me, writer_tid) == Some('S') && thread_states(pid).iter().all(|&s| s == 'S')
     });
     let stalled_at = written.load(Ordering::SeqCst);
     let held = procfs::rss(pid);
@@ -369,9 +405,18 @@ fn ids_reused_while_active_are_ignored() {
     let root = ws.root_str();
     let sync = json!({"workspace": {"root": root}, "path": "Fix/Hold.lean"});
     let id = json!("busy");
-    m.send(&m.call_request(&id, "lean_sync", sync.clone(), &Default::default()));
-    // Reuse the id while the sync runs, with another tool and with the same one.
-    std::thread::sleep(Duration::from_millis(300));
+    let token = json!("busy-sync");
+    m.send(&m.call_request(
+        &id,
+        "lean_sync",
+        sync.clone(),
+        &CallOpts::token(token.clone()),
+    ));
+    // Reuse the id while the sync runs (Lean elaborates the file: its progress
+    // says so), with another tool and with the same one.
+    m.wait_notification("file progress of the sync", |n| {
+        n["method"] == "notifications/progress" && n["params"]["progressToken"] == token
+    });
     m.send(&m.call_request(&id, "beam_version", json!({}), &Default::default()));
     m.send(&m.call_request(&id, "lean_sync", sync.clone(), &Default::default()));
     // A different id of the other type is a different request.
@@ -386,9 +431,24 @@ fn ids_reused_while_active_are_ignored() {
         response["result"]["structuredContent"]["version"].is_u64(),
         "{response}"
     );
-    // No second answer to "busy" arrives.
-    let extra = m.response_within(&json!("not-sent"), Duration::from_millis(500));
-    assert!(extra.is_none());
+    // No second answer to "busy" arrives. Both reuses were read before the
+    // answer to 0: none of them ran (beam_stats counts the calls that ran),
+    // both were ignored as reuses (the log says so), and nothing for "busy"
+    // came before a later point in the stream.
+    let ran = m.stats()["requests"]["byTool"].clone();
+    assert_eq!(ran["lean_sync"]["2026-07-28"], 1, "{ran}");
+    assert_eq!(ran["beam_version"]["2026-07-28"], 1, "{ran}");
+    let ignored = "ignored request tools/call reusing active id \"busy\"";
+    assert!(
+        eventually(Duration::from_secs(20), || m
+            .stderr()
+            .matches(ignored)
+            .count()
+            == 2),
+        "two lines `{ignored}` expected on stderr:\n{}",
+        m.stderr()
+    );
+    m.sync_point();
     let answers = m
         .received
         .iter()

@@ -16,9 +16,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
+use common::procfs;
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -526,9 +526,33 @@ async fn legacy_get_stream_and_post_sse() {
     assert!(end.is_none() || end.unwrap().is_err());
 }
 
+/// Poll `/health` (which belongs to no session, so it keeps none alive) until
+/// it counts `n` legacy sessions (`expected` says why); returns that report.
+async fn until_sessions(port: u16, n: u64, expected: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let health = send(port, "GET", "/health", &[], vec![]).await.json();
+        let sessions = health["sessions"].as_u64().expect("a session count");
+        if sessions == n {
+            return health;
+        }
+        assert!(sessions > n, "{expected}, but fewer are left: {health}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{expected}, but after 20 s: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn legacy_sessions_expire_when_idle() {
-    let server = Server::start(&["--session-idle-secs", "0.3"]);
+    // At level info the server logs each expiry.
+    let server = Server::start_with(
+        &["127.0.0.1:0"],
+        &["--session-idle-secs", "0.3"],
+        &[("LEAN_BEAM_LOG", "info")],
+    );
     let port = server.port;
     let sid = legacy_session(port).await;
     assert_eq!(
@@ -537,15 +561,23 @@ async fn legacy_sessions_expire_when_idle() {
     );
     let health = send(port, "GET", "/health", &[], vec![]).await.json();
     assert_eq!(health["sessions"], 1);
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    // Idle past 0.3 s, the reaper ends it, and says so.
+    until_sessions(port, 0, "the idle session expires").await;
+    assert!(
+        server
+            .log()
+            .iter()
+            .any(|l| l.contains(&format!("session {sid} expired"))),
+        "{:?}",
+        server.log()
+    );
     let expired = legacy(port, &sid, 2, "ping", json!({}), &[]).await;
     assert_eq!(expired.status, StatusCode::NOT_FOUND);
-    assert_eq!(
-        send(port, "GET", "/health", &[], vec![]).await.json()["sessions"],
-        0
-    );
 
-    // An open GET stream keeps a session attended.
+    // An open GET stream keeps a session attended: a second session, idle
+    // from after that stream opened, expires (the reaper has seen the first
+    // one idle past the limit too, were the stream not counted), and the
+    // first one lives on.
     let sid = legacy_session(port).await;
     let stream = open(
         port,
@@ -555,26 +587,25 @@ async fn legacy_sessions_expire_when_idle() {
         vec![],
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    let idle = legacy_session(port).await;
+    until_sessions(
+        port,
+        1,
+        "the idle second session expires, the attended one stays",
+    )
+    .await;
+    assert_eq!(
+        legacy(port, &idle, 1, "ping", json!({}), &[]).await.status,
+        StatusCode::NOT_FOUND
+    );
     assert_eq!(
         legacy(port, &sid, 3, "ping", json!({}), &[]).await.status,
         StatusCode::OK
     );
     // A session whose only activity was that stream expires once it ends.
     drop(stream);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let health = send(port, "GET", "/health", &[], vec![]).await.json();
-        if health["sessions"] == 0 {
-            assert_eq!(health["streams"], 0);
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the session outlived its stream by 10 s: {health}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let health = until_sessions(port, 0, "the session expires once its stream ended").await;
+    assert_eq!(health["streams"], 0);
     assert_eq!(
         legacy(port, &sid, 4, "ping", json!({}), &[]).await.status,
         StatusCode::NOT_FOUND
@@ -619,21 +650,10 @@ async fn modern_requests_are_sessionless_and_header_checked() {
     );
     assert!(stale.header("mcp-session-id").is_none());
 
-    // A modern header without the envelope: -32602, 400.
-    let bare = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/list"),
-        ],
-        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
-    )
-    .await;
-    assert_eq!(bare.status, StatusCode::BAD_REQUEST);
-    assert_eq!(bare.error_code(), -32602);
-    assert_eq!(bare.json()["id"], 4);
-
-    // Missing or mismatching mirrored headers: -32020, 400.
+    // Header and envelope checks: each request, and the status and JSON-RPC
+    // error it gets (None: it is served). -32602: a modern header without the
+    // envelope, or envelope members missing; -32020: a mirrored header missing
+    // or not matching the body; -32022: an unsupported revision.
     let envelope = |id: i64, method: &str, name: Option<&str>| {
         let mut params = json!({"_meta": meta()});
         if let Some(name) = name {
@@ -642,86 +662,115 @@ async fn modern_requests_are_sessionless_and_header_checked() {
         }
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
     };
-    for (headers, what) in [
-        (vec![("mcp-protocol-version", MODERN)], "missing Mcp-Method"),
-        (
-            vec![
-                ("mcp-protocol-version", MODERN),
-                ("mcp-method", "tools/call"),
-            ],
-            "mismatching Mcp-Method",
-        ),
-        (
-            vec![("mcp-method", "tools/list")],
-            "missing MCP-Protocol-Version",
-        ),
-    ] {
-        let response = post(port, &headers, &envelope(5, "tools/list", None)).await;
-        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{what}");
-        assert_eq!(response.error_code(), -32020, "{what}");
-    }
-    let no_name = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/call"),
-        ],
-        &envelope(6, "tools/call", Some("beam_version")),
-    )
-    .await;
-    assert_eq!(
-        (no_name.status, no_name.error_code()),
-        (StatusCode::BAD_REQUEST, -32020)
-    );
-    let wrong_name = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "beam_stats"),
-        ],
-        &envelope(7, "tools/call", Some("beam_version")),
-    )
-    .await;
-    assert_eq!(
-        (wrong_name.status, wrong_name.error_code()),
-        (StatusCode::BAD_REQUEST, -32020)
-    );
-    let encoded = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "=?base64?YmVhbV92ZXJzaW9u?="),
-        ],
-        &envelope(8, "tools/call", Some("beam_version")),
-    )
-    .await;
-    assert_eq!(encoded.status, StatusCode::OK, "{}", encoded.text());
     let mut other_version = envelope(9, "server/discover", None);
     other_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
         json!("2099-01-01");
-    let mismatch = post(
-        port,
-        &[
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "server/discover"),
-        ],
-        &other_version,
-    )
-    .await;
-    assert_eq!(
-        (mismatch.status, mismatch.error_code()),
-        (StatusCode::BAD_REQUEST, -32020)
+    let (version, method, name) = ("mcp-protocol-version", "mcp-method", "mcp-name");
+    let bad = StatusCode::BAD_REQUEST;
+    /// What is checked, the headers, the body, the status, the error code.
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, &'a str)>,
+        Value,
+        StatusCode,
+        Option<i64>,
     );
+    let cases: Vec<Case> = vec![
+        (
+            "modern headers, no envelope",
+            vec![(version, MODERN), (method, "tools/list")],
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+            bad,
+            Some(-32602),
+        ),
+        (
+            "missing Mcp-Method",
+            vec![(version, MODERN)],
+            envelope(5, "tools/list", None),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "mismatching Mcp-Method",
+            vec![(version, MODERN), (method, "tools/call")],
+            envelope(5, "tools/list", None),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "missing MCP-Protocol-Version",
+            vec![(method, "tools/list")],
+            envelope(5, "tools/list", None),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "missing Mcp-Name",
+            vec![(version, MODERN), (method, "tools/call")],
+            envelope(6, "tools/call", Some("beam_version")),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "mismatching Mcp-Name",
+            vec![
+                (version, MODERN),
+                (method, "tools/call"),
+                (name, "beam_stats"),
+            ],
+            envelope(7, "tools/call", Some("beam_version")),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "Mcp-Name base64-encoded",
+            vec![
+                (version, MODERN),
+                (method, "tools/call"),
+                (name, "=?base64?YmVhbV92ZXJzaW9u?="),
+            ],
+            envelope(8, "tools/call", Some("beam_version")),
+            StatusCode::OK,
+            None,
+        ),
+        (
+            "the body's revision differs from the header's",
+            vec![(version, MODERN), (method, "server/discover")],
+            other_version.clone(),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "an unsupported revision in the header only",
+            vec![(version, "2099-01-01"), (method, "tools/list")],
+            json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
+            bad,
+            Some(-32022),
+        ),
+        (
+            "no client capabilities in the envelope",
+            vec![(version, MODERN), (method, "server/discover")],
+            json!({"jsonrpc": "2.0", "id": 11, "method": "server/discover", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}}),
+            bad,
+            Some(-32602),
+        ),
+    ];
+    for (what, headers, body, status, code) in cases {
+        let response = post(port, &headers, &body).await;
+        assert_eq!(response.status, status, "{what}: {}", response.text());
+        match code {
+            Some(code) => {
+                assert_eq!(response.error_code(), code, "{what}");
+                assert_eq!(response.json()["id"], body["id"], "{what}");
+            }
+            None => assert!(response.json().get("error").is_none(), "{what}"),
+        }
+    }
 
-    // An unsupported revision: -32022 with data.supported, 400.
+    // An unsupported revision names the supported ones: -32022, 400.
     let unsupported = post(
         port,
-        &[
-            ("mcp-protocol-version", "2099-01-01"),
-            ("mcp-method", "server/discover"),
-        ],
+        &[(version, "2099-01-01"), (method, "server/discover")],
         &other_version,
     )
     .await;
@@ -734,27 +783,6 @@ async fn modern_requests_are_sessionless_and_header_checked() {
     assert_eq!(
         unsupported.json()["error"]["data"]["requested"],
         "2099-01-01"
-    );
-    let header_only = post(
-        port,
-        &[
-            ("mcp-protocol-version", "2099-01-01"),
-            ("mcp-method", "tools/list"),
-        ],
-        &json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
-    )
-    .await;
-    assert_eq!(
-        (header_only.status, header_only.error_code()),
-        (StatusCode::BAD_REQUEST, -32022)
-    );
-
-    // Missing envelope members: -32602, 400.
-    let no_caps = post(port, &[("mcp-protocol-version", MODERN), ("mcp-method", "server/discover")],
-        &json!({"jsonrpc": "2.0", "id": 11, "method": "server/discover", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}})).await;
-    assert_eq!(
-        (no_caps.status, no_caps.error_code()),
-        (StatusCode::BAD_REQUEST, -32602)
     );
 
     // Unknown and removed methods: 404 with -32601.

@@ -6,6 +6,7 @@
 //! controllable `Operations` in `tests/protocol_core.rs`; the binary's Lean tools
 //! answer too fast to hold an id open without a Lean toolchain.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
 use std::collections::HashMap;

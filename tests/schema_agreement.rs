@@ -3,6 +3,7 @@
 //! reject the same payloads. A disagreement is a generator bug: fix
 //! `codegen/src/emit.rs`, not this test.
 
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
 use common::samples::samples;

@@ -30,20 +30,139 @@ fn table(tools: &str) -> String {
     format!("{PRELUDE}{GOOD_TOOL}{tools}")
 }
 
-fn error_of(source: &str) -> String {
-    match generate(source) {
-        Ok(_) => panic!("the table was accepted:\n{source}"),
-        Err(err) => err.to_string(),
-    }
+/// One `[[tool]]` entry with these keys (besides its name and description)
+/// and arguments.
+fn tool(name: &str, keys: &[&str], args: &[&str]) -> String {
+    format!(
+        "\n[[tool]]\nname = \"{name}\"\ndescription = \"A case of the table checks.\"\n{}\nargs = [\n{}\n]\n",
+        keys.join("\n"),
+        args.join(",\n"),
+    )
 }
 
-fn assert_mentions(message: &str, parts: &[&str]) {
-    for part in parts {
-        assert!(
-            message.contains(part),
-            "message {message:?} does not mention {part:?}"
-        );
-    }
+const QUIET: &str = r#"progress = "quiet""#;
+
+/// A table with one mistake, and what the build's message must name.
+struct Case {
+    mistake: &'static str,
+    table: String,
+    names: &'static [&'static str],
+}
+
+fn cases() -> Vec<Case> {
+    let case = |mistake, source, names| Case {
+        mistake,
+        table: source,
+        names,
+    };
+    vec![
+        case(
+            "a tool key the table does not know",
+            table(&tool("colourful", &[QUIET, r#"colour = "blue""#], &[])),
+            &["operations.toml", "colour", "colourful"],
+        ),
+        case(
+            "an argument key the table does not know",
+            table(&tool(
+                "argful",
+                &[QUIET],
+                &[r#"{ name = "count", type = "natural", maximum = 3, doc = "How many." }"#],
+            )),
+            &["operations.toml", "maximum", "argful"],
+        ),
+        case(
+            "a tool declared twice",
+            table(GOOD_TOOL),
+            &["operations.toml", "tool `good_tool`", "duplicate tool"],
+        ),
+        case(
+            "an argument declared twice",
+            table(&tool(
+                "twice",
+                &[QUIET],
+                &[
+                    r#"{ name = "path", type = "string", doc = "A path." }"#,
+                    r#"{ name = "path", type = "string", doc = "The same path." }"#,
+                ],
+            )),
+            &["tool `twice`", "argument `path`", "duplicate argument"],
+        ),
+        case(
+            "a shape field declared twice",
+            PRELUDE.replace(
+                r#"  { name = "root", type = "string", required = true, doc = "Absolute root." },"#,
+                r#"  { name = "root", type = "string", required = true, doc = "Absolute root." },
+  { name = "root", type = "string", doc = "Again." },"#,
+            ) + GOOD_TOOL,
+            &["shape `Workspace`", "argument `root`", "duplicate argument"],
+        ),
+        case(
+            "a type that does not exist",
+            table(&tool(
+                "typo",
+                &[QUIET],
+                &[r#"{ name = "line", type = "nat", doc = "A line." }"#],
+            )),
+            &["tool `typo`", "argument `line`", "unknown type `nat`"],
+        ),
+        case(
+            "an array of a type that does not exist",
+            table(&tool(
+                "listy",
+                &[QUIET],
+                &[r#"{ name = "things", type = "array", items = "Thing", doc = "Things." }"#],
+            )),
+            &["tool `listy`", "argument `things`", "unknown type `Thing`"],
+        ),
+        case(
+            "a default that is not one of the enum's values",
+            table(&tool(
+                "scoped",
+                &[QUIET],
+                &[
+                    r#"{ name = "scope", type = "string", enum = ["errors", "all"], default = "warnings", doc = "Which." }"#,
+                ],
+            )),
+            &[
+                "tool `scoped`",
+                "argument `scope`",
+                "default `warnings`",
+                "errors, all",
+            ],
+        ),
+        case(
+            "a default of the wrong type",
+            table(&tool(
+                "flag",
+                &[QUIET],
+                &[r#"{ name = "on", type = "boolean", default = "yes", doc = "On?" }"#],
+            )),
+            &[
+                "tool `flag`",
+                "argument `on`",
+                "does not fit type `boolean`",
+            ],
+        ),
+        case(
+            "a progress class that does not exist",
+            table(&tool("chatty", &[r#"progress = "loud""#], &[])),
+            &["tool `chatty`", "unknown progress class `loud`"],
+        ),
+        case(
+            "a blank doc",
+            table(&tool(
+                "blank",
+                &[QUIET],
+                &[r#"{ name = "path", type = "string", doc = "  " }"#],
+            )),
+            &["tool `blank`", "argument `path`", "empty doc"],
+        ),
+        case(
+            "a speculative tool without its note",
+            table(&tool("probe", &[QUIET, "speculative = true"], &[])),
+            &["tool `probe`", "speculative_note"],
+        ),
+    ]
 }
 
 #[test]
@@ -54,222 +173,36 @@ fn a_good_table_generates_code() {
 }
 
 #[test]
-fn unknown_key_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "colourful"
-description = "Has a key the table does not know."
-progress = "quiet"
-colour = "blue"
-args = []
-"#,
-    ));
-    assert_mentions(&message, &["operations.toml", "colour", "colourful"]);
+fn each_mistake_stops_the_build_with_a_message_naming_the_entry() {
+    for Case {
+        mistake,
+        table,
+        names,
+    } in cases()
+    {
+        let message = match generate(&table) {
+            Ok(_) => panic!("{mistake}: the table was accepted:\n{table}"),
+            Err(err) => err.to_string(),
+        };
+        for name in names {
+            assert!(
+                message.contains(name),
+                "{mistake}: the message {message:?} does not name {name:?}"
+            );
+        }
+    }
 }
 
 #[test]
-fn unknown_argument_key_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "argful"
-description = "An argument with an unknown key."
-progress = "quiet"
-args = [
-  { name = "count", type = "natural", maximum = 3, doc = "How many." },
-]
-"#,
-    ));
-    assert_mentions(&message, &["operations.toml", "maximum", "argful"]);
-}
-
-#[test]
-fn duplicate_tool_names_the_entry() {
-    let message = error_of(&table(GOOD_TOOL));
-    assert_mentions(
-        &message,
-        &["operations.toml", "tool `good_tool`", "duplicate tool"],
-    );
-}
-
-#[test]
-fn duplicate_argument_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "twice"
-description = "Declares an argument twice."
-progress = "quiet"
-args = [
-  { name = "path", type = "string", doc = "A path." },
-  { name = "path", type = "string", doc = "The same path." },
-]
-"#,
-    ));
-    assert_mentions(
-        &message,
-        &["tool `twice`", "argument `path`", "duplicate argument"],
-    );
-}
-
-#[test]
-fn duplicate_shape_field_names_the_shape() {
-    let source = PRELUDE.replace(
-        r#"  { name = "root", type = "string", required = true, doc = "Absolute root." },"#,
-        r#"  { name = "root", type = "string", required = true, doc = "Absolute root." },
-  { name = "root", type = "string", doc = "Again." },"#,
-    ) + GOOD_TOOL;
-    assert_mentions(
-        &error_of(&source),
-        &["shape `Workspace`", "argument `root`", "duplicate argument"],
-    );
-}
-
-#[test]
-fn unknown_type_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "typo"
-description = "Uses a type that does not exist."
-progress = "quiet"
-args = [
-  { name = "line", type = "nat", doc = "A line." },
-]
-"#,
-    ));
-    assert_mentions(
-        &message,
-        &["tool `typo`", "argument `line`", "unknown type `nat`"],
-    );
-}
-
-#[test]
-fn unknown_array_item_type_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "listy"
-description = "An array of an unknown type."
-progress = "quiet"
-args = [
-  { name = "things", type = "array", items = "Thing", doc = "Things." },
-]
-"#,
-    ));
-    assert_mentions(
-        &message,
-        &["tool `listy`", "argument `things`", "unknown type `Thing`"],
-    );
-}
-
-#[test]
-fn enum_default_outside_the_enum_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "scoped"
-description = "A default that is not one of the values."
-progress = "quiet"
-args = [
-  { name = "scope", type = "string", enum = ["errors", "all"], default = "warnings", doc = "Which." },
-]
-"#,
-    ));
-    assert_mentions(
-        &message,
+fn a_doc_may_be_omitted() {
+    // The name says it, or a shape's fields do.
+    generate(&table(&tool(
+        "terse",
+        &[QUIET, "workspace_bound = true"],
         &[
-            "tool `scoped`",
-            "argument `scope`",
-            "default `warnings`",
-            "errors, all",
+            r#"{ name = "workspace", type = "Workspace", required = true }"#,
+            r#"{ name = "title", type = "string" }"#,
         ],
-    );
-}
-
-#[test]
-fn default_of_the_wrong_type_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "flag"
-description = "A boolean with a string default."
-progress = "quiet"
-args = [
-  { name = "on", type = "boolean", default = "yes", doc = "On?" },
-]
-"#,
-    ));
-    assert_mentions(
-        &message,
-        &[
-            "tool `flag`",
-            "argument `on`",
-            "does not fit type `boolean`",
-        ],
-    );
-}
-
-#[test]
-fn unknown_progress_class_names_the_entry() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "chatty"
-description = "Uses a progress class that does not exist."
-progress = "loud"
-args = []
-"#,
-    ));
-    assert_mentions(
-        &message,
-        &["tool `chatty`", "unknown progress class `loud`"],
-    );
-}
-
-#[test]
-fn a_doc_is_omitted_or_says_something() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "blank"
-description = "Has an argument with a blank doc."
-progress = "quiet"
-args = [
-  { name = "path", type = "string", doc = "  " },
-]
-"#,
-    ));
-    assert_mentions(&message, &["tool `blank`", "argument `path`", "empty doc"]);
-    // An omitted doc is fine: the name says it, or a shape's fields do.
-    generate(&table(
-        r#"
-[[tool]]
-name = "terse"
-description = "Takes a workspace and a title."
-progress = "quiet"
-workspace_bound = true
-args = [
-  { name = "workspace", type = "Workspace", required = true },
-  { name = "title", type = "string" },
-]
-"#,
-    ))
+    )))
     .expect("arguments may omit their doc");
-}
-
-#[test]
-fn a_speculative_tool_needs_the_note() {
-    let message = error_of(&table(
-        r#"
-[[tool]]
-name = "probe"
-description = "Runs caller text."
-progress = "quiet"
-speculative = true
-args = []
-"#,
-    ));
-    assert_mentions(&message, &["tool `probe`", "speculative_note"]);
 }

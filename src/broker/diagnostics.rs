@@ -244,7 +244,7 @@ mod tests {
     }
 
     /// Publishes recorded from the Lean 4.35 test server with a `LAKE` whose
-    /// `setup-file` writes build lines to stderr (see `tests/lake_setup_lean.rs`).
+    /// `setup-file` writes build lines to stderr (see `tests/lean/lake_setup.rs`).
     #[test]
     fn lake_setup_lines_are_told_apart_from_diagnostics() {
         let header =

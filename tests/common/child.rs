@@ -1,4 +1,4 @@
-//! The child-process plumbing shared by the stdio clients ([`super::Server`],
+//! The child-process plumbing shared by the stdio clients ([`super::stream::Server`],
 //! [`super::mcp::Mcp`]): a spawned `lean-beam-mcp` with piped stdio, a thread
 //! turning its stdout into lines, a thread collecting its stderr, and a kill on
 //! drop.
@@ -12,12 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The environment of a spawned server: `env_remove` is removed, then `env`
-/// set, both after `LEAN_BEAM_LOG=info`.
+/// The environment of a spawned server: `env` set after `LEAN_BEAM_LOG=info`.
 #[derive(Debug, Clone, Default)]
 pub struct Spawn {
     pub env: Vec<(String, String)>,
-    pub env_remove: Vec<String>,
 }
 
 impl Spawn {
@@ -28,11 +26,6 @@ impl Spawn {
 
     pub fn envs(mut self, pairs: Vec<(String, String)>) -> Spawn {
         self.env.extend(pairs);
-        self
-    }
-
-    pub fn remove(mut self, key: &str) -> Spawn {
-        self.env_remove.push(key.to_string());
         self
     }
 }
@@ -62,9 +55,6 @@ impl StdioChild {
                     command.env_remove(&key);
                 }
             }
-        }
-        for key in &spawn.env_remove {
-            command.env_remove(key);
         }
         for (key, value) in &spawn.env {
             command.env(key, value);

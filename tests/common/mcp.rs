@@ -310,14 +310,6 @@ impl Mcp {
             .unwrap_or_else(|| panic!("{path} in {stats}"))
     }
 
-    /// Notifications received so far.
-    pub fn notifications(&self) -> Vec<&Value> {
-        self.received
-            .iter()
-            .filter(|m| m.get("method").is_some())
-            .collect()
-    }
-
     /// `notifications/progress` for `token`, in arrival order.
     pub fn progress_of(&self, token: &Value) -> Vec<Value> {
         self.received
@@ -365,6 +357,44 @@ impl Mcp {
         }
     }
 
+    /// A point in the stream: send a request for an unknown method (answered
+    /// at once, by the reader) and read up to its answer, so that everything
+    /// the server wrote before it had read that request is in
+    /// [`Mcp::received`].
+    pub fn sync_point(&mut self) {
+        let id = json!(format!("sync-point-{}", self.fresh_id()));
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "zz/sync-point"}));
+        self.response(&id);
+    }
+
+    /// Run one call to its successful end: its id, its `structuredContent`
+    /// and the params of the `beam.status` notices it caused, every one of
+    /// which came before its response.
+    pub fn call_with_status_notices(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        opts: &CallOpts,
+    ) -> (Value, Value, Vec<Value>) {
+        self.clear();
+        let id = self.start_call(tool, arguments.clone(), opts);
+        let result = self.ok(&id, tool, &arguments);
+        let at = self.position_of_response(&id);
+        let notices = self.logs("beam.status");
+        let before = self.received[..at]
+            .iter()
+            .filter(|m| {
+                m["method"] == "notifications/message" && m["params"]["logger"] == "beam.status"
+            })
+            .count();
+        assert_eq!(
+            before,
+            notices.len(),
+            "a status notice after the response: {notices:?}"
+        );
+        (id, result, notices)
+    }
+
     pub fn close_stdin(&mut self) {
         self.child.close_stdin();
     }
@@ -398,4 +428,39 @@ pub fn check_two_forms(result: &Value) {
 /// A workspace descriptor.
 pub fn ws(root: &str) -> Value {
     json!({"root": root})
+}
+
+/// What the `beam.status` notice of a call says: the call's `state`, its
+/// document `path`, and a message with each of `says`.
+pub struct StatusNotice {
+    pub state: &'static str,
+    pub path: &'static str,
+    pub says: &'static [&'static str],
+}
+
+impl StatusNotice {
+    /// Check one notice (the params of its `notifications/message`) of the
+    /// call `id` to `tool`: level notice, this state, path and message, and
+    /// the hint that a progress token would replace it.
+    pub fn assert(&self, notice: &Value, id: &Value, tool: &str) {
+        assert_eq!(notice["level"], "notice", "{notice}");
+        let data = &notice["data"];
+        assert_eq!(&data["requestId"], id, "{data}");
+        assert_eq!(data["tool"], tool, "{data}");
+        assert_eq!(data["state"], self.state, "{data}");
+        assert_eq!(data["path"], self.path, "{data}");
+        let message = data["message"].as_str().unwrap_or_default();
+        for part in self.says {
+            assert!(
+                message.contains(part),
+                "the message does not say {part:?}: {data}"
+            );
+        }
+        assert!(
+            data["progressHint"]
+                .as_str()
+                .is_some_and(|hint| hint.contains("progressToken")),
+            "{data}"
+        );
+    }
 }

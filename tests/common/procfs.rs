@@ -1,9 +1,6 @@
 //! What `/proc` says about a process: memory high-water mark and resident set,
-//! open file descriptors, children and process-group members (the figures the
+//! open file descriptors, state and command line (the figures the
 //! hostile-input and fault-injection tests bound). Linux only.
-#![allow(dead_code)]
-
-use std::path::Path;
 
 /// A `kB` field of `/proc/<pid>/status` (`VmHWM`, `VmRSS`, …), in bytes.
 pub fn status_kb(pid: u32, field: &str) -> Option<u64> {
@@ -31,6 +28,7 @@ pub fn rss(pid: u32) -> u64 {
 }
 
 /// Open file descriptors.
+#[allow(dead_code)] // only http_contract counts them
 pub fn fd_count(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| d.count())
@@ -54,46 +52,6 @@ pub fn is_alive(pid: u32) -> bool {
     matches!(stat(pid), Some((state, _, _)) if state != 'Z' && state != 'X')
 }
 
-fn all_pids() -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Live descendants of `pid` (children, grandchildren, …).
-pub fn descendants(pid: u32) -> Vec<u32> {
-    let table: Vec<(u32, u32)> = all_pids()
-        .into_iter()
-        .filter_map(|p| match stat(p) {
-            Some((state, ppid, _)) if state != 'Z' && state != 'X' => Some((p, ppid)),
-            _ => None,
-        })
-        .collect();
-    let mut out = Vec::new();
-    let mut frontier = vec![pid];
-    while let Some(parent) = frontier.pop() {
-        for &(child, ppid) in &table {
-            if ppid == parent && !out.contains(&child) {
-                out.push(child);
-                frontier.push(child);
-            }
-        }
-    }
-    out
-}
-
-/// Live members of process group `pgid`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
-    all_pids()
-        .into_iter()
-        .filter(|&p| matches!(stat(p), Some((state, _, g)) if g == pgid && state != 'Z' && state != 'X'))
-        .collect()
-}
-
 /// The command line of `pid`, NULs as spaces.
 pub fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -114,14 +72,4 @@ pub fn signal(pid: u32, signal: &str) {
         .status()
         .expect("run kill");
     assert!(status.success(), "kill -{signal} {pid} failed");
-}
-
-/// Whether `path` is one of `pid`'s open files.
-pub fn has_open(pid: u32, path: &Path) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.flatten()
-                .any(|e| std::fs::read_link(e.path()).ok().as_deref() == Some(path))
-        })
-        .unwrap_or(false)
 }

@@ -4,33 +4,22 @@ fixture, once in each connection mode the SDK offers ("auto": the modern
 2026-07-28 per-request protocol after discovery; "legacy": initialize).
 
 Usage: python lean_sync_progress.py LEAN_BEAM_MCP_BINARY WORKSPACE_ROOT
-(LEAN_BEAM_LEAN must name the test toolchain's lean; see tests/broker_lean.rs).
+(LEAN_BEAM_LEAN must name the test toolchain's lean; see tests/lean/broker.rs).
 Prints "OK lean_sync ..." per mode and exits 0 on success.
 """
 
-import asyncio
-import json
 import os
 import sys
 
+from beam_clients import check, check_lean_sync, one_result, progress_recorder, run, server_env
 from mcp import Client, StdioServerParameters
 
 
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
-
-
-async def run(binary: str, root: str, mode: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_BEAM_")}
-    env["LEAN_BEAM_LEAN"] = os.environ["LEAN_BEAM_LEAN"]
-    env["LEAN_BEAM_LOG"] = "warn"
+async def sync(binary: str, root: str, mode: str) -> None:
+    env = server_env(LEAN_BEAM_LEAN=os.environ["LEAN_BEAM_LEAN"])
     server = StdioServerParameters(command=binary, args=[], env=env, cwd=root)
-    updates = []
+    on_progress, updates = progress_recorder()
     logs = []
-
-    async def on_progress(progress, total, message):
-        updates.append((progress, total, message))
 
     async def on_log(params):
         logs.append(params)
@@ -45,23 +34,14 @@ async def run(binary: str, root: str, mode: str) -> None:
             progress_callback=on_progress,
         )
         check(not result.is_error, f"lean_sync failed: {result}")
-        structured = result.structured_content
-        check(structured is not None, "no structuredContent")
-        check(json.loads(result.content[0].text) == structured, "content[0].text differs from structuredContent")
-        check(structured["workspace"] == {"root": root}, structured["workspace"])
-        check(structured["path"] == "Fix/Errors.lean", structured["path"])
-        check(structured["version"] == 1, structured["version"])
+        structured = one_result(result)
+        # Progress arrived through the SDK's callback, before the result.
+        check_lean_sync(structured, root, "Fix/Errors.lean", updates)
         counts = structured["diagnostics"]["counts"]
         check((counts["error"], counts["warning"], counts["total"]) == (3, 1, 4), counts)
         items = structured["diagnostics"]["items"]
         check([i["range"]["start"]["line"] for i in items] == [8, 11, 20], items)
         check(structured["readiness"]["save_ready"] is False, structured["readiness"])
-        check(structured["document_progress"]["done"] is True, structured["document_progress"])
-        # Progress arrived through the SDK's callback, before the result.
-        check(len(updates) >= 2, f"progress updates: {updates}")
-        values = [u[0] for u in updates]
-        check(all(a < b for a, b in zip(values, values[1:])), f"progress not increasing: {values}")
-        check("preparing" in (updates[0][2] or ""), f"first update: {updates[0]}")
         # Lean diagnostics as logs: the legacy session starts at debug (errors of
         # the default scope); a modern request without a log level gets none.
         if mode == "legacy":
@@ -75,11 +55,11 @@ async def run(binary: str, root: str, mode: str) -> None:
         print(f"OK lean_sync mode={mode} protocol={client.protocol_version} updates={len(updates)} logs={len(logs)}")
 
 
-async def main() -> None:
+def main() -> None:
     binary, root = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
     for mode in ("auto", "legacy"):
-        await run(binary, root, mode)
+        run(sync(binary, root, mode), 180)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -11,72 +11,31 @@ Timeouts are failure guards only.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-from pathlib import Path
-
 import pytest
+from beam_clients import (
+    BINARY,
+    MODERN,
+    MODES,
+    check_listing_and_version,
+    check_unknown_tool_is_a_protocol_error,
+    one_result,
+    run,
+)
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
-
-REPO = Path(__file__).resolve().parents[3]
-BINARY = Path(os.environ.get("LEAN_BEAM_MCP_BIN", REPO / "target" / "debug" / "lean-beam-mcp")).resolve()
-GUARD_SECONDS = 60
-
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
-
-# mode → the revision the connection must end up speaking.
-MODES = [(MODERN, MODERN), ("legacy", LEGACY), ("auto", MODERN)]
 
 
 def server() -> StdioServerParameters:
     assert BINARY.is_file(), f"{BINARY} does not exist; build it first (cargo build)"
+    # The SDK adds its default environment (PATH, HOME, …) to this one.
     return StdioServerParameters(command=str(BINARY), args=[], env={"LEAN_BEAM_LOG": "warn"})
 
 
-def run(coroutine):
-    async def guarded():
-        return await asyncio.wait_for(coroutine, GUARD_SECONDS)
-
-    return asyncio.run(guarded())
-
-
-def one_result(result) -> dict:
-    """The structured result; the text block must carry the same JSON."""
-    assert len(result.content) == 1, result
-    assert result.content[0].type == "text", result
-    structured = result.structured_content
-    assert json.loads(result.content[0].text) == structured, result
-    return structured
-
-
-@pytest.mark.parametrize("mode,revision", MODES, ids=[m for m, _ in MODES])
+@pytest.mark.parametrize("mode,revision", MODES.items(), ids=list(MODES))
 def test_list_tools_and_call_beam_version(mode: str, revision: str) -> None:
     async def session():
         async with Client(server(), mode=mode) as client:
-            assert client.protocol_version == revision
-            if client.server_info is not None:
-                assert client.server_info.name == "lean-beam-mcp"
-
-            listing = await client.list_tools()
-            names = [tool.name for tool in listing.tools]
-            assert len(names) == 24, names
-            assert names[:2] == ["beam_version", "beam_stats"]
-            for tool in listing.tools:
-                assert tool.input_schema["type"] == "object", tool.name
-                assert tool.input_schema["additionalProperties"] is False, tool.name
-
-            result = await client.call_tool("beam_version", {})
-            assert result.is_error is False
-            version = one_result(result)
-            assert version["name"] == "lean-beam-mcp"
-            assert version["mcp_protocol"] == MODERN
-            assert isinstance(version["version"], str) and version["build"]
-
+            stats = await check_listing_and_version(client, revision)
             # The server counted the call in the era the client chose.
-            stats = one_result(await client.call_tool("beam_stats", {}))
             assert stats["requests"]["byTool"]["beam_version"] == {revision: 1}, stats
 
     run(session())
@@ -100,8 +59,6 @@ def test_invalid_arguments_are_a_tool_error(mode: str) -> None:
 def test_unknown_tool_is_a_protocol_error(mode: str) -> None:
     async def session():
         async with Client(server(), mode=mode) as client:
-            with pytest.raises(MCPError) as raised:
-                await client.call_tool("textDocument/hover", {})
-            assert raised.value.code == -32602
+            await check_unknown_tool_is_a_protocol_error(client)
 
     run(session())

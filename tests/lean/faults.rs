@@ -12,9 +12,7 @@
 //! Random points come from a seeded generator; the seed is printed and can be
 //! fixed with `FAULTS_SEED=<n>`.
 
-mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +22,7 @@ use common::lean::{
     TempDir, TempWorkspace, eventually, lean, lean_processes_of, processes_mentioning,
 };
 use common::mcp::{CallOpts, Era, Mcp, Spawn};
+use common::procfs;
 use serde_json::{Value, json};
 
 /// A small seeded generator (xorshift64*), so that a failing run can be replayed.
@@ -155,7 +154,7 @@ impl Rig {
     /// Every started call was answered exactly once (and nothing else arrived
     /// for those ids).
     fn assert_each_answered_once(&mut self) {
-        while self.m.read_within(Duration::from_millis(200)).is_some() {}
+        self.m.sync_point();
         let mut counts: HashMap<String, usize> = HashMap::new();
         for message in &self.m.received {
             if message.get("method").is_none() {
@@ -232,6 +231,8 @@ fn lean_killed_at_random_points_during_sync_probes_and_save() {
             });
             compiler
         } else {
+            // The random delays are the subject, not a wait: the kill lands
+            // at a seeded random point of the call (FAULTS_SEED replays it).
             std::thread::sleep(Duration::from_millis(rng.below(900)));
             Some(pid)
         };
@@ -447,6 +448,7 @@ fn a_worker_crash_fails_its_call_and_the_file_reopens() {
                 .map(|&p| procfs::cmdline(p))
                 .collect::<Vec<_>>()
         );
+        // A seeded random point of the worker's run (the subject, not a wait).
         std::thread::sleep(Duration::from_millis(rng.below(600)));
         procfs::signal(worker.unwrap(), "KILL");
         let result = rig.answer(&id);
@@ -760,13 +762,30 @@ fn the_compiler_dies_with_a_killed_mcp_server() {
         }),
         "the save never started its compiler"
     );
-    procfs::signal(m.pid(), "KILL");
     let compiler = compiler.unwrap();
-    let gone = eventually(Duration::from_millis(1500), || !procfs::is_alive(compiler));
+    let cmdline = procfs::cmdline(compiler);
+    // The module it writes once its 4 s of elaboration are over (the path is
+    // relative to its working directory, the root, if not absolute).
+    let olean = cmdline
+        .split_whitespace()
+        .skip_while(|&a| a != "-o")
+        .nth(1)
+        .map(|o| ws.root().join(o))
+        .unwrap_or_else(|| panic!("no -o in {cmdline}"));
+    procfs::signal(m.pid(), "KILL");
+    // Killed with the server, it ends without having written it; run on as an
+    // orphan, it would have finished the file and written it first.
     assert!(
-        gone,
-        "the compiler ({}) outlived the killed server",
-        procfs::cmdline(compiler)
+        eventually(Duration::from_secs(20), || !procfs::is_alive(compiler)),
+        "the compiler ({cmdline}) outlived the killed server"
+    );
+    assert!(
+        olean.parent().is_some_and(Path::is_dir),
+        "the scratch directory of {olean:?} is gone"
+    );
+    assert!(
+        !olean.exists(),
+        "the compiler ({cmdline}) ran to its end after the server was killed"
     );
     assert!(
         eventually(Duration::from_secs(10), || lean_processes_of(ws.root())

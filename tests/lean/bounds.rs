@@ -10,9 +10,7 @@
 //! Every test works on private copies of the fixtures, so the process counts
 //! of parallel tests do not mix.
 
-mod common;
-#[path = "common/procfs.rs"]
-mod procfs;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +20,7 @@ use serde_json::{Value, json};
 
 use common::lean::{TempWorkspace, eventually, lean, lean_processes_of_server};
 use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::procfs;
 
 const GOALS: &str = "Fix/Goals.lean";
 const ERRORS: &str = "Fix/Errors.lean";

@@ -7,7 +7,7 @@
 //! Every test works on a temp copy of the `basic` fixture (never the fixture
 //! itself).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! `tests/fixtures/EXPECTED.md`, `lean_todo` and code actions, UTF-16
 //! positions, snapshot binding errors, and a burst of concurrent calls.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 

@@ -14,7 +14,7 @@
 //!   left by a killed server goes when the next runtime starts;
 //! - `moreLeanArgs` in a lakefile's comment or string is not a setting.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -10,7 +10,7 @@
 //! Files are only edited in temp copies of the fixtures. Timeouts are failure
 //! guards.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 

@@ -2,7 +2,7 @@
 //! balancer run (`deploy/`, `scripts/replicas-lane.py`): the replica's name,
 //! draining on SIGTERM, and checkpoints shared through the file system.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

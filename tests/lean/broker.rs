@@ -6,7 +6,7 @@
 //! Expected values come from `tests/fixtures/EXPECTED.md`. Files are only
 //! edited in temp copies of the fixtures. Timeouts are failure guards only.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,7 +19,7 @@ use common::lean::{
     CliDiagnostic, TempDir, TempWorkspace, eventually, lean, lean_processes_of, parse_cli_output,
     processes_mentioning,
 };
-use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::mcp::{CallOpts, Era, Mcp, Spawn, StatusNotice, ws};
 
 const GUARD: Duration = Duration::from_secs(60);
 
@@ -1426,50 +1426,12 @@ fn lean_diagnostic_logs_follow_scope_and_the_modern_request_level() {
     assert!(!mcp.progress_of(&json!("p")).is_empty());
 }
 
-/// The `beam.status` notices of one slow call.
-fn status_notices(mcp: &mut Mcp, tool: &str, args: Value, opts: &CallOpts) -> (Value, Vec<Value>) {
-    mcp.clear();
-    let id = mcp.start_call(tool, args, opts);
-    mcp.ok(&id, tool, &Value::Null);
-    let at = mcp.position_of_response(&id);
-    let notices: Vec<(usize, Value)> = mcp
-        .received
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| {
-            m["method"] == "notifications/message" && m["params"]["logger"] == "beam.status"
-        })
-        .map(|(i, m)| (i, m["params"].clone()))
-        .collect();
-    assert!(
-        notices.iter().all(|(i, _)| *i < at),
-        "a status notice after the response"
-    );
-    (id, notices.into_iter().map(|(_, n)| n).collect())
-}
-
-fn check_notice(notice: &Value, id: &Value, tool: &str) {
-    assert_eq!(notice["level"], "notice");
-    let data = &notice["data"];
-    assert_eq!(&data["requestId"], id);
-    assert_eq!(data["tool"], tool);
-    assert_eq!(data["state"], "running");
-    assert_eq!(data["path"], "Fix/Sleepy.lean");
-    assert!(
-        data["message"]
-            .as_str()
-            .unwrap()
-            .contains("Fix/Sleepy.lean"),
-        "{data}"
-    );
-    assert!(
-        data["progressHint"]
-            .as_str()
-            .unwrap()
-            .contains("progressToken"),
-        "{data}"
-    );
-}
+/// The notice of a call still running on `Fix/Sleepy.lean` after the delay.
+const SLEEPY_NOTICE: StatusNotice = StatusNotice {
+    state: "running",
+    path: "Fix/Sleepy.lean",
+    says: &["Fix/Sleepy.lean"],
+};
 
 #[test]
 fn one_status_notice_for_slow_calls_without_a_token_subject_to_the_level() {
@@ -1480,62 +1442,47 @@ fn one_status_notice_for_slow_calls_without_a_token_subject_to_the_level() {
     let delay = [("LEAN_BEAM_STATUS_DELAY_MS", "100")];
 
     let mut legacy = spawn_with(Era::Legacy, &delay);
-    let (id, notices) =
-        status_notices(&mut legacy, "lean_sync", args.clone(), &CallOpts::default());
+    let (id, _, notices) =
+        legacy.call_with_status_notices("lean_sync", args.clone(), &CallOpts::default());
     assert_eq!(notices.len(), 1, "{notices:?}");
-    check_notice(&notices[0], &id, "lean_sync");
-    let (_, notices) = status_notices(
-        &mut legacy,
-        "lean_refresh",
-        args.clone(),
-        &CallOpts::token("t"),
-    );
+    SLEEPY_NOTICE.assert(&notices[0], &id, "lean_sync");
+    let (_, _, notices) =
+        legacy.call_with_status_notices("lean_refresh", args.clone(), &CallOpts::token("t"));
     assert!(
         notices.is_empty(),
         "a token replaces the notice: {notices:?}"
     );
     assert!(!legacy.progress_of(&json!("t")).is_empty());
     legacy.set_level("warning");
-    let (_, notices) = status_notices(
-        &mut legacy,
-        "lean_refresh",
-        args.clone(),
-        &CallOpts::default(),
-    );
+    let (_, _, notices) =
+        legacy.call_with_status_notices("lean_refresh", args.clone(), &CallOpts::default());
     assert!(
         notices.is_empty(),
         "level warning hides the notice: {notices:?}"
     );
     legacy.set_level("notice");
-    let (id, notices) = status_notices(
-        &mut legacy,
-        "lean_refresh",
-        args.clone(),
-        &CallOpts::default(),
-    );
+    let (id, _, notices) =
+        legacy.call_with_status_notices("lean_refresh", args.clone(), &CallOpts::default());
     assert_eq!(notices.len(), 1);
-    check_notice(&notices[0], &id, "lean_refresh");
+    SLEEPY_NOTICE.assert(&notices[0], &id, "lean_refresh");
 
     let mut modern = spawn_with(Era::Modern, &delay);
-    let (_, notices) = status_notices(&mut modern, "lean_sync", args.clone(), &CallOpts::default());
+    let (_, _, notices) =
+        modern.call_with_status_notices("lean_sync", args.clone(), &CallOpts::default());
     assert!(
         notices.is_empty(),
         "no per-request level, no logs: {notices:?}"
     );
     for (level, shown) in [("notice", true), ("warning", false), ("info", true)] {
-        let (id, notices) = status_notices(
-            &mut modern,
-            "lean_refresh",
-            args.clone(),
-            &CallOpts::level(level),
-        );
+        let (id, _, notices) =
+            modern.call_with_status_notices("lean_refresh", args.clone(), &CallOpts::level(level));
         assert_eq!(
             notices.len(),
             usize::from(shown),
             "level {level}: {notices:?}"
         );
         if shown {
-            check_notice(&notices[0], &id, "lean_refresh");
+            SLEEPY_NOTICE.assert(&notices[0], &id, "lean_refresh");
         }
     }
 }

@@ -20,14 +20,14 @@
 //! it on stderr, and prints the module setup on stdout. Everything the client
 //! sees comes from the real Lean server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use common::lean::{TempDir, TempWorkspace, lean};
-use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::mcp::{CallOpts, Era, Mcp, Spawn, StatusNotice, ws};
 
 /// One import (Fix.Basic), and one error after the header.
 const SETUP_FILE: &str =
@@ -128,48 +128,12 @@ impl Setup {
     }
 }
 
-/// Run one call; its result and the `beam.status` notices it caused (all
-/// before the response).
-fn call(mcp: &mut Mcp, tool: &str, args: Value, opts: &CallOpts) -> (Value, Value, Vec<Value>) {
-    mcp.clear();
-    let id = mcp.start_call(tool, args, opts);
-    let result = mcp.ok(&id, tool, &Value::Null);
-    let at = mcp.position_of_response(&id);
-    let notices: Vec<Value> = mcp.received[..at]
-        .iter()
-        .filter(|m| {
-            m["method"] == "notifications/message" && m["params"]["logger"] == "beam.status"
-        })
-        .map(|m| m["params"].clone())
-        .collect();
-    assert_eq!(
-        notices.len(),
-        mcp.logs("beam.status").len(),
-        "a status notice after the response"
-    );
-    (id, result, notices)
-}
-
-fn check_setup_notice(notice: &Value, id: &Value, tool: &str) {
-    assert_eq!(notice["level"], "notice");
-    let data = &notice["data"];
-    assert_eq!(&data["requestId"], id, "{data}");
-    assert_eq!(data["tool"], tool);
-    assert_eq!(data["state"], "lakeSetup", "{data}");
-    assert_eq!(data["path"], "Fix/Setup.lean");
-    let message = data["message"].as_str().unwrap();
-    assert!(
-        message.contains("Lake") && message.contains("Built Fix.Basic"),
-        "{data}"
-    );
-    assert!(
-        data["progressHint"]
-            .as_str()
-            .unwrap()
-            .contains("progressToken"),
-        "{data}"
-    );
-}
+/// The notice of a call whose worker waits for Lake to set `Fix/Setup.lean` up.
+const SETUP_NOTICE: StatusNotice = StatusNotice {
+    state: "lakeSetup",
+    path: "Fix/Setup.lean",
+    says: &["Lake", "Built Fix.Basic"],
+};
 
 #[test]
 fn lake_setup_brings_the_one_status_notice_before_the_delay() {
@@ -178,9 +142,10 @@ fn lake_setup_brings_the_one_status_notice_before_the_delay() {
     let mut mcp = s.spawn(Era::Legacy, 600_000);
     let all = json!({"workspace": ws(&s.tw.root_str()), "path": "Fix/Setup.lean",
                      "diagnostic_scope": "all", "diagnostics_in_result": true});
-    let (id, result, notices) = call(&mut mcp, "lean_sync", all.clone(), &CallOpts::default());
+    let (id, result, notices) =
+        mcp.call_with_status_notices("lean_sync", all.clone(), &CallOpts::default());
     assert_eq!(notices.len(), 1, "{notices:?}");
-    check_setup_notice(&notices[0], &id, "lean_sync");
+    SETUP_NOTICE.assert(&notices[0], &id, "lean_sync");
     // The worker really ran the stand-in's `setup-file FILE -` with the header
     // on stdin.
     let log = std::fs::read_to_string(&s.log).expect("lake log");
@@ -215,24 +180,27 @@ fn lake_setup_brings_the_one_status_notice_before_the_delay() {
 
     // Unchanged file, same worker: no setup, no notice (the call is quick).
     let before = s.setups();
-    let (_, _, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::default());
+    let (_, _, notices) = mcp.call_with_status_notices("lean_sync", s.args(), &CallOpts::default());
     assert!(notices.is_empty(), "{notices:?}");
     assert_eq!(s.setups(), before, "no new worker, no setup");
 
     // A refresh reopens the file: a new worker, Lake again, one notice.
-    let (id, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::default());
+    let (id, _, notices) =
+        mcp.call_with_status_notices("lean_refresh", s.args(), &CallOpts::default());
     assert_eq!(notices.len(), 1, "{notices:?}");
-    check_setup_notice(&notices[0], &id, "lean_refresh");
+    SETUP_NOTICE.assert(&notices[0], &id, "lean_refresh");
     assert_eq!(s.setups(), before + 1);
 
     // Same log-level rules as the delay notice.
     mcp.set_level("warning");
-    let (_, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::default());
+    let (_, _, notices) =
+        mcp.call_with_status_notices("lean_refresh", s.args(), &CallOpts::default());
     assert!(notices.is_empty(), "level warning hides it: {notices:?}");
     mcp.set_level("notice");
-    let (id, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::default());
+    let (id, _, notices) =
+        mcp.call_with_status_notices("lean_refresh", s.args(), &CallOpts::default());
     assert_eq!(notices.len(), 1, "{notices:?}");
-    check_setup_notice(&notices[0], &id, "lean_refresh");
+    SETUP_NOTICE.assert(&notices[0], &id, "lean_refresh");
 }
 
 #[test]
@@ -241,7 +209,8 @@ fn one_notice_when_lake_setup_and_the_delay_both_happen() {
     // whichever came first.
     let s = setup(700);
     let mut mcp = s.spawn(Era::Legacy, 300);
-    let (id, _, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::default());
+    let (id, _, notices) =
+        mcp.call_with_status_notices("lean_sync", s.args(), &CallOpts::default());
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0]["data"]["requestId"], id);
     assert_eq!(
@@ -254,17 +223,18 @@ fn one_notice_when_lake_setup_and_the_delay_both_happen() {
 fn modern_requests_see_the_setup_notice_only_when_their_level_admits_notice() {
     let s = setup(300);
     let mut mcp = s.spawn(Era::Modern, 600_000);
-    let (_, _, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::default());
+    let (_, _, notices) = mcp.call_with_status_notices("lean_sync", s.args(), &CallOpts::default());
     assert!(notices.is_empty(), "no per-request level: {notices:?}");
     for (level, shown) in [("warning", false), ("notice", true), ("debug", true)] {
-        let (id, _, notices) = call(&mut mcp, "lean_refresh", s.args(), &CallOpts::level(level));
+        let (id, _, notices) =
+            mcp.call_with_status_notices("lean_refresh", s.args(), &CallOpts::level(level));
         assert_eq!(
             notices.len(),
             usize::from(shown),
             "level {level}: {notices:?}"
         );
         if shown {
-            check_setup_notice(&notices[0], &id, "lean_refresh");
+            SETUP_NOTICE.assert(&notices[0], &id, "lean_refresh");
         }
     }
 }
@@ -274,7 +244,8 @@ fn progress_reports_lake_setup_before_elaboration() {
     let s = setup(300);
     let mut mcp = s.spawn(Era::Modern, 600_000);
     let token = json!("setup");
-    let (_, result, notices) = call(&mut mcp, "lean_sync", s.args(), &CallOpts::token("setup"));
+    let (_, result, notices) =
+        mcp.call_with_status_notices("lean_sync", s.args(), &CallOpts::token("setup"));
     assert!(
         notices.is_empty(),
         "a token replaces the notice: {notices:?}"
@@ -325,7 +296,8 @@ fn speculative_probes_report_the_setup_of_their_shadow_worker() {
         "workspace": ws(&s.tw.root_str()), "path": "Fix/Setup.lean", "version": version,
         "line": 7, "character": 0, "text": "def probe : N := N.zero",
     });
-    let (id, result, notices) = call(&mut mcp, "lean_run_at", args, &CallOpts::default());
+    let (id, result, notices) =
+        mcp.call_with_status_notices("lean_run_at", args, &CallOpts::default());
     assert!(s.setups() > before, "the shadow worker ran Lake");
     assert_eq!(notices.len(), 1, "{notices:?} {result}");
     assert_eq!(notices[0]["data"]["state"], "lakeSetup");

@@ -10,7 +10,7 @@
 //! inherited `LEAN_PATH`) bases work or turn themselves off. Speed is
 //! measured by `scripts/bench-speculate.py`, not here.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
