@@ -19,10 +19,10 @@ fn catalog() -> Vec<Value> {
 }
 
 #[test]
-fn catalog_lists_24_tools_in_table_order() {
+fn catalog_lists_26_tools_in_table_order() {
     let tools = catalog();
-    assert_eq!(tools.len(), 24);
-    assert_eq!(TOOL_COUNT, 24);
+    assert_eq!(tools.len(), 26);
+    assert_eq!(TOOL_COUNT, 26);
     for (i, (entry, tool)) in tools.iter().zip(Tool::ALL).enumerate() {
         assert_eq!(entry["name"], tool.name(), "tool {i}");
         assert_eq!(Tool::from_name(tool.name()), Some(tool));
@@ -237,6 +237,8 @@ fn speculative_tools_state_the_io_boundary() {
         "lean_run_at_handle",
         "lean_run_with",
         "lean_run_with_linear",
+        "lean_run_code",
+        "lean_verify",
     ];
     for entry in catalog() {
         let name = entry["name"].as_str().unwrap();

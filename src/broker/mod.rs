@@ -20,6 +20,7 @@ pub mod outline;
 pub mod runtime;
 pub mod shadow;
 pub mod snapshot;
+pub mod snippets;
 pub mod sync;
 pub mod text;
 pub mod workspace;

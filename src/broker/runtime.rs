@@ -91,6 +91,8 @@ pub struct Runtime {
     pub max_file_bytes: u64,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
+    /// The header-keyed virtual documents of `lean_run_code`.
+    pub snippets: super::snippets::Headers,
     bases: Bases,
     pub handles: HandleStore,
     /// The compiled imports Lean loaded, to notice checkpoints written by
@@ -171,6 +173,7 @@ impl Runtime {
             max_file_bytes: limits.max_file_bytes,
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
+            snippets: Default::default(),
             bases,
             handles,
             import_stamps,

@@ -7,9 +7,11 @@ mod feedback;
 mod inspect;
 mod process;
 mod redact;
+mod run_code;
 mod save;
 mod speculate;
 mod todo;
+mod verify;
 
 use std::sync::Arc;
 
@@ -227,6 +229,35 @@ impl Operations for Beam {
 
     async fn lean_release(&self, _ctx: &CallContext, args: LeanReleaseArgs) -> ToolOutcome {
         speculate::release(&self.broker, &args.workspace, &args.path, &args.handle).await
+    }
+
+    async fn lean_run_code(&self, ctx: &CallContext, args: LeanRunCodeArgs) -> ToolOutcome {
+        run_code::run_code(
+            &self.broker,
+            ctx,
+            &run_code::RunCode {
+                workspace: &args.workspace,
+                code: &args.code,
+                max_heartbeats: args.max_heartbeats,
+                timeout_ms: args.timeout_ms,
+            },
+        )
+        .await
+    }
+
+    async fn lean_verify(&self, ctx: &CallContext, args: LeanVerifyArgs) -> ToolOutcome {
+        verify::verify(
+            &self.broker,
+            ctx,
+            &verify::Verify {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                declarations: &args.declarations,
+                allowed_axioms: &args.allowed_axioms,
+            },
+        )
+        .await
     }
 
     async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> ToolOutcome {

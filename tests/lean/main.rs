@@ -19,4 +19,6 @@ mod prefix_bases;
 mod replicas;
 mod safe_fs;
 mod save_feedback;
+mod snippets;
 mod speculate;
+mod verify;

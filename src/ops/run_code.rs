@@ -1,0 +1,215 @@
+//! `lean_run_code`: a self-contained snippet (its own header, then commands)
+//! elaborated in a header-keyed virtual document of the workspace's Lean
+//! server (see `broker::snippets`), never in a file.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::typed;
+use crate::broker::Broker;
+use crate::broker::diagnostics::{self, ERROR};
+use crate::broker::shadow::{self, Placement};
+use crate::broker::snippets;
+use crate::broker::sync::{self, Mode};
+use crate::broker::text::LineIndex;
+use crate::surface::{CallContext, ToolOutcome, Workspace};
+
+/// What Lean said about a snippet.
+#[derive(Debug, Serialize)]
+struct RunCodeResult {
+    workspace: Value,
+    /// No error, the header imported, and it finished within `timeout_ms`.
+    success: bool,
+    /// A declaration of the snippet uses `sorry`.
+    sorry: bool,
+    /// Ranges count from the snippet's first character (line 0 is its first
+    /// line), whatever the server put around it.
+    messages: Vec<Message>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    header_error: Option<HeaderError>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    timed_out: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Message {
+    severity: &'static str,
+    text: String,
+    range: Value,
+}
+
+/// The header did not import: nothing after it ran.
+#[derive(Debug, Serialize)]
+struct HeaderError {
+    /// The module that failed, when Lean's report names one of the header's.
+    import: Option<String>,
+    message: String,
+}
+
+pub struct RunCode<'a> {
+    pub workspace: &'a Workspace,
+    pub code: &'a str,
+    pub max_heartbeats: Option<i64>,
+    pub timeout_ms: Option<i64>,
+}
+
+/// The text elaborated for a snippet: the snippet, with the heartbeat bound
+/// set right after its header when one is asked for, and where the
+/// snippet's own text is in it.
+fn budgeted(code: &str, max_heartbeats: Option<i64>) -> (String, Placement) {
+    let mut text = code.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let Some(heartbeats) = max_heartbeats else {
+        return (text, Placement::default());
+    };
+    let cut = shadow::header(&text).len();
+    let at = LineIndex::new(&text).position(&text, cut);
+    let inserted = format!("\nset_option maxHeartbeats {heartbeats}\n");
+    text.insert_str(cut, &inserted);
+    let placement = Placement {
+        anchor: at,
+        text: (at.0 + 2, 0),
+        origin: at,
+        resume: None,
+    };
+    (text, placement)
+}
+
+/// Whether a message says that a declaration uses `sorry`.
+fn says_sorry(text: &str) -> bool {
+    text.starts_with("declaration uses") && text.contains("sorry")
+}
+
+fn snippet_range(range: &Value, placement: &Placement) -> Value {
+    let at = |p: &Value| {
+        let line = p["line"].as_u64().unwrap_or(0) as u32;
+        let character = p["character"].as_u64().unwrap_or(0) as u32;
+        let (l, c) = if *placement == Placement::default() {
+            (line, character)
+        } else {
+            placement.to_user((line, character))
+        };
+        json!({ "line": l, "character": c })
+    };
+    json!({ "start": at(&range["start"]), "end": at(&range["end"]) })
+}
+
+pub async fn run_code(broker: &Broker, ctx: &CallContext, args: &RunCode<'_>) -> ToolOutcome {
+    let root = broker.resolve_root(args.workspace)?;
+    let rt = broker.runtime(&root).await?;
+    rt.record_request();
+    let (text, placement) = budgeted(args.code, args.max_heartbeats);
+    let header = shadow::header(&text).to_string();
+    let claim = rt.snippets.claim(&header)?;
+    let session = rt.session().await?;
+    let pool = rt.shadow_pool(&claim.path(&rt.root));
+    let slot = pool.acquire(&rt, &text).await;
+    let shown = "snippet";
+    let elaborate = shadow::elaborate(&rt, &session, ctx, shown, &slot, text.clone());
+    let limit = args
+        .timeout_ms
+        .map(|ms| Duration::from_millis(ms.max(1) as u64));
+    let outcome = match limit {
+        Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),
+        None => Some(elaborate.await),
+    };
+    let (snap, timed_out) = match outcome {
+        Some(done) => (done?.1, false),
+        None => {
+            // Keep what Lean reported for this text so far, then take the
+            // commands away so that Lean stops working on them.
+            let doc = slot.doc();
+            let snap = doc.snapshot();
+            let current = doc.state().version;
+            let _edit = doc.edit.lock().await;
+            slot.confirm_header(None);
+            sync::apply(
+                &session,
+                doc,
+                Arc::from(header.as_str()),
+                None,
+                Mode::IfChanged,
+            )
+            .await?;
+            let mut snap = snap;
+            if snap.version != current {
+                snap.diagnostics = Default::default();
+            }
+            (snap, true)
+        }
+    };
+    let blocked = !timed_out && snippets::header_failed(&snap, &text);
+    if !timed_out {
+        slot.confirm_header((!blocked).then_some(header.as_str()));
+    }
+    let header_error = blocked.then(|| {
+        let first = snippets::header_errors(&snap, &text).next();
+        HeaderError {
+            import: first.and_then(|e| snippets::failed_import(&text, e)),
+            message: first.map_or_else(
+                || "Lean stopped processing the snippet's header".to_string(),
+                |e| diagnostics::message(e).to_string(),
+            ),
+        }
+    });
+    let mut success = !blocked && !timed_out;
+    let mut sorry = false;
+    let messages = snap
+        .diagnostics
+        .items()
+        .iter()
+        .map(|d| {
+            let severity = diagnostics::severity(d);
+            let text = diagnostics::message(d).to_string();
+            success &= severity != ERROR;
+            sorry |= says_sorry(&text);
+            Message {
+                severity: diagnostics::severity_name(severity),
+                range: snippet_range(d.get("range").unwrap_or(&Value::Null), &placement),
+                text,
+            }
+        })
+        .collect();
+    typed(&RunCodeResult {
+        workspace: rt.root.descriptor(),
+        success,
+        sorry,
+        messages,
+        header_error,
+        timed_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_heartbeat_bound_goes_after_the_header_and_ranges_stay_the_snippets() {
+        let code = "prelude\nimport A\ndef x := 1";
+        let (text, placement) = budgeted(code, Some(50));
+        assert_eq!(
+            text,
+            "prelude\nimport A\n\nset_option maxHeartbeats 50\ndef x := 1\n"
+        );
+        assert_eq!(placement.to_user((4, 4)), (2, 4), "`x` in `def x`");
+        assert_eq!(placement.to_user((1, 7)), (1, 7), "in the header");
+        assert_eq!(budgeted(code, None).0, format!("{code}\n"));
+        // No header: the bound is the first command.
+        let (text, placement) = budgeted("def y := 2", Some(7));
+        assert_eq!(text, "\nset_option maxHeartbeats 7\ndef y := 2\n");
+        assert_eq!(placement.to_user((2, 4)), (0, 4));
+    }
+
+    #[test]
+    fn sorry_warnings_are_recognized() {
+        assert!(says_sorry("declaration uses `sorry`"));
+        assert!(says_sorry("declaration uses 'sorry'"));
+        assert!(!says_sorry("unknown identifier 'sorry_free'"));
+    }
+}
