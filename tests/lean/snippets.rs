@@ -156,3 +156,29 @@ fn budgets_stop_a_slow_snippet() {
     assert_eq!(r["success"], true, "{r}");
     assert!(r.get("timed_out").is_none(), "{r}");
 }
+
+#[test]
+fn more_headers_than_documents_reassign_the_least_recently_used() {
+    let mut mcp = spawn();
+    // Five headers (four documents): the sixth call finds its header's
+    // document reassigned, and Lean re-imports in it.
+    let headers = [
+        "prelude\nimport Fix.Basic\n",
+        "prelude\nimport Ver.Clean\n",
+        "prelude\nimport Ver.Hatch\n",
+        "prelude\nimport Fix.Basic\nimport Ver.Clean\n",
+        "prelude\nimport Fix.Basic\nimport Ver.Hatch\n",
+        "prelude\nimport Fix.Basic\n",
+    ];
+    for (i, header) in headers.iter().enumerate() {
+        // `Ver.cheat` exists only where Ver.Hatch is imported.
+        let code = format!("{header}theorem t{i} : Eq Fix.one Fix.two := Ver.cheat\n");
+        let r = run(&mut mcp, &code, json!({}));
+        assert_eq!(
+            r["success"],
+            header.contains("Ver.Hatch"),
+            "header {i}, {header:?}: {r}"
+        );
+    }
+    assert_eq!(shadow_slots(&mut mcp), 4, "four documents, one slot each");
+}
