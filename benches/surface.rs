@@ -12,7 +12,7 @@ use lean_beam_mcp::context::CallContext;
 use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher, Reply};
 use lean_beam_mcp::mcp::session::Session;
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::{self, Operations, ToolOutcome};
+use lean_beam_mcp::surface::{self, Operations, ToolError};
 use serde_json::{Value, json};
 
 fn main() {
@@ -24,9 +24,9 @@ fn main() {
 struct Unused;
 
 macro_rules! unused_operations {
-    ($($method:ident: $args:ty,)*) => {
+    ($($method:ident: $args:ty => $result:ty,)*) => {
         impl Operations for Unused {
-            $(async fn $method(&self, _ctx: &CallContext, _args: $args) -> ToolOutcome {
+            $(async fn $method(&self, _ctx: &CallContext, _args: $args) -> Result<$result, ToolError> {
                 unreachable!("benchmarks do not dispatch")
             })*
         }

@@ -2,6 +2,8 @@
 
 use serde_json::{Value, json};
 
+use crate::results::BuildIdentity;
+
 pub const NAME: &str = "lean-beam-mcp";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -16,13 +18,13 @@ time; a `path` is relative to that root, or absolute. The server never writes .l
 after 2 s sends one `beam.status` log at level notice.";
 
 /// Build identity recorded by build.rs.
-pub fn build() -> Value {
-    json!({
-        "commit": option_env!("LEAN_BEAM_GIT_COMMIT").unwrap_or("unknown"),
-        "profile": env!("LEAN_BEAM_PROFILE"),
-        "target": env!("LEAN_BEAM_TARGET"),
-        "rustc": env!("LEAN_BEAM_RUSTC"),
-    })
+pub fn build() -> BuildIdentity {
+    BuildIdentity {
+        commit: option_env!("LEAN_BEAM_GIT_COMMIT").unwrap_or("unknown"),
+        profile: env!("LEAN_BEAM_PROFILE"),
+        target: env!("LEAN_BEAM_TARGET"),
+        rustc: env!("LEAN_BEAM_RUSTC"),
+    }
 }
 
 pub fn server_info() -> Value {

@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod ops;
 pub mod process;
 pub mod replica;
+pub mod results;
 pub mod safe_fs;
 pub mod sha256;
 pub mod stats;

@@ -18,7 +18,7 @@ use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::ops::Beam;
 use lean_beam_mcp::replica::{self, ReplicaId};
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::{self, ParseError, Tool, ToolCall, ToolError};
+use lean_beam_mcp::surface::{self, Handler, ParseError, Tool, ToolCall, ToolError};
 
 mod cli_progress;
 
@@ -189,7 +189,7 @@ fn print_stdout(text: &str) -> ExitCode {
 }
 
 fn catalog_pretty() -> String {
-    let catalog: Value = serde_json::from_str(surface::CATALOG_JSON).expect("catalog is JSON");
+    let catalog: Value = serde_json::from_str(surface::catalog_json()).expect("catalog is JSON");
     serde_json::to_string_pretty(&catalog).expect("catalog serializes") + "\n"
 }
 
@@ -328,7 +328,7 @@ async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
     };
     let (out, progress) = cli_progress::stderr_renderer(tool);
     let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"), out);
-    let outcome = surface::dispatch(beam, &ctx, call).await;
+    let outcome = beam.handle(&ctx, call).await;
     drop(ctx);
     let _ = progress.await;
     match outcome {

@@ -1,11 +1,11 @@
 //! Process-wide request statistics (owned by the server, shared by reference).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use serde_json::{Map, Value, json};
-
 use crate::context::Era;
+use crate::results::RequestStats;
 use crate::surface::{TOOL_COUNT, Tool};
 
 const ERAS: [Era; 3] = [Era::Modern, Era::Legacy, Era::Direct];
@@ -57,32 +57,31 @@ impl Stats {
     }
 
     /// The `requests` part of `beam_stats`.
-    pub fn snapshot(&self) -> Value {
-        let mut by_tool = Map::new();
-        let mut by_era = Map::new();
+    pub fn snapshot(&self) -> RequestStats {
+        let mut by_tool = BTreeMap::new();
+        let mut by_era: BTreeMap<String, u64> = BTreeMap::new();
         let mut total = 0u64;
         for tool in Tool::ALL {
-            let mut eras = Map::new();
+            let mut eras = BTreeMap::new();
             for era in ERAS {
                 let n = self.calls[tool.index()][era_index(era)].load(Ordering::Relaxed);
                 if n > 0 {
-                    eras.insert(era.as_str().into(), json!(n));
+                    eras.insert(era.as_str().to_owned(), n);
                     total += n;
-                    let entry = by_era.entry(era.as_str()).or_insert(json!(0));
-                    *entry = json!(entry.as_u64().unwrap_or(0) + n);
+                    *by_era.entry(era.as_str().to_owned()).or_default() += n;
                 }
             }
             if !eras.is_empty() {
-                by_tool.insert(tool.name().into(), Value::Object(eras));
+                by_tool.insert(tool.name().to_owned(), eras);
             }
         }
-        json!({
-            "total": total,
-            "byEra": by_era,
-            "byTool": by_tool,
-            "toolErrors": self.tool_errors.load(Ordering::Relaxed),
-            "cancelled": self.cancelled.load(Ordering::Relaxed),
-            "protocolErrors": self.protocol_errors.load(Ordering::Relaxed),
-        })
+        RequestStats {
+            total,
+            by_era,
+            by_tool,
+            tool_errors: self.tool_errors.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+            protocol_errors: self.protocol_errors.load(Ordering::Relaxed),
+        }
     }
 }

@@ -1,13 +1,17 @@
 //! The tool surface: the code generated from `operations.toml` plus the small set
 //! of hand-written types it is written against (call context, outcomes, errors,
-//! schema validation).
+//! schema validation, the catalog with its output schemas).
 
 use std::fmt;
+use std::sync::LazyLock;
 
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 pub use crate::context::CallContext;
+/// The result types the table names (`result = "…"`).
+pub use crate::results;
 
 mod generated {
     #![allow(clippy::all, clippy::pedantic)]
@@ -31,13 +35,34 @@ pub enum StatusNotice {
 /// structured tool error (`isError: true`).
 pub type ToolOutcome = Result<Value, ToolError>;
 
-/// A structured tool error: `{code, message, data?}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The structured content of a typed result.
+pub fn structured(result: &impl Serialize) -> ToolOutcome {
+    serde_json::to_value(result).map_err(|e| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("could not encode the result: {e}"),
+        )
+    })
+}
+
+/// A structured tool error: `{code, message, data?}`, the `structuredContent`
+/// of every `isError: true` result (its schema: [`tool_error_schema`]).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ToolError {
     pub code: ErrorCode,
+    /// What went wrong and what to do.
     pub message: String,
+    /// Facts for programs (`reason`, `path`, `expected`, …), by error.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Map<String, Value>>")]
     pub data: Option<Value>,
+}
+
+/// The schema every tool error's `structuredContent` satisfies. MCP has no
+/// place for it in the catalog (a tool's `outputSchema` describes its
+/// successes); the tests validate every error they see against it.
+pub fn tool_error_schema() -> Value {
+    results::output_schema::<ToolError>()
 }
 
 impl ToolError {
@@ -62,7 +87,8 @@ impl fmt::Display for ToolError {
 }
 
 /// The tool error taxonomy (reference: TOOL-SURFACE.md, "Error taxonomy").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub enum ErrorCode {
     InvalidInput,
     InvalidParams,
@@ -98,12 +124,6 @@ impl ErrorCode {
             Self::ResourceLimit => "resourceLimit",
             Self::InternalError => "internalError",
         }
-    }
-}
-
-impl Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
     }
 }
 
@@ -282,9 +302,44 @@ pub mod lenient {
     whole_vec!(vec_integer, i64, integer);
 }
 
-/// Warm the validators so the first call pays nothing (start-up, not per call).
+/// The `tools` array of a tools/list result: the table's catalog with each
+/// tool's `outputSchema` (derived from its result type) after its
+/// `inputSchema`. Built and serialized once, on first use.
+pub fn catalog_json() -> &'static str {
+    static CATALOG: LazyLock<String> = LazyLock::new(|| {
+        let Value::Array(entries) =
+            serde_json::from_str(INPUT_CATALOG_JSON).expect("the generated catalog is JSON")
+        else {
+            unreachable!("the generated catalog is an array")
+        };
+        let tools: Vec<Value> = entries
+            .into_iter()
+            .zip(Tool::ALL)
+            .map(|(entry, tool)| {
+                let Value::Object(entry) = entry else {
+                    unreachable!("a catalog entry is an object")
+                };
+                let mut with_output = Map::new();
+                for (key, value) in entry {
+                    let after_input = key == "inputSchema";
+                    with_output.insert(key, value);
+                    if after_input {
+                        with_output.insert("outputSchema".into(), tool.output_schema());
+                    }
+                }
+                Value::Object(with_output)
+            })
+            .collect();
+        serde_json::to_string(&tools).expect("the catalog serializes")
+    });
+    &CATALOG
+}
+
+/// Warm the validators and the catalog so the first call pays nothing
+/// (start-up, not per call).
 pub fn warm() {
-    std::sync::LazyLock::force(&VALIDATORS);
+    LazyLock::force(&VALIDATORS);
+    catalog_json();
 }
 
 /// The known tool whose name is nearest to `name`, if one is near enough to be
@@ -327,7 +382,29 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{Tool, nearest_tool};
+    use super::{ErrorCode, Tool, nearest_tool};
+
+    #[test]
+    fn error_codes_serialize_as_their_names() {
+        use ErrorCode::*;
+        for code in [
+            InvalidInput,
+            InvalidParams,
+            ContentModified,
+            RequestCancelled,
+            WorkerExited,
+            WorkerCrashed,
+            SyncBarrierIncomplete,
+            SaveTargetNotModule,
+            SaveUnsupportedSetup,
+            SaveTraceStale,
+            RuntimeSetup,
+            ResourceLimit,
+            InternalError,
+        ] {
+            assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
+        }
+    }
 
     #[test]
     fn nearest_tool_suggests_typos_and_bare_names_only() {

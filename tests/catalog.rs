@@ -1,20 +1,21 @@
 //! What an agent reads before its first call: the tools/list catalog (the
-//! number of tools, the schema rules every client relies on, what the
-//! descriptions must say, its size) and the server instructions. The
-//! checked-in copy of the catalog is pinned by `tests/golden.rs`.
+//! number of tools, the schema rules every client relies on, the output
+//! schemas, what the descriptions must say, its size) and the server
+//! instructions. The checked-in copy of the catalog is pinned by
+//! `tests/golden.rs`.
 
 #[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
 use common::samples::valid_instance;
 use common::{Server, modern, request};
-use lean_beam_mcp::surface::{self, CATALOG_JSON, INPUT_SCHEMAS, ParseError, TOOL_COUNT, Tool};
+use lean_beam_mcp::surface::{self, INPUT_SCHEMAS, ParseError, TOOL_COUNT, Tool};
 use serde_json::{Value, json};
 
 fn catalog() -> Vec<Value> {
-    match serde_json::from_str(CATALOG_JSON).expect("CATALOG_JSON is JSON") {
+    match serde_json::from_str(surface::catalog_json()).expect("the catalog is JSON") {
         Value::Array(tools) => tools,
-        other => panic!("CATALOG_JSON is not an array: {other}"),
+        other => panic!("the catalog is not an array: {other}"),
     }
 }
 
@@ -41,6 +42,13 @@ fn catalog_lists_26_tools_in_table_order() {
             "{}: catalog schema differs from INPUT_SCHEMAS",
             tool.name()
         );
+        // And its output schema is the one derived from its result type.
+        assert_eq!(
+            entry["outputSchema"],
+            tool.output_schema(),
+            "{}: catalog output schema differs from the result type's",
+            tool.name()
+        );
         let members: Vec<&str> = entry
             .as_object()
             .unwrap()
@@ -49,7 +57,14 @@ fn catalog_lists_26_tools_in_table_order() {
             .collect();
         for m in &members {
             assert!(
-                ["name", "description", "inputSchema", "annotations"].contains(m),
+                [
+                    "name",
+                    "description",
+                    "inputSchema",
+                    "outputSchema",
+                    "annotations"
+                ]
+                .contains(m),
                 "{}: member {m}",
                 tool.name()
             );
@@ -132,6 +147,44 @@ fn every_schema_is_closed_typed_and_provider_friendly() {
     }
 }
 
+/// MCP requires an object output schema; it must compile as draft 2020-12
+/// (what clients validate results with) and, like the input schemas, carry
+/// no `$schema`. Each declares what it returns: its properties, and a
+/// description of the tool's result.
+#[test]
+fn every_output_schema_is_an_object_schema_clients_can_compile() {
+    for entry in catalog() {
+        let name = entry["name"].as_str().unwrap();
+        let schema = &entry["outputSchema"];
+        assert_eq!(
+            schema["type"], "object",
+            "{name}: top-level type must be \"object\""
+        );
+        assert!(schema.get("$schema").is_none(), "{name}: no `$schema` key");
+        assert!(schema.get("title").is_none(), "{name}: no Rust type name");
+        assert!(
+            schema["properties"]
+                .as_object()
+                .is_some_and(|p| !p.is_empty()),
+            "{name}: properties"
+        );
+        assert!(
+            schema["description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()),
+            "{name}: description"
+        );
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(schema)
+            .unwrap_or_else(|e| panic!("{name}: output schema does not compile: {e}"));
+    }
+    // The error schema too.
+    let errors = surface::tool_error_schema();
+    assert_eq!(errors["type"], "object");
+    assert_eq!(errors["required"], json!(["code", "message"]));
+}
+
 #[test]
 fn every_tool_rejects_an_undeclared_field() {
     for tool in Tool::ALL {
@@ -181,33 +234,101 @@ fn every_tool_rejects_an_undeclared_field() {
     }
 }
 
-/// The whole tools/list result, as the server writes it in each era, stays at
-/// or below 20 KB: about 5k tokens in every agent's context.
+/// The tools/list result, as the server writes it in each era, stays at or
+/// below 20 KB without its output schemas: about 5k tokens in every agent's
+/// context. Output schemas are not counted: hosts validate results with them
+/// but do not put them in the model's context, so they cost agents nothing
+/// (issue 16). Both sizes are printed.
 #[test]
-fn tools_list_result_is_at_most_20_kb() {
+fn tools_list_result_is_at_most_20_kb_without_output_schemas() {
     const LIMIT: usize = 20_000;
     let mut server = Server::spawn();
     let modern_result = server.result(&modern(1, "tools/list", Value::Null));
     let mut legacy = Server::spawn();
     legacy.legacy_init();
     let legacy_result = legacy.result(&request(2, "tools/list", Value::Null));
-    for (era, result) in [("2026-07-28", modern_result), ("2025-11-25", legacy_result)] {
+    for (era, mut result) in [("2026-07-28", modern_result), ("2025-11-25", legacy_result)] {
         assert_eq!(result["tools"].as_array().map(Vec::len), Some(TOOL_COUNT));
+        // What tools/list serves is the catalog the harness checks results with.
+        assert_eq!(result["tools"], Value::Array(catalog()), "{era}");
+        let whole = serde_json::to_string(&result).unwrap().len();
+        let size = |key: &str, result: &Value| -> usize {
+            result["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| serde_json::to_string(&t[key]).unwrap().len())
+                .sum()
+        };
+        let inputs = size("inputSchema", &result);
+        let outputs = size("outputSchema", &result);
+        for tool in result["tools"].as_array_mut().unwrap() {
+            assert!(
+                tool.as_object_mut()
+                    .unwrap()
+                    .remove("outputSchema")
+                    .is_some(),
+                "{era}: every tool has an outputSchema: {tool}"
+            );
+        }
         let bytes = serde_json::to_string(&result).unwrap().len();
-        let schemas: usize = result["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| serde_json::to_string(&t["inputSchema"]).unwrap().len())
-            .sum();
         println!(
-            "tools/list result ({era}): {bytes} bytes ({schemas} of them input schemas), limit {LIMIT}"
+            "tools/list result ({era}): {bytes} bytes without output schemas ({inputs} of them input schemas), limit {LIMIT}; {whole} bytes with the output schemas ({outputs})"
         );
         assert!(
             bytes <= LIMIT,
-            "the {era} tools/list result is {bytes} bytes, above {LIMIT}: shorten descriptions or argument docs in operations.toml"
+            "the {era} tools/list result is {bytes} bytes without output schemas, above {LIMIT}: shorten descriptions or argument docs in operations.toml"
         );
     }
+}
+
+/// The harness checks every tool result a test reads against the schemas
+/// the server advertises (`common::outputs`): successes and errors alike,
+/// and it catches a result that breaks its schema or carries an undeclared
+/// key.
+#[test]
+fn the_harness_checks_every_tool_result_against_its_schema() {
+    let mut server = Server::spawn();
+    let call = |id: i64, name: &str, arguments: Value| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    };
+    let version = server.result(&call(1, "beam_version", json!({})));
+    assert_eq!(version["isError"], false, "{version}");
+    let stats = server.result(&call(2, "beam_stats", json!({})));
+    assert_eq!(stats["isError"], false, "{stats}");
+    let refused = server.result(&call(
+        3,
+        "lean_sync",
+        json!({"workspace": {"root": "/nonexistent/beam-catalog"}, "path": "A.lean"}),
+    ));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(server.results_checked(), 3);
+
+    let version = version["structuredContent"].clone();
+    common::outputs::check_content("beam_version", &version, false);
+    let mut missing = version.clone();
+    missing.as_object_mut().unwrap().remove("mcp_protocol");
+    let mut undeclared = version.clone();
+    undeclared["mcpProtocol"] = json!("2026-07-28");
+    for bad in [
+        missing,
+        undeclared,
+        json!({"code": "invalidInput", "message": "no"}),
+    ] {
+        let caught = std::panic::catch_unwind(|| {
+            common::outputs::check_content("beam_version", &bad, false)
+        });
+        assert!(caught.is_err(), "accepted as a beam_version result: {bad}");
+    }
+    let unknown_code = json!({"code": "somethingElse", "message": "no"});
+    let caught = std::panic::catch_unwind(|| {
+        common::outputs::check_content("lean_sync", &unknown_code, true)
+    });
+    assert!(caught.is_err(), "accepted as a tool error: {unknown_code}");
 }
 
 /// Every tool that reports progress says so in its description (MCP puts

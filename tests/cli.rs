@@ -140,6 +140,13 @@ fn call_labels_results_and_puts_every_diagnostic_and_update_on_its_own_line() {
         .map(|r| r["tool"].as_str().unwrap())
         .collect();
     assert_eq!(labels, ["lean_sync", "lean_hover"], "{stdout}");
+    for labelled in &results {
+        let tool = labelled["tool"].as_str().unwrap();
+        match labelled.get("result") {
+            Some(result) => common::outputs::check_content(tool, result, false),
+            None => common::outputs::check_content(tool, &labelled["error"], true),
+        }
+    }
     assert_eq!(results[0]["result"]["version"], 1, "{stdout}");
     assert_eq!(
         results[0]["result"]["diagnostics"]["counts"]["total"], 4,

@@ -200,7 +200,7 @@ fn haproxy_routes_checks_and_sticks_on_what_the_server_serves() {
         balance.contains("json_query('$.params.arguments.workspace.root')"),
         "{balance}"
     );
-    let catalog: Value = serde_json::from_str(lean_beam_mcp::surface::CATALOG_JSON).unwrap();
+    let catalog: Value = serde_json::from_str(lean_beam_mcp::surface::catalog_json()).unwrap();
     let mut bound = 0;
     for tool in catalog.as_array().unwrap() {
         let schema = &tool["inputSchema"];

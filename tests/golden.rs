@@ -1,11 +1,11 @@
 //! The checked-in copies of what `operations.toml` generates, so that a review
 //! sees every change of the tool surface, and of the generator, as a diff:
 //!
-//! * `tests/golden/tools.json`: the tools/list catalog, exactly as
-//!   `lean-beam-mcp tools` prints it;
+//! * `tests/golden/tools.json`: the tools/list catalog with the output
+//!   schemas, exactly as `lean-beam-mcp tools` prints it;
 //! * `tests/golden/operations.rs`: the Rust that `build.rs` generates through
 //!   `lean-beam-codegen` into `$OUT_DIR` (argument types, schemas and
-//!   validators, `enum ToolCall`, `trait Operations`, `dispatch`).
+//!   validators, `enum ToolCall`, `trait Operations`, `Handler`).
 //!
 //! A stale copy fails its test, naming the first line that differs. After an
 //! intended change, refresh both with
@@ -20,15 +20,15 @@
 
 use std::path::Path;
 
-use lean_beam_mcp::surface::CATALOG_JSON;
+use lean_beam_mcp::surface::catalog_json;
 use serde_json::Value;
 
 const REFRESH: &str = "UPDATE_EXPECT=1 cargo test golden";
 
 #[test]
 fn golden_catalog_matches_the_table() {
-    // Exactly what `lean-beam-mcp tools` prints.
-    let catalog: Value = serde_json::from_str(CATALOG_JSON).expect("CATALOG_JSON is JSON");
+    // Exactly what `lean-beam-mcp tools` prints, output schemas included.
+    let catalog: Value = serde_json::from_str(catalog_json()).expect("the catalog is JSON");
     let pretty = serde_json::to_string_pretty(&catalog).unwrap() + "\n";
     ensure_file_contents("tests/golden/tools.json", &pretty);
 }

@@ -166,6 +166,13 @@ async fn open(
         .unwrap()
 }
 
+/// Ports of the in-process servers over gated test doubles (`InProcess`),
+/// whose tools answer `{tool, id}` rather than their results.
+static DOUBLES: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+
+/// Send one request and read its whole response. The answer to a tool call
+/// of the real server is checked against the tool's schemas
+/// (`common::outputs`), whether it came as JSON or as an SSE stream.
 async fn send(
     port: u16,
     method: &str,
@@ -173,6 +180,12 @@ async fn send(
     headers: &[(&str, &str)],
     body: Vec<u8>,
 ) -> Response {
+    let mut calls = common::outputs::Calls::default();
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(batch)) => batch.iter().for_each(|m| calls.sent(m)),
+        Ok(message) => calls.sent(&message),
+        Err(_) => {}
+    }
     let response = open(port, method, path, headers, body).await;
     let status = response.status();
     let headers = response.headers().clone();
@@ -182,11 +195,25 @@ async fn send(
         .unwrap()
         .to_bytes()
         .to_vec();
-    Response {
+    let response = Response {
         status,
         headers,
         body,
+    };
+    if !DOUBLES.lock().unwrap().contains(&port) {
+        let media = response
+            .header("content-type")
+            .and_then(|t| t.split(';').next());
+        let messages = match media {
+            Some("application/json") => {
+                serde_json::from_slice(&response.body).into_iter().collect()
+            }
+            Some("text/event-stream") => sse_messages(&response.text()),
+            _ => Vec::new(),
+        };
+        messages.iter().for_each(|m| calls.received(m));
     }
+    response
 }
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -1545,6 +1572,7 @@ use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
 use lean_beam_mcp::stats::Stats;
 
 /// `lean-beam-mcp --http` served in this process over gated operations.
+/// Its port is one of the [`DOUBLES`] while it lives.
 struct InProcess {
     port: u16,
     ops: Arc<Gated>,
@@ -1563,6 +1591,7 @@ impl InProcess {
         let dispatcher = Dispatcher::new(Arc::clone(&ops), Arc::new(Stats::default()), core);
         let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let port = listener.local_addr().unwrap().port();
+        DOUBLES.lock().unwrap().push(port);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(http::serve(
             Arc::clone(&dispatcher),
@@ -1600,6 +1629,12 @@ impl InProcess {
             tokio::task::yield_now().await;
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        DOUBLES.lock().unwrap().retain(|p| *p != self.port);
     }
 }
 

@@ -253,7 +253,7 @@ async fn cancellation_wins_without_a_response() {
         // The work stops (its future is dropped) and nothing is sent for "c".
         assert_eq!(s.event().await, Event::Dropped("lean_sync", json!("c")));
         s.assert_quiet(era).await;
-        assert_eq!(s.stats.snapshot()["cancelled"], 1);
+        assert_eq!(s.stats.snapshot().cancelled, 1);
         // The cancelled id is free again; a late cancellation of its new use,
         // after the response, changes nothing.
         s.send(era.call("c", "beam_version", json!({}))).await;
@@ -262,7 +262,7 @@ async fn cancellation_wins_without_a_response() {
         s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}}))
             .await;
         s.assert_quiet(era).await;
-        assert_eq!(s.stats.snapshot()["cancelled"], 1);
+        assert_eq!(s.stats.snapshot().cancelled, 1);
     }
 }
 
@@ -621,6 +621,6 @@ async fn cancellation_is_read_while_every_slot_is_busy() {
             s.events.try_recv().is_err(),
             "the cancelled call that waited for a slot never ran"
         );
-        assert_eq!(s.stats.snapshot()["cancelled"], 2);
+        assert_eq!(s.stats.snapshot().cancelled, 2);
     }
 }

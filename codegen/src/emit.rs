@@ -3,8 +3,9 @@
 //! that `$OUT_DIR/operations.rs` stays reviewable.
 //!
 //! The generated code leans on a small hand-written support module,
-//! `crate::surface`: `CallContext`, `ToolOutcome`, `ParseError`, `StatusNotice`,
-//! `compile_schema` and `validate`.
+//! `crate::surface`: `CallContext`, `ToolOutcome`, `ToolError`, `ParseError`,
+//! `StatusNotice`, `compile_schema`, `validate`, `structured`, and `results`
+//! (the result types the table names, with `results::output_schema`).
 
 use std::collections::BTreeMap;
 
@@ -260,6 +261,11 @@ pub fn emit(table: &Table) -> String {
         .collect();
     let names: Vec<_> = table.tool.iter().map(|t| t.name.as_str()).collect();
     let indices: Vec<_> = (0..count).collect();
+    let result_types: Vec<_> = table
+        .tool
+        .iter()
+        .map(|t| format_ident!("{}", t.result))
+        .collect();
     let method_docs: Vec<_> = table
         .tool
         .iter()
@@ -308,6 +314,9 @@ pub fn emit(table: &Table) -> String {
     });
 
     let catalog = serde_json::to_string(&schema::catalog(table)).expect("catalog json");
+    let input_catalog_doc = "The `tools` array of a tools/list result as the table gives it \
+        (names, descriptions, input schemas, annotations), serialized at build time; \
+        `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.";
     let schemas: Vec<String> = table
         .tool
         .iter()
@@ -315,7 +324,7 @@ pub fn emit(table: &Table) -> String {
         .collect();
 
     let file = quote! {
-        use crate::surface::{CallContext, ParseError, StatusNotice, ToolOutcome};
+        use crate::surface::{results, CallContext, ParseError, StatusNotice, ToolError, ToolOutcome};
 
         #(#enum_defs)*
         #(#shape_defs)*
@@ -381,6 +390,14 @@ pub fn emit(table: &Table) -> String {
                 INPUT_SCHEMAS[self.index()]
             }
 
+            /// The JSON Schema of the tool's structured result (its `outputSchema`),
+            /// derived from the result type the table names.
+            pub fn output_schema(self) -> ::serde_json::Value {
+                match self {
+                    #(Tool::#variants => results::output_schema::<results::#result_types>(),)*
+                }
+            }
+
             /// The schema schemars derives from the tool's argument struct. The
             /// emitted `input_schema` is what clients see; tests check that both
             /// accept and reject the same payloads.
@@ -395,8 +412,8 @@ pub fn emit(table: &Table) -> String {
 
         pub static TOOL_SPECS: [ToolSpec; #count] = [#(#specs,)*];
 
-        /// The `tools` array of a tools/list result, serialized once at build time.
-        pub const CATALOG_JSON: &str = #catalog;
+        #[doc = #input_catalog_doc]
+        pub const INPUT_CATALOG_JSON: &str = #catalog;
 
         /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
         pub const INPUT_SCHEMAS: [&str; #count] = [#(#schemas,)*];
@@ -438,31 +455,43 @@ pub fn emit(table: &Table) -> String {
             call.map_err(ParseError::from_serde)
         }
 
-        /// One method per tool; the hand-written broker implements it, so a tool
-        /// missing from the implementation does not compile.
+        /// One method per tool, returning the tool's typed result; the
+        /// hand-written operations implement it, so a tool missing from the
+        /// implementation does not compile.
         pub trait Operations: Send + Sync {
             #(
                 #[doc = #method_docs]
                 fn #methods(&self, ctx: &CallContext, args: #arg_types)
-                    -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+                    -> impl ::std::future::Future<Output = Result<results::#result_types, ToolError>> + Send;
             )*
         }
 
-        /// Route a parsed call to its method.
-        pub async fn dispatch<O: Operations + ?Sized>(ops: &O, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
-            match call {
-                #(ToolCall::#variants(args) => ops.#methods(ctx, args).await,)*
+        /// What the protocol layer calls: a parsed call in, its structured
+        /// content (or tool error) out. Every [`Operations`] is a handler, its
+        /// typed result serialized here; a test double that answers every tool
+        /// alike implements this one method instead.
+        pub trait Handler: Send + Sync {
+            fn handle(&self, ctx: &CallContext, call: ToolCall)
+                -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+        }
+
+        impl<O: Operations + ?Sized> Handler for O {
+            async fn handle(&self, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
+                match call {
+                    #(ToolCall::#variants(args) => crate::surface::structured(&self.#methods(ctx, args).await?),)*
+                }
             }
         }
 
-        /// `for_each_tool!(callback)` expands to `callback! { method: ArgsType, ... }`
-        /// over every tool in table order, so that test doubles and benchmarks can
-        /// implement `Operations` without a hand-kept list of the tools.
+        /// `for_each_tool!(callback)` expands to
+        /// `callback! { method: ArgsType => ResultType, ... }` over every tool in
+        /// table order, so that test doubles and benchmarks can implement
+        /// `Operations` without a hand-kept list of the tools.
         #[doc(hidden)]
         #[macro_export]
         macro_rules! for_each_tool {
             ($callback:ident) => {
-                $callback! { #(#methods: $crate::surface::#arg_types,)* }
+                $callback! { #(#methods: $crate::surface::#arg_types => $crate::surface::results::#result_types,)* }
             };
         }
     };

@@ -14,7 +14,9 @@ pub fn generate(source: &str) -> Result<String, TableError> {
     Ok(emit::emit(&table))
 }
 
-/// The tools/list `tools` array as pretty JSON (the golden file's format).
+/// The tools/list `tools` array as pretty JSON, as the table gives it: the
+/// server adds each tool's `outputSchema` (derived from its result type) at
+/// run time, so the golden file holds more.
 pub fn catalog_pretty(source: &str) -> Result<String, TableError> {
     let table = table::read(source)?;
     Ok(serde_json::to_string_pretty(&schema::catalog(&table)).expect("catalog json") + "\n")

@@ -49,6 +49,9 @@ pub struct Shape {
 pub struct Tool {
     pub name: String,
     pub description: String,
+    /// The Rust type of the tool's structured result (in `crate::results`);
+    /// its schema is the tool's `outputSchema`. Tools may share one.
+    pub result: String,
     pub progress: String,
     #[serde(default)]
     pub workspace_bound: bool,
@@ -205,6 +208,12 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
+fn is_type_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
+        && chars.all(|c| c.is_ascii_alphanumeric())
+}
+
 fn check(table: &Table) -> Result<(), TableError> {
     let mut tools = BTreeSet::new();
     for (name, shape) in &table.shape {
@@ -225,6 +234,12 @@ fn check(table: &Table) -> Result<(), TableError> {
         if !tools.insert(tool.name.as_str()) {
             return Err(TableError(format!(
                 "operations.toml: {entry}: duplicate tool"
+            )));
+        }
+        if !is_type_name(&tool.result) {
+            return Err(TableError(format!(
+                "operations.toml: {entry}: `result` names a Rust type (UpperCamelCase ASCII), not `{}`",
+                tool.result
             )));
         }
         if tool.description.trim().is_empty() {

@@ -19,6 +19,7 @@ const GOOD_TOOL: &str = r#"
 [[tool]]
 name = "good_tool"
 description = "A tool that is fine."
+result = "SomeResult"
 progress = "quiet"
 read_only = true
 args = [
@@ -30,11 +31,16 @@ fn table(tools: &str) -> String {
     format!("{PRELUDE}{GOOD_TOOL}{tools}")
 }
 
-/// One `[[tool]]` entry with these keys (besides its name and description)
-/// and arguments.
+/// One `[[tool]]` entry with these keys (besides its name and description;
+/// `result = "SomeResult"` unless the keys name a result) and arguments.
 fn tool(name: &str, keys: &[&str], args: &[&str]) -> String {
+    let result = if keys.iter().any(|key| key.starts_with("result")) {
+        ""
+    } else {
+        "result = \"SomeResult\"\n"
+    };
     format!(
-        "\n[[tool]]\nname = \"{name}\"\ndescription = \"A case of the table checks.\"\n{}\nargs = [\n{}\n]\n",
+        "\n[[tool]]\nname = \"{name}\"\ndescription = \"A case of the table checks.\"\n{result}{}\nargs = [\n{}\n]\n",
         keys.join("\n"),
         args.join(",\n"),
     )
@@ -158,6 +164,28 @@ fn cases() -> Vec<Case> {
             &["tool `blank`", "argument `path`", "empty doc"],
         ),
         case(
+            "a tool that names no result type",
+            table(
+                r#"
+[[tool]]
+name = "resultless"
+description = "Says nothing of what it answers."
+progress = "quiet"
+args = []
+"#,
+            ),
+            &["operations.toml", "resultless", "result"],
+        ),
+        case(
+            "a result that is not a Rust type name",
+            table(&tool(
+                "oddly_typed",
+                &[QUIET, r#"result = "some_result""#],
+                &[],
+            )),
+            &["operations.toml", "tool `oddly_typed`", "`some_result`"],
+        ),
+        case(
             "a speculative tool without its note",
             table(&tool("probe", &[QUIET, "speculative = true"], &[])),
             &["tool `probe`", "speculative_note"],
@@ -170,6 +198,10 @@ fn a_good_table_generates_code() {
     let code = generate(&table("")).expect("the small table is valid");
     assert!(code.contains("pub struct GoodToolArgs"));
     assert!(code.contains("trait Operations"));
+    // The method returns the result type the table names, whose schema is
+    // the tool's outputSchema.
+    assert!(code.contains("Result<results::SomeResult, ToolError>"));
+    assert!(code.contains("results::output_schema::<results::SomeResult>()"));
 }
 
 #[test]

@@ -20,23 +20,19 @@ use lean_beam_mcp::mcp::era;
 use lean_beam_mcp::mcp::jsonrpc::{self, Incoming, RequestId};
 use lean_beam_mcp::mcp::session::Session;
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::{Operations, Tool, ToolOutcome};
+use lean_beam_mcp::surface::{Handler, Tool, ToolCall, ToolOutcome};
 use lean_beam_mcp_fuzz::{from_schema, number, string, value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
 
+/// Answers every call at once with its tool's name.
 struct Immediate;
 
-macro_rules! immediate_operations {
-    ($($method:ident: $args:ty,)*) => {
-        impl Operations for Immediate {
-            $(async fn $method(&self, _ctx: &CallContext, _args: $args) -> ToolOutcome {
-                Ok(json!({ "tool": stringify!($method) }))
-            })*
-        }
-    };
+impl Handler for Immediate {
+    async fn handle(&self, ctx: &CallContext, _call: ToolCall) -> ToolOutcome {
+        Ok(json!({ "tool": ctx.tool.name() }))
+    }
 }
-lean_beam_mcp::for_each_tool!(immediate_operations);
 
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_current_thread()

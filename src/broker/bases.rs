@@ -25,12 +25,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::compiler;
 use super::launch::Launcher;
 use super::outline::Skeleton;
 use super::workspace::Root;
+use crate::results::PrefixBaseStats;
 use crate::safe_fs::{self, Dir, FsError};
 use crate::{log_debug, log_info};
 
@@ -251,17 +250,17 @@ impl Bases {
         state.entries.clear();
     }
 
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> PrefixBaseStats {
         let state = self.lock();
-        json!({
-            "enabled": self.dir.is_some() && !state.off,
-            "dir": self.dir.as_ref().map(|d| d.display().to_string()),
-            "ready": state.ready.len(),
-            "uses": state.uses,
-            "compiling": state.compiling.is_some(),
-            "compiled": state.compiles,
-            "failed": state.failures,
-        })
+        PrefixBaseStats {
+            enabled: self.dir.is_some() && !state.off,
+            dir: self.dir.as_ref().map(|d| d.display().to_string()),
+            ready: state.ready.len() as u64,
+            uses: state.uses,
+            compiling: state.compiling.is_some(),
+            compiled: state.compiles,
+            failed: state.failures,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::compiler::{self, RunError};
 use super::lakefile;
@@ -41,6 +41,15 @@ impl Artifacts {
             ("c", &self.c),
         ]
     }
+}
+
+/// What a checkpoint published: the artifacts the toolchain produced (C only
+/// when it did).
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub olean: PathBuf,
+    pub ilean: PathBuf,
+    pub c: Option<PathBuf>,
 }
 
 /// A stable 64-bit FNV-1a hash of the source, as 16 hex digits.
@@ -351,7 +360,7 @@ pub async fn save(
     expected_hash: &str,
     max_bytes: u64,
     limit: Duration,
-) -> Result<(Artifacts, Value), ToolError> {
+) -> Result<Published, ToolError> {
     let target = artifacts(root, module);
     let refused = |e: FsError| match e {
         FsError::WrongType { .. } | FsError::Outside { .. } => {
@@ -403,14 +412,12 @@ pub async fn save(
     })
     .await
     .map_err(refused)?;
-    let mut paths = json!({
-        "olean": target.olean.to_string_lossy(),
-        "ilean": target.ilean.to_string_lossy(),
-    });
-    if published.contains(&"c") {
-        paths["c"] = Value::String(target.c.to_string_lossy().into_owned());
-    }
-    Ok((target, paths))
+    let c = published.contains(&"c").then(|| target.c.clone());
+    Ok(Published {
+        olean: target.olean,
+        ilean: target.ilean,
+        c,
+    })
 }
 
 /// Kills the compiler's process group when a compile is abandoned (timeout,

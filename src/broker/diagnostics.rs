@@ -1,10 +1,11 @@
 //! Lean diagnostics as the broker keeps them: counts, scope filtering, log
 //! levels and save readiness.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::bases::DIR_PREFIX;
 use crate::context::LogLevel;
+use crate::results::{DiagnosticCounts, DiagnosticItem, Readiness, ReadinessReason, Severity};
 use crate::surface::DiagnosticScope;
 
 /// LSP severities.
@@ -54,13 +55,13 @@ pub fn log_level(diagnostic: &Value) -> LogLevel {
     }
 }
 
-pub fn severity_name(severity: u64) -> &'static str {
+pub fn severity_name(severity: u64) -> Severity {
     match severity {
-        ERROR => "error",
-        WARNING => "warning",
-        INFORMATION => "information",
-        HINT => "hint",
-        _ => "unknown",
+        ERROR => Severity::Error,
+        WARNING => Severity::Warning,
+        INFORMATION => Severity::Information,
+        HINT => Severity::Hint,
+        _ => Severity::Unknown,
     }
 }
 
@@ -137,42 +138,42 @@ pub fn scrub(diagnostic: &mut Value) {
 }
 
 /// The complete counts of a diagnostic set.
-pub fn counts(diagnostics: &[Value]) -> Value {
-    let mut c = [0u64; 5];
+pub fn counts(diagnostics: &[Value]) -> DiagnosticCounts {
+    let mut counts = DiagnosticCounts {
+        total: diagnostics.len() as u64,
+        ..DiagnosticCounts::default()
+    };
     for d in diagnostics {
-        let slot = match severity(d) {
-            s @ 1..=4 => (s - 1) as usize,
-            _ => 4,
+        let slot = match severity_name(severity(d)) {
+            Severity::Error => &mut counts.error,
+            Severity::Warning => &mut counts.warning,
+            Severity::Information => &mut counts.information,
+            Severity::Hint => &mut counts.hint,
+            Severity::Unknown => &mut counts.unknown,
         };
-        c[slot] += 1;
+        *slot += 1;
     }
-    json!({
-        "error": c[0], "warning": c[1], "information": c[2], "hint": c[3], "unknown": c[4],
-        "total": diagnostics.len(),
-    })
+    counts
 }
 
 /// The agent-facing form of one diagnostic: the LSP fields that matter, with a
-/// severity name next to the number.
-pub fn item(diagnostic: &Value) -> Value {
-    let mut item = json!({
-        "range": diagnostic.get("range").cloned().unwrap_or(Value::Null),
-        "severity": severity_name(severity(diagnostic)),
-        "message": message(diagnostic),
-    });
-    if let Some(full) = diagnostic.get("fullRange") {
-        if Some(full) != diagnostic.get("range") {
-            item["fullRange"] = full.clone();
-        }
+/// severity name in place of the number.
+pub fn item(diagnostic: &Value) -> DiagnosticItem {
+    let range = diagnostic.get("range");
+    DiagnosticItem {
+        range: range.cloned().unwrap_or(Value::Null),
+        severity: severity_name(severity(diagnostic)),
+        message: message(diagnostic).to_owned(),
+        full_range: diagnostic
+            .get("fullRange")
+            .filter(|full| Some(*full) != range)
+            .cloned(),
+        code: diagnostic.get("code").cloned(),
     }
-    if let Some(code) = diagnostic.get("code") {
-        item["code"] = code.clone();
-    }
-    item
 }
 
 /// Save readiness of one elaborated version.
-pub fn readiness(diagnostics: &[Value], fatal: bool) -> Value {
+pub fn readiness(diagnostics: &[Value], fatal: bool) -> Readiness {
     let blocking: Vec<&Value> = diagnostics
         .iter()
         .filter(|d| severity(d) == ERROR)
@@ -185,24 +186,26 @@ pub fn readiness(diagnostics: &[Value], fatal: bool) -> Value {
         );
     }
     let reason = if fatal {
-        "fatalError"
+        ReadinessReason::FatalError
     } else if !blocking.is_empty() {
-        "errors"
+        ReadinessReason::Errors
     } else {
-        "ok"
+        ReadinessReason::Ok
     };
-    let count = blocking.len() + usize::from(fatal);
-    json!({
-        "save_ready": count == 0,
-        "reason": reason,
-        "blocking_error_count": count,
-        "blocking_diagnostics": blocking.iter().map(|d| item(d)).collect::<Vec<_>>(),
-        "blocking_messages": messages,
-    })
+    let count = (blocking.len() + usize::from(fatal)) as u64;
+    Readiness {
+        save_ready: count == 0,
+        reason,
+        blocking_error_count: count,
+        blocking_diagnostics: blocking.iter().map(|d| item(d)).collect(),
+        blocking_messages: messages,
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -232,15 +235,14 @@ mod tests {
             json!({"severity": 3, "message": "fyi", "range": {}}),
         ];
         let c = counts(&diags);
-        assert_eq!(
-            (c["error"].as_u64(), c["total"].as_u64()),
-            (Some(1), Some(3))
-        );
+        assert_eq!((c.error, c.warning, c.information, c.total), (1, 1, 1, 3));
         let r = readiness(&diags, false);
-        assert_eq!(r["save_ready"], false);
-        assert_eq!(r["reason"], "errors");
-        assert_eq!(readiness(&diags[1..], false)["save_ready"], true);
-        assert_eq!(readiness(&[], true)["blocking_error_count"], 1);
+        assert!(!r.save_ready);
+        assert_eq!(r.reason, ReadinessReason::Errors);
+        assert!(readiness(&diags[1..], false).save_ready);
+        let fatal = readiness(&[], true);
+        assert_eq!(fatal.blocking_error_count, 1);
+        assert_eq!(fatal.reason, ReadinessReason::FatalError);
     }
 
     /// Publishes recorded from the Lean 4.35 test server with a `LAKE` whose

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::diagnostics;
@@ -16,6 +16,7 @@ use super::workspace::DocPath;
 use crate::log_warn;
 use crate::lsp::protocol::{FileProgressKind, FileProgressProcessingInfo};
 use crate::process::tree::Seen;
+use crate::results::DocumentProgress;
 
 /// What Lean has reported for the document's current version. Published through
 /// a watch channel so that waiting calls see every change.
@@ -172,8 +173,13 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn to_json(&self) -> Value {
-        json!({ "updates": self.updates, "done": self.done, "range_end_line": self.frontier_line })
+    /// What results and errors show of it.
+    pub fn summary(&self) -> DocumentProgress {
+        DocumentProgress {
+            updates: self.updates,
+            done: self.done,
+            range_end_line: self.frontier_line,
+        }
     }
 }
 
@@ -623,7 +629,7 @@ mod tests {
         });
         doc.reset_report(2);
         let report = |kind: u8| -> Vec<FileProgressProcessingInfo> {
-            serde_json::from_value(json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}, "kind": kind}])).unwrap()
+            serde_json::from_value(serde_json::json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}, "kind": kind}])).unwrap()
         };
         // The crash's report arrives after the reopen: the file looks stopped...
         doc.on_progress(Some(2), &report(2));

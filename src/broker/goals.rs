@@ -9,28 +9,13 @@ use serde_json::{Value, json};
 
 use super::snapshot::Target;
 use crate::lsp::protocol::{collect_rpc_refs, flatten_tagged_text};
+use crate::results::{Goal, GoalSource, Hypothesis};
 use crate::surface::{GoalsMode, ToolError};
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 /// Lean's "RPC session expired, reconnect" error.
 const RPC_NEEDS_RECONNECT: i64 = -32900;
-
-/// Where the goals came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Rpc,
-    PlainGoal,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Rpc => "rpc",
-            Source::PlainGoal => "plainGoal",
-        }
-    }
-}
 
 /// The position whose goals answer `mode` for the tactic at `(line, character)`.
 /// Lean reports the goals *before* a tactic at its first character and the
@@ -96,35 +81,45 @@ fn byte_of_utf16(s: &str, units: usize) -> usize {
     s.len()
 }
 
-/// One interactive goal as agents see it.
-fn goal_json(goal: &Value) -> Value {
-    let hyps: Vec<Value> = goal
+/// One interactive goal (`Lean.Widget.InteractiveGoal`) as agents see it:
+/// tagged text flattened, hypotheses with their names, type and value.
+fn interactive_goal(goal: &Value) -> Goal {
+    let text = |v: Option<&Value>| v.map(flatten_tagged_text).unwrap_or_default();
+    let hyps = goal
         .get("hyps")
         .and_then(Value::as_array)
         .map(|hyps| {
             hyps.iter()
-                .map(|h| {
-                    let mut hyp = json!({
-                        "names": h.get("names").cloned().unwrap_or(json!([])),
-                        "type": h.get("type").map(flatten_tagged_text).unwrap_or_default(),
-                    });
-                    if let Some(val) = h.get("val") {
-                        hyp["value"] = Value::String(flatten_tagged_text(val));
-                    }
-                    hyp
+                .map(|h| Hypothesis {
+                    names: h
+                        .get("names")
+                        .and_then(Value::as_array)
+                        .map(|names| {
+                            names
+                                .iter()
+                                .filter_map(|n| n.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    ty: text(h.get("type")),
+                    value: h.get("val").map(flatten_tagged_text),
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let mut out = json!({
-        "goalPrefix": goal.get("goalPrefix").and_then(Value::as_str).unwrap_or("⊢ "),
-        "target": goal.get("type").map(flatten_tagged_text).unwrap_or_default(),
-        "hyps": hyps,
-    });
-    if let Some(name) = goal.get("userName").and_then(Value::as_str) {
-        out["userName"] = Value::String(name.to_string());
+    Goal {
+        goal_prefix: goal
+            .get("goalPrefix")
+            .and_then(Value::as_str)
+            .unwrap_or("⊢ ")
+            .to_owned(),
+        target: text(goal.get("type")),
+        hyps,
+        user_name: goal
+            .get("userName")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
-    out
 }
 
 /// The RPC session of the bound document, connecting (and keeping it alive) on
@@ -174,7 +169,7 @@ pub async fn goals(
     bound: &Target<'_>,
     line: u64,
     character: u64,
-) -> Result<(Vec<Value>, Source), ToolError> {
+) -> Result<(Vec<Goal>, GoalSource), ToolError> {
     let position = json!({ "line": line, "character": character });
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {
@@ -201,7 +196,7 @@ pub async fn goals(
                 let goals = answer
                     .get("goals")
                     .and_then(Value::as_array)
-                    .map(|g| g.iter().map(goal_json).collect())
+                    .map(|g| g.iter().map(interactive_goal).collect())
                     .unwrap_or_default();
                 let refs = collect_rpc_refs(&answer);
                 if !refs.is_empty() {
@@ -210,7 +205,7 @@ pub async fn goals(
                         json!({ "uri": bound.doc.uri, "sessionId": session, "refs": refs }),
                     );
                 }
-                return Ok((goals, Source::Rpc));
+                return Ok((goals, GoalSource::Rpc));
             }
             Err(error) => {
                 let needs_reconnect = error
@@ -237,16 +232,16 @@ pub async fn goals(
         .and_then(Value::as_array)
         .map(|g| {
             g.iter()
-                .map(|text| plain_goal_json(text.as_str().unwrap_or("")))
+                .map(|text| plain_goal(text.as_str().unwrap_or("")))
                 .collect()
         })
         .unwrap_or_default();
-    Ok((goals, Source::PlainGoal))
+    Ok((goals, GoalSource::PlainGoal))
 }
 
 /// A rendered goal (`case x\nh : T\n⊢ target`) in the structured shape, for
 /// the fallback path and for Lean's `plainTermGoal`.
-pub fn plain_goal_json(text: &str) -> Value {
+pub fn plain_goal(text: &str) -> Goal {
     let mut lines = text.lines().peekable();
     let mut user_name = None;
     if let Some(first) = lines.peek() {
@@ -270,22 +265,22 @@ pub fn plain_goal_json(text: &str) -> Value {
                 Some((t, v)) => (t, Some(v)),
                 None => (ty, None),
             };
-            let mut hyp =
-                json!({ "names": names.split_whitespace().collect::<Vec<_>>(), "type": ty });
-            if let Some(v) = value {
-                hyp["value"] = Value::String(v.to_string());
-            }
-            hyps.push(hyp);
+            hyps.push(Hypothesis {
+                names: names.split_whitespace().map(str::to_owned).collect(),
+                ty: ty.to_owned(),
+                value: value.map(str::to_owned),
+            });
         } else if let Some(last) = hyps.last_mut() {
-            let ty = format!("{}\n{line}", last["type"].as_str().unwrap_or(""));
-            last["type"] = Value::String(ty);
+            last.ty.push('\n');
+            last.ty.push_str(line);
         }
     }
-    let mut goal = json!({ "goalPrefix": "⊢ ", "target": target, "hyps": hyps });
-    if let Some(name) = user_name {
-        goal["userName"] = Value::String(name);
+    Goal {
+        goal_prefix: "⊢ ".to_owned(),
+        target,
+        hyps,
+        user_name,
     }
-    goal
 }
 
 #[cfg(test)]
@@ -328,9 +323,9 @@ mod tests {
 
     #[test]
     fn plain_goal_fallback_parses_cases_and_lets() {
-        let g = plain_goal_json("case succ\nm : N\nt : N := one.add one\n⊢ Eq t two");
-        assert_eq!(g["userName"], "succ");
-        assert_eq!(g["hyps"][1]["value"], "one.add one");
-        assert_eq!(g["target"], "Eq t two");
+        let g = plain_goal("case succ\nm : N\nt : N := one.add one\n⊢ Eq t two");
+        assert_eq!(g.user_name.as_deref(), Some("succ"));
+        assert_eq!(g.hyps[1].value.as_deref(), Some("one.add one"));
+        assert_eq!(g.target, "Eq t two");
     }
 }

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use crate::results::HandleStats;
 use crate::surface::{ErrorCode, ToolError};
 
 /// The token prefix (and format version).
@@ -478,16 +479,16 @@ impl HandleStore {
         self.len() == 0
     }
 
-    pub fn stats(&self) -> serde_json::Value {
+    pub fn stats(&self) -> HandleStats {
         let inner = self.inner();
-        json!({
-            "live": inner.entries.len(),
-            "capacity": self.limits.count,
-            "bytes": inner.bytes,
-            "byteCapacity": self.limits.bytes,
-            "sharedTexts": inner.bases.len(),
-            "evicted": inner.evicted,
-        })
+        HandleStats {
+            live: inner.entries.len() as u64,
+            capacity: self.limits.count as u64,
+            bytes: inner.bytes as u64,
+            byte_capacity: self.limits.bytes as u64,
+            shared_texts: inner.bases.len() as u64,
+            evicted: inner.evicted,
+        }
     }
 }
 
@@ -601,7 +602,7 @@ mod tests {
         let _c = store.mint(state()).unwrap();
         assert!(store.take(&a, false).is_ok());
         assert!(store.take(&b, false).is_err());
-        assert_eq!(store.stats()["evicted"], 1);
+        assert_eq!(store.stats().evicted, 1);
     }
 
     #[test]
@@ -628,12 +629,9 @@ mod tests {
                 .unwrap();
         }
         let stats = store.stats();
-        assert_eq!(stats["live"], 21, "one text, shared: {stats}");
-        assert_eq!(stats["sharedTexts"], 1, "{stats}");
-        assert!(
-            stats["bytes"].as_u64().unwrap() < (one + 10 * 1024) as u64,
-            "{stats}"
-        );
+        assert_eq!(stats.live, 21, "one text, shared: {stats:?}");
+        assert_eq!(stats.shared_texts, 1, "{stats:?}");
+        assert!(stats.bytes < (one + 10 * 1024) as u64, "{stats:?}");
         assert_eq!(
             store.take(&last, false).unwrap().shadow.text(),
             format!("{text}  a\n{}", "  b\n".repeat(20))
@@ -642,11 +640,7 @@ mod tests {
         let other: Arc<str> = Arc::from("y".repeat(1 << 20));
         store.mint(state_on(&other, "  c\n")).unwrap();
         let stats = store.stats();
-        assert_eq!(
-            (stats["live"].as_u64(), stats["sharedTexts"].as_u64()),
-            (Some(1), Some(1)),
-            "{stats}"
-        );
+        assert_eq!((stats.live, stats.shared_texts), (1, 1), "{stats:?}");
         assert!(store.take(&first, false).is_err());
         // A state larger than the bound alone is refused, clearly.
         let huge: Arc<str> = Arc::from("z".repeat(2 << 20));

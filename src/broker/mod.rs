@@ -25,15 +25,14 @@ pub mod sync;
 pub mod text;
 pub mod workspace;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-
-use serde_json::{Map, Value, json};
 
 use launch::{Launcher, Limits, Timeouts, env};
 use runtime::{Runtime, RuntimeUse};
 use workspace::Root;
 
+use crate::results::{self, LimitUse, RuntimeStats};
 use crate::surface::ToolError;
 
 pub struct Broker {
@@ -197,19 +196,18 @@ impl Broker {
         while stops.join_next().await.is_some() {}
     }
 
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> BTreeMap<String, RuntimeStats> {
         let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
-        let mut out = Map::new();
-        for rt in runtimes {
-            out.insert(rt.root.display(), rt.stats());
-        }
-        Value::Object(out)
+        runtimes
+            .iter()
+            .map(|rt| (rt.root.display(), rt.stats()))
+            .collect()
     }
 
     /// Every bound, the variable that sets it, and what is used of it now
     /// (for per-runtime bounds, the most any runtime uses). The memory of
     /// the Lean processes is read now, off the async runtime.
-    pub async fn limits(&self) -> Value {
+    pub async fn limits(&self) -> results::Limits {
         let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
         let most = |f: &dyn Fn(&Runtime) -> u64| runtimes.iter().map(|rt| f(rt)).max().unwrap_or(0);
         let clients: Vec<_> = runtimes
@@ -229,41 +227,56 @@ impl Broker {
         .flatten();
         let mib = 1024 * 1024;
         let limits = &self.limits;
-        json!({
-            (env::MAX_RUNTIMES): {
-                "limit": limits.runtimes,
-                "used": runtimes.len(),
-                "busy": runtimes.iter().filter(|rt| !rt.is_idle()).count(),
-                "per": "server",
+        let bound = |limit: u64, used: Option<u64>, per: &'static str| LimitUse {
+            limit: Some(limit),
+            used: used.map(Some),
+            busy: None,
+            per,
+        };
+        results::Limits {
+            max_runtimes: LimitUse {
+                busy: Some(runtimes.iter().filter(|rt| !rt.is_idle()).count() as u64),
+                ..bound(
+                    limits.runtimes as u64,
+                    Some(runtimes.len() as u64),
+                    "server",
+                )
             },
-            (env::MAX_DOCUMENTS): {
-                "limit": limits.documents,
-                "used": most(&|rt| rt.open_in_lean() as u64),
-                "per": "runtime",
+            max_documents: bound(
+                limits.documents as u64,
+                Some(most(&|rt| rt.open_in_lean() as u64)),
+                "runtime",
+            ),
+            shadow_slots: bound(limits.shadow_slots as u64, None, "document"),
+            max_handles: bound(
+                limits.handles.count as u64,
+                Some(most(&|rt| rt.handle_stats().live)),
+                "runtime",
+            ),
+            max_handle_bytes: bound(
+                limits.handles.bytes as u64,
+                Some(most(&|rt| rt.handle_stats().bytes)),
+                "runtime",
+            ),
+            max_lean_rss_mib: LimitUse {
+                limit: limits.lean_rss.map(|b| b / mib),
+                used: Some(largest_rss.map(|b| b / mib)),
+                busy: None,
+                per: "Lean process",
             },
-            (env::SHADOW_SLOTS): { "limit": limits.shadow_slots, "per": "document" },
-            (env::MAX_HANDLES): {
-                "limit": limits.handles.count,
-                "used": most(&|rt| rt.handle_stats()["live"].as_u64().unwrap_or(0)),
-                "per": "runtime",
-            },
-            (env::MAX_HANDLE_BYTES): {
-                "limit": limits.handles.bytes,
-                "used": most(&|rt| rt.handle_stats()["bytes"].as_u64().unwrap_or(0)),
-                "per": "runtime",
-            },
-            (env::MAX_LEAN_RSS_MIB): {
-                "limit": limits.lean_rss.map(|b| b / mib),
-                "used": largest_rss.map(|b| b / mib),
-                "per": "Lean process",
-            },
-            (env::MAX_FILE_BYTES): { "limit": limits.max_file_bytes, "per": "source file" },
-            (env::RUNTIME_IDLE_SECS): {
-                "limit": limits.runtime_idle.as_secs(),
-                "used": most(&|rt| if rt.is_idle() { rt.last_used().elapsed().as_secs() } else { 0 }),
-                "per": "runtime",
-            },
-        })
+            max_file_bytes: bound(limits.max_file_bytes, None, "source file"),
+            runtime_idle_secs: bound(
+                limits.runtime_idle.as_secs(),
+                Some(most(&|rt| {
+                    if rt.is_idle() {
+                        rt.last_used().elapsed().as_secs()
+                    } else {
+                        0
+                    }
+                })),
+                "runtime",
+            ),
+        }
     }
 }
 
@@ -279,4 +292,51 @@ fn runtimes_busy(root: &Root, limit: usize, used: usize) -> ToolError {
             root.display()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::env;
+    use crate::results::{LimitUse, Limits};
+
+    /// `beam_stats.limits` names each bound by the variable that sets it.
+    #[test]
+    fn limits_are_keyed_by_their_variables() {
+        let any = LimitUse {
+            limit: None,
+            used: None,
+            busy: None,
+            per: "x",
+        };
+        let limits = Limits {
+            max_runtimes: any.clone(),
+            max_documents: any.clone(),
+            shadow_slots: any.clone(),
+            max_handles: any.clone(),
+            max_handle_bytes: any.clone(),
+            max_lean_rss_mib: any.clone(),
+            max_file_bytes: any.clone(),
+            runtime_idle_secs: any,
+        };
+        let keys: Vec<String> = serde_json::to_value(limits)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                env::MAX_RUNTIMES,
+                env::MAX_DOCUMENTS,
+                env::SHADOW_SLOTS,
+                env::MAX_HANDLES,
+                env::MAX_HANDLE_BYTES,
+                env::MAX_LEAN_RSS_MIB,
+                env::MAX_FILE_BYTES,
+                env::RUNTIME_IDLE_SECS,
+            ]
+        );
+    }
 }

@@ -21,6 +21,7 @@ use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
 use crate::lsp::uri::path_to_uri;
 use crate::lsp::{LspClient, ServerEvent};
+use crate::results::{DocumentStats, HandleStats, MemoryStats, RuntimeStats};
 use crate::surface::{ErrorCode, ToolError};
 use crate::{log_debug, log_info, log_warn};
 
@@ -227,7 +228,7 @@ impl Runtime {
     }
 
     /// The live proof handles.
-    pub fn handle_stats(&self) -> Value {
+    pub fn handle_stats(&self) -> HandleStats {
         self.handles.stats()
     }
 
@@ -559,47 +560,66 @@ impl Runtime {
         }
     }
 
-    pub fn stats(&self) -> Value {
-        let docs: Vec<Value> = {
+    pub fn stats(&self) -> RuntimeStats {
+        let documents: Vec<DocumentStats> = {
             let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-            let mut docs: Vec<Value> = by_file
+            let mut documents: Vec<DocumentStats> = by_file
                 .values()
                 .filter(|d| !d.is_shadow())
                 .map(|d| {
                     let s = d.state();
-                    json!({ "path": d.path.shown, "version": s.version, "open": s.open_in.is_some(), "settled": s.is_settled(), "workerPid": s.worker.map(|w| w.pid) })
+                    DocumentStats {
+                        path: d.path.shown.clone(),
+                        version: s.version,
+                        open: s.open_in.is_some(),
+                        settled: s.is_settled(),
+                        worker_pid: s.worker.map(|w| w.pid),
+                    }
                 })
                 .collect();
-            docs.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-            docs
+            documents.sort_by(|a, b| a.path.cmp(&b.path));
+            documents
         };
         let session = self.session.try_lock().ok().and_then(|s| s.clone());
         let starts = self.starts.load(Ordering::Relaxed);
         let memory = {
             let memory = self.memory_used();
-            json!({ "largestMib": memory.largest.map(|b| b >> 20), "killed": memory.kills })
+            MemoryStats {
+                largest_mib: memory.largest.map(|b| b >> 20),
+                killed: memory.kills,
+            }
         };
-        json!({
-            "root": self.root.display(),
-            "serverCommand": self.launcher.describe(&self.root),
-            "pid": session.as_ref().map(|s| s.client.pid()),
-            "alive": session.as_ref().is_some_and(|s| s.client.is_alive()),
-            "uptimeMs": self.created.elapsed().as_millis() as u64,
-            "idleMs": if self.is_idle() { self.last_used().elapsed().as_millis() as u64 } else { 0 },
-            "callsInFlight": self.in_flight.load(Ordering::Relaxed),
-            "documents": docs,
-            "documentsOpenInLean": self.open_in_lean(),
-            "memory": memory,
-            "requests": self.requests.load(Ordering::Relaxed),
-            "lspRequests": session.as_ref().map(|s| s.client.stats().requests),
-            "starts": starts,
-            "restarts": starts.saturating_sub(1),
-            "failedStarts": self.failed_starts.load(Ordering::Relaxed),
-            "handles": self.handles.stats(),
-            "prefixBases": self.bases.stats(),
-            "shadowSlots": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.len()).sum::<usize>(),
-            "shadowSlotsOpen": self.shadows.lock().unwrap_or_else(|e| e.into_inner()).values().map(|p| p.open_in_lean()).sum::<usize>(),
-        })
+        let (shadow_slots, shadow_slots_open) = {
+            let pools = self.shadows.lock().unwrap_or_else(|e| e.into_inner());
+            let slots = pools.values().map(|p| p.len() as u64).sum();
+            let open = pools.values().map(|p| p.open_in_lean() as u64).sum();
+            (slots, open)
+        };
+        RuntimeStats {
+            root: self.root.display(),
+            server_command: self.launcher.describe(&self.root),
+            pid: session.as_ref().map(|s| s.client.pid()),
+            alive: session.as_ref().is_some_and(|s| s.client.is_alive()),
+            uptime_ms: self.created.elapsed().as_millis() as u64,
+            idle_ms: if self.is_idle() {
+                self.last_used().elapsed().as_millis() as u64
+            } else {
+                0
+            },
+            calls_in_flight: self.in_flight.load(Ordering::Relaxed) as u64,
+            documents,
+            documents_open_in_lean: self.open_in_lean() as u64,
+            memory,
+            requests: self.requests.load(Ordering::Relaxed),
+            lsp_requests: session.as_ref().map(|s| s.client.stats().requests),
+            starts,
+            restarts: starts.saturating_sub(1),
+            failed_starts: self.failed_starts.load(Ordering::Relaxed),
+            handles: self.handles.stats(),
+            prefix_bases: self.bases.stats(),
+            shadow_slots,
+            shadow_slots_open,
+        }
     }
 
     /// A checkpoint of module `module` (file `saved`) was published. Lean

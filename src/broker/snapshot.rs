@@ -1,7 +1,6 @@
 //! Snapshot binding: a snapshot-bound call names the document version it was
 //! computed for, and every answer is tied to that version.
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::document::{Doc, DocState, DocUse, Snapshot};
@@ -20,21 +19,6 @@ pub struct Bound<'c> {
     pub session: Session,
     /// The call: its waits on Lean forward the file's progress.
     pub ctx: &'c CallContext,
-}
-
-/// What every answer about a pinned document version names first.
-#[derive(Debug, Serialize)]
-pub struct DocAnswer {
-    pub workspace: Value,
-    pub path: String,
-    pub version: u64,
-    /// The addressed line, for answers at a position: an off-by-one shows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line_text: Option<String>,
-    /// The file changed on disk since this version was read from it: sync
-    /// before trusting the answer. Left out while it has not.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub disk_changed: bool,
 }
 
 pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> ToolError {
@@ -286,18 +270,6 @@ impl Bound<'_> {
     /// Whether the file changed on disk since the pinned version was read.
     pub async fn disk_changed(&self) -> bool {
         sync::disk_changed(&self.doc, &self.state).await
-    }
-
-    /// The head of an answer about the pinned version; `line` names the
-    /// addressed line of a position-bound answer.
-    pub fn answer(&self, line: Option<u64>, disk_changed: bool) -> DocAnswer {
-        DocAnswer {
-            workspace: self.rt.root.descriptor(),
-            path: self.doc.path.shown.clone(),
-            version: self.state.version,
-            line_text: line.and_then(|l| self.line_text(l)).map(str::to_owned),
-            disk_changed,
-        }
     }
 
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {

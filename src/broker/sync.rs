@@ -555,7 +555,7 @@ pub async fn barrier(
                     "path": doc.path.shown,
                     "version": version,
                     "partial": true,
-                    "document_progress": snap.progress.to_json(),
+                    "document_progress": snap.progress.summary(),
                     "counts_so_far": diagnostics::counts(snap.diagnostics.items()),
                 })));
             }
@@ -661,28 +661,6 @@ pub async fn sync_locked(
             text,
         });
     }
-}
-
-/// The stable sync result shape (seed: "Stable Result Shapes").
-pub fn sync_result(rt: &Runtime, doc: &Doc, synced: &Synced, options: SyncOptions) -> Value {
-    let diags = synced.snapshot.diagnostics.items();
-    let mut diagnostics = json!({ "counts": diagnostics::counts(diags) });
-    if options.items {
-        let items: Vec<Value> = diags
-            .iter()
-            .filter(|d| diagnostics::in_scope(d, options.scope))
-            .map(diagnostics::item)
-            .collect();
-        diagnostics["items"] = Value::Array(items);
-    }
-    json!({
-        "workspace": rt.root.descriptor(),
-        "path": doc.path.shown,
-        "version": synced.version,
-        "diagnostics": diagnostics,
-        "readiness": diagnostics::readiness(diags, synced.snapshot.progress.fatal),
-        "document_progress": synced.snapshot.progress.to_json(),
-    })
 }
 
 /// Close `doc` in Lean if it is open there. A dead connection has closed it

@@ -10,8 +10,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::results::WorkspaceEcho;
 use crate::surface::{ErrorCode, ToolError, Workspace};
 
 /// Files whose presence makes a directory a Lean/Lake project.
@@ -36,8 +37,10 @@ impl Root {
     }
 
     /// The canonical descriptor that results echo.
-    pub fn descriptor(&self) -> Value {
-        json!({ "root": self.display() })
+    pub fn descriptor(&self) -> WorkspaceEcho {
+        WorkspaceEcho {
+            root: self.display(),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use super::sessions;
 use super::sessions::LegacySession;
 use super::{Server, method_not_allowed, refuse};
 use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Incoming, RpcError};
-use crate::surface::Operations;
+use crate::surface::Handler;
 
 /// A request reusing the id of a call in flight on its session, well-formed
 /// or not: ignored (an answer with that id would be a second terminal
@@ -41,7 +41,7 @@ pub(super) enum Lookup {
     Malformed,
 }
 
-impl<O: Operations + 'static> Server<O> {
+impl<O: Handler + 'static> Server<O> {
     pub(super) fn lookup(&self, parts: &Parts) -> Lookup {
         match headers::get(&parts.headers, SESSION_ID) {
             Ok(None) => Lookup::Missing,

@@ -40,7 +40,7 @@ use tokio::task::JoinSet;
 use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
 use crate::mcp::session::Session;
-use crate::surface::Operations;
+use crate::surface::Handler;
 use crate::{log_error, log_info, log_warn};
 
 pub use auth::Token;
@@ -234,7 +234,7 @@ pub(crate) struct Server<O> {
     draining: Drain,
 }
 
-impl<O: Operations + 'static> Server<O> {
+impl<O: Handler + 'static> Server<O> {
     fn new(dispatcher: Arc<Dispatcher<O>>, config: HttpConfig) -> Self {
         let draining = config.drain.clone();
         Self {
@@ -553,7 +553,7 @@ pub async fn serve<O, S>(
     listener: TcpListener,
     shutdown: S,
 ) where
-    O: Operations + 'static,
+    O: Handler + 'static,
     S: Future<Output = ()>,
 {
     config.allow.bound = listener.local_addr().ok();
@@ -679,7 +679,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 }
 
 /// Expire idle legacy sessions.
-async fn reap<O: Operations + 'static>(server: Arc<Server<O>>, mut stop: watch::Receiver<bool>) {
+async fn reap<O: Handler + 'static>(server: Arc<Server<O>>, mut stop: watch::Receiver<bool>) {
     let period =
         (server.sessions.idle / 2).clamp(Duration::from_millis(50), Duration::from_secs(30));
     let mut tick = tokio::time::interval(period);

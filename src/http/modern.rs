@@ -13,7 +13,7 @@ use super::headers;
 use super::reply::{self, Delivery, Later};
 use crate::log_warn;
 use crate::mcp::jsonrpc::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND};
-use crate::surface::Operations;
+use crate::surface::Handler;
 
 /// The HTTP status of a modern answer: 404 for an unknown method, 400 for a
 /// request the protocol refuses (envelope, headers, version, params), 500 for
@@ -27,7 +27,7 @@ pub fn status_of(code: Option<i64>) -> StatusCode {
     }
 }
 
-impl<O: Operations + 'static> Server<O> {
+impl<O: Handler + 'static> Server<O> {
     pub(super) async fn post_modern(&self, parts: &Parts, message: Incoming) -> Response<Body> {
         // The family is fixed before dispatch: a bare request on this leg is a
         // modern request missing its envelope (-32602), never legacy input.

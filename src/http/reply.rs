@@ -13,7 +13,7 @@ use super::body::{Body, OnClose, SseStream};
 use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::mcp::session::Session;
-use crate::surface::Operations;
+use crate::surface::Handler;
 
 /// Lines one request may queue before its tool waits for the client to read.
 const REQUEST_CAPACITY: usize = 256;
@@ -86,7 +86,7 @@ pub enum Delivery {
 }
 
 /// Hand one decoded message to the shared dispatcher, with a channel of its own.
-pub async fn dispatch<O: Operations + 'static>(
+pub async fn dispatch<O: Handler + 'static>(
     dispatcher: &Arc<Dispatcher<O>>,
     session: &Arc<Session>,
     message: Incoming,

@@ -1,6 +1,7 @@
 //! The transport-independent protocol core: envelope → era gate → admission →
-//! generated parse/validate → `Operations` → result envelope. Both the stdio and
-//! the HTTP transports feed it decoded lines and an `Outbound` channel.
+//! generated parse/validate → `Handler` (the typed `Operations`) → result
+//! envelope. Both the stdio and the HTTP transports feed it decoded lines and
+//! an `Outbound` channel.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
 use crate::stats::Stats;
 use crate::surface::{
-    self, ErrorCode, Operations, ParseError, ProgressClass, StatusNotice, ToolCall, ToolError,
+    self, ErrorCode, Handler, ParseError, ProgressClass, StatusNotice, ToolCall, ToolError,
     ToolOutcome,
 };
 use crate::{log_debug, log_info, log_warn};
@@ -113,10 +114,10 @@ impl Cached {
         let modern_suffix = format!(r#","resultType":"complete","_meta":{meta}"#);
         let modern_cache = r#","ttlMs":3600000,"cacheScope":"public""#;
         Cached {
-            legacy_tools_list: format!(r#"{{"tools":{}}}"#, surface::CATALOG_JSON),
+            legacy_tools_list: format!(r#"{{"tools":{}}}"#, surface::catalog_json()),
             modern_tools_list: format!(
                 r#"{{"tools":{}{modern_cache}{modern_suffix}}}"#,
-                surface::CATALOG_JSON
+                surface::catalog_json()
             ),
             modern_discover: {
                 let body = json!({
@@ -176,7 +177,7 @@ pub enum Reply {
     Line(String),
 }
 
-impl<O: Operations + 'static> Dispatcher<O> {
+impl<O: Handler + 'static> Dispatcher<O> {
     pub fn new(ops: Arc<O>, stats: Arc<Stats>, config: Config) -> Arc<Self> {
         surface::warm();
         Arc::new(Self {
@@ -635,7 +636,7 @@ impl<O: Operations + 'static> Dispatcher<O> {
                 .take_turn(&session, admission, spec.workspace_bound)
                 .await;
             // A panic in a tool must still answer its request, exactly once.
-            let outcome = CatchPanic(Box::pin(surface::dispatch(&*self.ops, &ctx, call)))
+            let outcome = CatchPanic(Box::pin(self.ops.handle(&ctx, call)))
                 .await
                 .unwrap_or_else(|message| {
                     log_warn!("{} panicked: {message}", ctx.tool.name());

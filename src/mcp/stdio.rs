@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use super::dispatcher::{Dispatcher, Reply};
 use super::jsonrpc::{self, RpcError};
 use super::session::Session;
-use crate::surface::Operations;
+use crate::surface::Handler;
 use crate::{log_info, log_warn};
 
 /// The largest accepted message line.
@@ -107,7 +107,7 @@ pub fn process_stdio() -> (
 /// Serve one stream until EOF or until the output is closed.
 pub async fn serve<O, R, W>(dispatcher: Arc<Dispatcher<O>>, input: R, output: W, max_line: usize)
 where
-    O: Operations + 'static,
+    O: Handler + 'static,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -165,7 +165,7 @@ async fn read_loop<O, R>(
     mut closed_rx: watch::Receiver<bool>,
     max_line: usize,
 ) where
-    O: Operations + 'static,
+    O: Handler + 'static,
     R: AsyncRead + Unpin,
 {
     let mut input = BufReader::with_capacity(64 * 1024, input);

@@ -1,12 +1,16 @@
 //! Document lifecycle tools: update, sync, refresh, close, drop.
 
-use serde_json::{Value, json};
-
+use super::Answer;
 use crate::broker::Broker;
-use crate::broker::runtime::RuntimeUse;
-use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::broker::diagnostics;
+use crate::broker::document::Doc;
+use crate::broker::runtime::{Runtime, RuntimeUse};
+use crate::broker::sync::{self, Mode, SyncOptions, Synced};
 use crate::broker::workspace::{self, DocPath};
-use crate::surface::{CallContext, DiagnosticScope, ToolOutcome, Workspace};
+use crate::results::{
+    CloseResult, DropReason, DropResult, SyncDiagnostics, SyncResult, UpdateResult,
+};
+use crate::surface::{CallContext, DiagnosticScope, Workspace};
 
 async fn locate(
     broker: &Broker,
@@ -19,19 +23,48 @@ async fn locate(
     Ok((rt, doc_path))
 }
 
-pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
+pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> Answer<UpdateResult> {
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
     let _edit = doc.edit.lock().await;
     let (text, disk) = sync::read_disk(&doc, rt.max_file_bytes).await?;
     let session = rt.session().await?;
     let applied = sync::apply(&session, &doc, text, disk, Mode::IfChanged).await?;
-    Ok(json!({
-        "workspace": rt.root.descriptor(),
-        "path": doc.path.shown,
-        "version": applied.version,
-        "changed": applied.changed,
-    }))
+    Ok(UpdateResult {
+        workspace: rt.root.descriptor(),
+        path: doc.path.shown.clone(),
+        version: applied.version,
+        changed: applied.changed,
+    })
+}
+
+/// What a completed sync answers (seed: "Stable Result Shapes"): complete
+/// counts, readiness and progress; the items in scope when asked for.
+pub(super) fn sync_result(
+    rt: &Runtime,
+    doc: &Doc,
+    synced: &Synced,
+    options: SyncOptions,
+) -> SyncResult {
+    let diags = synced.snapshot.diagnostics.items();
+    let items = options.items.then(|| {
+        diags
+            .iter()
+            .filter(|d| diagnostics::in_scope(d, options.scope))
+            .map(diagnostics::item)
+            .collect()
+    });
+    SyncResult {
+        workspace: rt.root.descriptor(),
+        path: doc.path.shown.clone(),
+        version: synced.version,
+        diagnostics: SyncDiagnostics {
+            counts: diagnostics::counts(diags),
+            items,
+        },
+        readiness: diagnostics::readiness(diags, synced.snapshot.progress.fatal),
+        document_progress: synced.snapshot.progress.summary(),
+    }
 }
 
 pub async fn sync(
@@ -42,18 +75,24 @@ pub async fn sync(
     scope: DiagnosticScope,
     items: bool,
     mode: Mode,
-) -> ToolOutcome {
+) -> Answer<SyncResult> {
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
     let options = SyncOptions { scope, items, mode };
     let _edit = doc.edit.lock().await;
     let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
-    Ok(sync::sync_result(&rt, &doc, &synced, options))
+    Ok(sync_result(&rt, &doc, &synced, options))
 }
 
-pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOutcome {
+pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> Answer<CloseResult> {
     let (root, doc_path) = broker.resolve_document(workspace, path)?;
-    let mut result = json!({ "workspace": root.descriptor(), "path": doc_path.shown, "closed": true, "wasOpen": false });
+    let mut result = CloseResult {
+        workspace: root.descriptor(),
+        path: doc_path.shown.clone(),
+        closed: true,
+        was_open: false,
+        version: None,
+    };
     // Closing never starts a runtime: a document of an absent runtime is closed.
     let Some(rt) = broker.cached(&root) else {
         return Ok(result);
@@ -68,26 +107,25 @@ pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> ToolOu
     for shadow in rt.shadow_pool(&doc_path).docs() {
         sync::close_in_lean(session.as_ref(), &shadow).await;
     }
-    if sync::close_in_lean(session.as_ref(), &doc).await {
-        result["wasOpen"] = Value::Bool(true);
-    }
-    result["version"] = json!(state.version);
+    result.was_open = sync::close_in_lean(session.as_ref(), &doc).await;
+    result.version = Some(state.version);
     Ok(result)
 }
 
-pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> ToolOutcome {
+pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> Answer<DropResult> {
     let root = workspace::resolve_for_eviction(workspace)?;
-    match broker.evict(&root).await {
-        Some(rt) => Ok(json!({
-            "workspace": root.descriptor(),
-            "dropped": true,
-            "invalidated_handles": rt.handles.len(),
-        })),
-        None => Ok(json!({
-            "workspace": root.descriptor(),
-            "dropped": false,
-            "invalidated_handles": 0,
-            "reason": "notFound",
-        })),
-    }
+    Ok(match broker.evict(&root).await {
+        Some(rt) => DropResult {
+            workspace: root.descriptor(),
+            dropped: true,
+            invalidated_handles: rt.handles.len() as u64,
+            reason: None,
+        },
+        None => DropResult {
+            workspace: root.descriptor(),
+            dropped: false,
+            invalidated_handles: 0,
+            reason: Some(DropReason::NotFound),
+        },
+    })
 }

@@ -8,17 +8,17 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
+use super::Answer;
 use super::bundle::{self, Entry};
 use super::redact::Redactor;
 use crate::broker::Broker;
 use crate::broker::workspace::Root;
 use crate::identity;
+use crate::results::{FeedbackCollected, FeedbackEvidence, FeedbackMetadata, FeedbackResult};
 use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
-use crate::surface::{
-    BeamFeedbackReportArgs, Bundle, ErrorCode, EvidenceItem, ToolError, ToolOutcome,
-};
+use crate::surface::{BeamFeedbackReportArgs, Bundle, ErrorCode, EvidenceItem, ToolError};
 
 /// Evidence items per report; more are left out (with a warning).
 const MAX_EVIDENCE_ITEMS: usize = 32;
@@ -38,7 +38,7 @@ fn unix_now() -> u64 {
 
 /// Project context of a workspace, from files and the cached runtime only: a
 /// report never starts Lean.
-async fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> Value {
+async fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> FeedbackCollected {
     let toolchain = match safe_fs::read_small_text(&root.path().join("lean-toolchain")).await {
         Ok(Some(text)) => Some(text.trim().to_string()),
         Ok(None) => {
@@ -50,22 +50,23 @@ async fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> Va
             None
         }
     };
-    let lakefiles: Vec<&str> = ["lakefile.lean", "lakefile.toml"]
+    let lakefiles: Vec<String> = ["lakefile.lean", "lakefile.toml"]
         .into_iter()
         .filter(|f| root.path().join(f).is_file())
+        .map(str::to_owned)
         .collect();
     let runtime = broker.cached(root);
     if runtime.is_none() {
         warnings.push("no runtime is cached for this workspace, so there are no live stats or open files (a report never starts Lean)".into());
     }
-    json!({
-        "root": root.display(),
-        "toolchain": toolchain,
-        "lakefiles": lakefiles,
-        "serverCommand": broker.launcher().describe(root),
-        "runtime": runtime.as_ref().map(|rt| rt.stats()),
-        "openFiles": runtime.as_ref().map(|rt| rt.open_documents()),
-    })
+    FeedbackCollected {
+        root: root.display(),
+        toolchain,
+        lakefiles,
+        server_command: broker.launcher().describe(root),
+        runtime: runtime.as_ref().map(|rt| rt.stats()),
+        open_files: runtime.as_ref().map(|rt| rt.open_documents()),
+    }
 }
 
 /// Read an evidence file: it must resolve, after links, inside the root and
@@ -97,7 +98,7 @@ async fn gather_evidence(
     root: &Root,
     items: &[EvidenceItem],
     warnings: &mut Vec<String>,
-) -> Vec<Value> {
+) -> Vec<FeedbackEvidence> {
     if items.len() > MAX_EVIDENCE_ITEMS {
         warnings.push(format!(
             "{} evidence items left out: at most {MAX_EVIDENCE_ITEMS} per report",
@@ -107,10 +108,16 @@ async fn gather_evidence(
     let mut budget = EVIDENCE_BUDGET;
     let mut out = Vec::new();
     for item in items.iter().take(MAX_EVIDENCE_ITEMS) {
-        let mut v = json!({ "name": item.name });
+        let mut v = FeedbackEvidence {
+            name: item.name.clone(),
+            path: item.path.clone(),
+            truncated: None,
+            truncation: None,
+            refused: None,
+            content: String::new(),
+        };
         let mut content = item.content.clone().unwrap_or_default();
         if let Some(path) = &item.path {
-            v["path"] = Value::String(path.clone());
             let cap = EVIDENCE_CAP.min(budget);
             let read = if cap == 0 {
                 Err(format!(
@@ -131,7 +138,7 @@ async fn gather_evidence(
                         content.push('\n');
                     }
                     content.push_str(&String::from_utf8_lossy(&file.bytes));
-                    v["truncated"] = Value::Bool(file.truncated);
+                    v.truncated = Some(file.truncated);
                     if file.truncated {
                         let why = if cap < EVIDENCE_CAP {
                             format!("the report's evidence budget of {EVIDENCE_BUDGET} bytes")
@@ -144,16 +151,16 @@ async fn gather_evidence(
                             file.size
                         );
                         warnings.push(format!("evidence {path}: {note}"));
-                        v["truncation"] = Value::String(note);
+                        v.truncation = Some(note);
                     }
                 }
                 Err(why) => {
                     warnings.push(format!("evidence {path}: not read: {why}"));
-                    v["refused"] = Value::String(why);
+                    v.refused = Some(why);
                 }
             }
         }
-        v["content"] = Value::String(content);
+        v.content = content;
         out.push(v);
     }
     out
@@ -207,18 +214,22 @@ fn section(md: &mut String, title: &str, body: &str) {
 
 fn render(
     args: &BeamFeedbackReportArgs,
-    metadata: &Value,
-    evidence: &[Value],
-    collected: Option<&Value>,
+    metadata: &FeedbackMetadata,
+    evidence: &[FeedbackEvidence],
+    collected: Option<&FeedbackCollected>,
 ) -> String {
     let mut md = format!("# {}\n\n", args.title.trim());
     md.push_str("| field | value |\n|---|---|\n");
-    for key in ["kind", "severity", "client_request_id", "server", "created"] {
-        if let Some(v) = metadata.get(key).filter(|v| !v.is_null()) {
-            let shown = v
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| v.to_string());
+    let created = metadata.created.to_string();
+    let fields = [
+        ("kind", metadata.kind.as_deref()),
+        ("severity", metadata.severity.as_deref()),
+        ("client_request_id", metadata.client_request_id.as_deref()),
+        ("server", Some(metadata.server.as_str())),
+        ("created", Some(created.as_str())),
+    ];
+    for (key, value) in fields {
+        if let Some(shown) = value {
             md.push_str(&format!("| {key} | {} |\n", shown.replace('|', "\\|")));
         }
     }
@@ -242,12 +253,10 @@ fn render(
         }
     }
     for item in evidence {
-        let name = item["name"].as_str().unwrap_or("evidence");
-        let content = item["content"].as_str().unwrap_or("");
         section(
             &mut md,
-            &format!("Evidence: {name}"),
-            &format!("```\n{content}\n```"),
+            &format!("Evidence: {}", item.name),
+            &format!("```\n{}\n```", item.content),
         );
     }
     if let Some(c) = collected {
@@ -280,7 +289,7 @@ fn slug(title: &str) -> String {
         .to_string()
 }
 
-pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutcome {
+pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> Answer<FeedbackResult> {
     let root = broker.resolve_root(&args.workspace)?;
     let bundle_rel = bundle_subdir(&root, args.bundle_dir.as_deref())?;
     let mut warnings = Vec::new();
@@ -290,61 +299,59 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutco
         Some(collect(broker, &root, &mut warnings).await)
     };
     let evidence = gather_evidence(&root, &args.evidence, &mut warnings).await;
-    let metadata = json!({
-        "title": args.title,
-        "kind": args.kind.map(|k| k.as_str()),
-        "severity": args.severity.map(|s| s.as_str()),
-        "tags": args.tags,
-        "client_request_id": args.client_request_id,
-        "server": format!("{} {}", identity::NAME, identity::VERSION),
-        "created": unix_now(),
-        "confidential": args.confidential,
-        "redacted": args.redact,
-        "uploaded": false,
-    });
+    let metadata = FeedbackMetadata {
+        title: args.title.clone(),
+        kind: args.kind.map(|k| k.as_str().to_owned()),
+        severity: args.severity.map(|s| s.as_str().to_owned()),
+        tags: args.tags.clone(),
+        client_request_id: args.client_request_id.clone(),
+        server: format!("{} {}", identity::NAME, identity::VERSION),
+        created: unix_now(),
+        confidential: args.confidential,
+        redacted: args.redact,
+        uploaded: false,
+    };
     let mut markdown = render(args, &metadata, &evidence, collected.as_ref());
-    let mut result = Map::new();
-    result.insert("metadata".into(), metadata);
-    result.insert("evidence".into(), Value::Array(evidence));
-    if args.include_collected {
-        if let Some(c) = &collected {
-            result.insert("collected".into(), c.clone());
-        }
-    }
-    result.insert("collection_warnings".into(), json!(warnings));
-    let mut result = Value::Object(result);
+    let mut result = FeedbackResult {
+        metadata,
+        evidence,
+        collected: collected.filter(|_| args.include_collected),
+        collection_warnings: warnings,
+        markdown: String::new(),
+        bundle_dir: None,
+        zip_path: None,
+        workspace: None,
+    };
     if args.redact {
         let redactor = Redactor::from_env();
         markdown = redactor.text(&markdown);
-        redactor.value(&mut result);
+        result = redacted(&redactor, result)?;
     }
-    result["markdown"] = Value::String(markdown.clone());
+    result.markdown = markdown;
 
     if args.bundle != Bundle::None {
         let mut entries = vec![
             Entry {
                 name: "report.md".into(),
-                bytes: markdown.into_bytes(),
+                bytes: result.markdown.clone().into_bytes(),
             },
             Entry {
                 name: "report.json".into(),
                 bytes: serde_json::to_vec_pretty(&result).unwrap_or_default(),
             },
         ];
-        for (i, item) in result["evidence"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let name = bundle::safe_name(item["name"].as_str().unwrap_or("evidence"));
+        for (i, item) in result.evidence.iter().enumerate() {
+            let name = bundle::safe_name(&item.name);
             entries.push(Entry {
                 name: format!("evidence-{}-{name}.txt", i + 1),
-                bytes: item["content"].as_str().unwrap_or("").as_bytes().to_vec(),
+                bytes: item.content.as_bytes().to_vec(),
             });
         }
-        let title = result["metadata"]["title"].as_str().unwrap_or("report");
-        let stem = format!("beam-feedback-{}-{}", unix_now(), slug(title));
+        let stem = format!(
+            "beam-feedback-{}-{}",
+            unix_now(),
+            slug(&result.metadata.title)
+        );
         let zip = args.bundle == Bundle::Zip;
         // Confidential reports too: the folder is private to the user, never
         // a shared temp directory.
@@ -366,11 +373,29 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> ToolOutco
             )
             .with_data(json!({ "path": e.path().to_string_lossy(), "reason": e.reason() })),
         })?;
-        let key = if zip { "zip_path" } else { "bundle_dir" };
-        result[key] = Value::String(target.to_string_lossy().into_owned());
+        let target = Some(target.to_string_lossy().into_owned());
+        if zip {
+            result.zip_path = target;
+        } else {
+            result.bundle_dir = target;
+        }
     }
     if !args.confidential {
-        result["workspace"] = root.descriptor();
+        result.workspace = Some(root.descriptor());
     }
     Ok(result)
+}
+
+/// The report with every string redacted, keys left as they are (see
+/// [`Redactor::value`]): the typed report is walked as the JSON it is.
+fn redacted(redactor: &Redactor, report: FeedbackResult) -> Answer<FeedbackResult> {
+    let internal = |e: serde_json::Error| {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("could not redact the report: {e}"),
+        )
+    };
+    let mut value = serde_json::to_value(report).map_err(internal)?;
+    redactor.value(&mut value);
+    serde_json::from_value(value).map_err(internal)
 }

@@ -1,47 +1,31 @@
 //! Inspection and navigation tools: hover, signature help, definition,
 //! references, symbols, goals and code-action resolution.
 
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::typed;
+use super::Answer;
 use crate::broker::Broker;
 use crate::broker::goals;
 use crate::broker::shadow;
-use crate::broker::snapshot::{self, Bound, DocAnswer};
+use crate::broker::snapshot::{self, Bound};
 use crate::broker::workspace::{self, Root};
 use crate::lsp::uri::uri_to_path;
-use crate::surface::{CallContext, GoalsMode, ToolOutcome, Workspace};
+use crate::results::{
+    CodeActionResult, DocHead, DocumentSymbolsResult, GoalsResult, GoalsSide, HoverResult,
+    LocationsResult, Position, SignatureHelpResult, WorkspaceSymbolsResult,
+};
+use crate::surface::{CallContext, GoalsMode, Workspace};
 
-/// Lean's answer, under one key named for what it is.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Lsp {
-    /// `textDocument/hover`: an LSP `Hover` or null.
-    Hover(Value),
-    /// `textDocument/signatureHelp`: an LSP `SignatureHelp` or null.
-    SignatureHelp(Value),
-    /// `textDocument/definition` and `references`: LSP locations or links.
-    Locations(Value),
-    /// `textDocument/documentSymbol` and `workspace/symbol`, kinds named.
-    Symbols(Value),
-}
-
-/// A navigation answer about a pinned version.
-#[derive(Debug, Serialize)]
-struct DocLsp {
-    #[serde(flatten)]
-    doc: DocAnswer,
-    #[serde(flatten)]
-    answer: Lsp,
-}
-
-/// A workspace-wide answer (no document).
-#[derive(Debug, Serialize)]
-struct WorkspaceLsp {
-    workspace: Value,
-    #[serde(flatten)]
-    answer: Lsp,
+/// The head of an answer about the pinned version; `line` names the
+/// addressed line of a position-bound answer.
+pub fn head(bound: &Bound<'_>, line: Option<u64>, disk_changed: bool) -> DocHead {
+    DocHead {
+        workspace: bound.rt.root.descriptor(),
+        path: bound.doc.path.shown.clone(),
+        version: bound.state.version,
+        line_text: line.and_then(|l| bound.line_text(l)).map(str::to_owned),
+        disk_changed,
+    }
 }
 
 /// LSP `SymbolKind` numbers by name, in the protocol's order (1 = file).
@@ -165,8 +149,8 @@ at_position_args!(
     crate::surface::LeanGoalsArgs,
 );
 
-/// A request at a checked position of the pinned version; `line_text` for
-/// the answers that show the addressed line.
+/// A request at a checked position of the pinned version: the document's
+/// head (with `line_text` when asked) and Lean's answer, paths added.
 async fn at_position(
     broker: &Broker,
     ctx: &CallContext,
@@ -174,8 +158,7 @@ async fn at_position(
     method: &str,
     extra: Option<(&str, Value)>,
     line_text: bool,
-    wrap: fn(Value) -> Lsp,
-) -> ToolOutcome {
+) -> Answer<(DocHead, Value)> {
     let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let mut params = bound.position_params(at.line, at.character);
@@ -185,50 +168,40 @@ async fn at_position(
     let (answer, disk_changed) = tokio::join!(bound.request(method, params), bound.disk_changed());
     let mut answer = answer?;
     add_paths(&bound.rt.root, &mut answer);
-    typed(&DocLsp {
-        doc: bound.answer(line_text.then_some(at.line), disk_changed),
-        answer: wrap(answer),
+    Ok((
+        head(&bound, line_text.then_some(at.line), disk_changed),
+        answer,
+    ))
+}
+
+pub async fn hover(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> Answer<HoverResult> {
+    let (head, hover) = at_position(broker, ctx, at, "textDocument/hover", None, true).await?;
+    Ok(HoverResult { head, hover })
+}
+
+pub async fn signature_help(
+    broker: &Broker,
+    ctx: &CallContext,
+    at: &At<'_>,
+) -> Answer<SignatureHelpResult> {
+    let context = json!({ "triggerKind": 1, "isRetrigger": false });
+    let method = "textDocument/signatureHelp";
+    let (head, signature_help) =
+        at_position(broker, ctx, at, method, Some(("context", context)), false).await?;
+    Ok(SignatureHelpResult {
+        head,
+        signature_help,
     })
 }
 
-pub async fn hover(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> ToolOutcome {
-    at_position(
-        broker,
-        ctx,
-        at,
-        "textDocument/hover",
-        None,
-        true,
-        Lsp::Hover,
-    )
-    .await
-}
-
-pub async fn signature_help(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> ToolOutcome {
-    let context = json!({ "triggerKind": 1, "isRetrigger": false });
-    at_position(
-        broker,
-        ctx,
-        at,
-        "textDocument/signatureHelp",
-        Some(("context", context)),
-        false,
-        Lsp::SignatureHelp,
-    )
-    .await
-}
-
-pub async fn definition(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> ToolOutcome {
-    at_position(
-        broker,
-        ctx,
-        at,
-        "textDocument/definition",
-        None,
-        false,
-        Lsp::Locations,
-    )
-    .await
+pub async fn definition(
+    broker: &Broker,
+    ctx: &CallContext,
+    at: &At<'_>,
+) -> Answer<LocationsResult> {
+    let method = "textDocument/definition";
+    let (head, locations) = at_position(broker, ctx, at, method, None, false).await?;
+    Ok(LocationsResult { head, locations })
 }
 
 pub async fn references(
@@ -236,18 +209,12 @@ pub async fn references(
     ctx: &CallContext,
     at: &At<'_>,
     include_declaration: bool,
-) -> ToolOutcome {
+) -> Answer<LocationsResult> {
     let context = json!({ "includeDeclaration": include_declaration });
-    at_position(
-        broker,
-        ctx,
-        at,
-        "textDocument/references",
-        Some(("context", context)),
-        false,
-        Lsp::Locations,
-    )
-    .await
+    let method = "textDocument/references";
+    let (head, locations) =
+        at_position(broker, ctx, at, method, Some(("context", context)), false).await?;
+    Ok(LocationsResult { head, locations })
 }
 
 pub async fn document_symbols(
@@ -256,47 +223,40 @@ pub async fn document_symbols(
     ws: &Workspace,
     path: &str,
     version: u64,
-) -> ToolOutcome {
+) -> Answer<DocumentSymbolsResult> {
     let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
     let request = bound.request(
         "textDocument/documentSymbol",
         json!({ "textDocument": bound.text_document() }),
     );
     let (answer, disk_changed) = tokio::join!(request, bound.disk_changed());
-    let mut answer = answer?;
-    add_paths(&bound.rt.root, &mut answer);
-    name_symbol_kinds(&mut answer);
-    typed(&DocLsp {
-        doc: bound.answer(None, disk_changed),
-        answer: Lsp::Symbols(answer),
+    let mut symbols = answer?;
+    add_paths(&bound.rt.root, &mut symbols);
+    name_symbol_kinds(&mut symbols);
+    Ok(DocumentSymbolsResult {
+        head: head(&bound, None, disk_changed),
+        symbols,
     })
 }
 
-pub async fn workspace_symbols(broker: &Broker, ws: &Workspace, query: &str) -> ToolOutcome {
+pub async fn workspace_symbols(
+    broker: &Broker,
+    ws: &Workspace,
+    query: &str,
+) -> Answer<WorkspaceSymbolsResult> {
     let root = broker.resolve_root(ws)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     let session = rt.session().await?;
-    let mut answer = rt
+    let mut symbols = rt
         .request(&session, "workspace/symbol", json!({ "query": query }))
         .await?;
-    add_paths(&root, &mut answer);
-    name_symbol_kinds(&mut answer);
-    typed(&WorkspaceLsp {
+    add_paths(&root, &mut symbols);
+    name_symbol_kinds(&mut symbols);
+    Ok(WorkspaceSymbolsResult {
         workspace: root.descriptor(),
-        answer: Lsp::Symbols(answer),
+        symbols,
     })
-}
-
-/// The goals at a position.
-#[derive(Debug, Serialize)]
-struct GoalsAnswer {
-    #[serde(flatten)]
-    doc: DocAnswer,
-    mode: &'static str,
-    position: Value,
-    source: &'static str,
-    goals: Vec<Value>,
 }
 
 pub async fn goals(
@@ -304,7 +264,7 @@ pub async fn goals(
     ctx: &CallContext,
     at: &At<'_>,
     mode: GoalsMode,
-) -> ToolOutcome {
+) -> Answer<GoalsResult> {
     let (line, character, version) = (at.line, at.character, at.version);
     let bound: Bound = snapshot::bind(broker, ctx, at.workspace, at.path, version).await?;
     bound.check_position(line, character)?;
@@ -314,23 +274,19 @@ pub async fn goals(
     let (found, disk_changed) =
         tokio::join!(goals::goals(&target, line, query), bound.disk_changed());
     let (goals, source) = found?;
-    typed(&GoalsAnswer {
-        doc: bound.answer(Some(line), disk_changed),
-        mode: mode.as_str(),
-        position: json!({ "line": line, "character": query }),
-        source: source.as_str(),
+    Ok(GoalsResult {
+        head: head(&bound, Some(line), disk_changed),
+        mode: match mode {
+            GoalsMode::Before => GoalsSide::Before,
+            GoalsMode::After => GoalsSide::After,
+        },
+        position: Position {
+            line: line as u32,
+            character: query as u32,
+        },
+        source,
         goals,
     })
-}
-
-/// A resolved code action, returned to be applied by the client.
-#[derive(Debug, Serialize)]
-struct Resolved {
-    #[serde(flatten)]
-    doc: DocAnswer,
-    code_action: Value,
-    applied: bool,
-    note: &'static str,
 }
 
 pub async fn code_action_resolve(
@@ -340,16 +296,16 @@ pub async fn code_action_resolve(
     path: &str,
     version: u64,
     code_action: &Map<String, Value>,
-) -> ToolOutcome {
+) -> Answer<CodeActionResult> {
     let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
     let request = bound.request("codeAction/resolve", Value::Object(code_action.clone()));
     let (answer, disk_changed) = tokio::join!(request, bound.disk_changed());
     let mut resolved = answer?;
     add_paths(&bound.rt.root, &mut resolved);
-    typed(&Resolved {
-        doc: bound.answer(None, disk_changed),
+    Ok(CodeActionResult {
+        head: head(&bound, None, disk_changed),
         code_action: resolved,
         applied: false,
-        note: "The edit is not applied: apply it with your editor tool, then call lean_update or lean_sync.",
+        note: "The edit is not applied: apply it with your editor tool, then call lean_update or lean_sync.".to_owned(),
     })
 }

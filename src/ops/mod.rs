@@ -15,24 +15,16 @@ mod verify;
 
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::broker::Broker;
 use crate::broker::sync::Mode;
 use crate::replica::ReplicaId;
+use crate::results::*;
 use crate::stats::Stats;
 use crate::surface::*;
 use inspect::At;
 
-/// The structured content of a typed result.
-fn typed(result: &impl Serialize) -> ToolOutcome {
-    serde_json::to_value(result).map_err(|e| {
-        ToolError::new(
-            ErrorCode::InternalError,
-            format!("could not encode the result: {e}"),
-        )
-    })
-}
+/// What each operation answers: its tool's typed result, or a tool error.
+type Answer<T> = Result<T, ToolError>;
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
@@ -63,11 +55,15 @@ impl Beam {
 }
 
 impl Operations for Beam {
-    async fn beam_version(&self, _ctx: &CallContext, _args: BeamVersionArgs) -> ToolOutcome {
+    async fn beam_version(
+        &self,
+        _ctx: &CallContext,
+        _args: BeamVersionArgs,
+    ) -> Answer<VersionResult> {
         Ok(process::version(&self.replica))
     }
 
-    async fn beam_stats(&self, _ctx: &CallContext, _args: BeamStatsArgs) -> ToolOutcome {
+    async fn beam_stats(&self, _ctx: &CallContext, _args: BeamStatsArgs) -> Answer<StatsResult> {
         Ok(process::stats(
             &self.stats,
             &self.replica,
@@ -80,7 +76,7 @@ impl Operations for Beam {
         &self,
         _ctx: &CallContext,
         args: BeamFeedbackReportArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<FeedbackResult> {
         feedback::report(&self.broker, &args).await
     }
 
@@ -88,11 +84,11 @@ impl Operations for Beam {
         &self,
         _ctx: &CallContext,
         args: LeanDropWorkspaceArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<DropResult> {
         documents::drop_workspace(&self.broker, &args.workspace).await
     }
 
-    async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> ToolOutcome {
+    async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> Answer<RunResult> {
         speculate::run_at(
             &self.broker,
             ctx,
@@ -113,7 +109,7 @@ impl Operations for Beam {
         &self,
         ctx: &CallContext,
         args: LeanRunAtHandleArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<RunResult> {
         speculate::run_at(
             &self.broker,
             ctx,
@@ -130,7 +126,7 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_hover(&self, ctx: &CallContext, args: LeanHoverArgs) -> ToolOutcome {
+    async fn lean_hover(&self, ctx: &CallContext, args: LeanHoverArgs) -> Answer<HoverResult> {
         inspect::hover(&self.broker, ctx, &At::from(&args)).await
     }
 
@@ -138,15 +134,23 @@ impl Operations for Beam {
         &self,
         ctx: &CallContext,
         args: LeanSignatureHelpArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<SignatureHelpResult> {
         inspect::signature_help(&self.broker, ctx, &At::from(&args)).await
     }
 
-    async fn lean_definition(&self, ctx: &CallContext, args: LeanDefinitionArgs) -> ToolOutcome {
+    async fn lean_definition(
+        &self,
+        ctx: &CallContext,
+        args: LeanDefinitionArgs,
+    ) -> Answer<LocationsResult> {
         inspect::definition(&self.broker, ctx, &At::from(&args)).await
     }
 
-    async fn lean_references(&self, ctx: &CallContext, args: LeanReferencesArgs) -> ToolOutcome {
+    async fn lean_references(
+        &self,
+        ctx: &CallContext,
+        args: LeanReferencesArgs,
+    ) -> Answer<LocationsResult> {
         inspect::references(
             &self.broker,
             ctx,
@@ -160,7 +164,7 @@ impl Operations for Beam {
         &self,
         ctx: &CallContext,
         args: LeanDocumentSymbolsArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<DocumentSymbolsResult> {
         inspect::document_symbols(&self.broker, ctx, &args.workspace, &args.path, args.version)
             .await
     }
@@ -169,15 +173,15 @@ impl Operations for Beam {
         &self,
         _ctx: &CallContext,
         args: LeanWorkspaceSymbolsArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<WorkspaceSymbolsResult> {
         inspect::workspace_symbols(&self.broker, &args.workspace, &args.query).await
     }
 
-    async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> ToolOutcome {
+    async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> Answer<GoalsResult> {
         inspect::goals(&self.broker, ctx, &At::from(&args), args.mode).await
     }
 
-    async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> ToolOutcome {
+    async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> Answer<TodoResult> {
         todo::todo(&self.broker, ctx, &args).await
     }
 
@@ -185,7 +189,7 @@ impl Operations for Beam {
         &self,
         ctx: &CallContext,
         args: LeanCodeActionResolveArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<CodeActionResult> {
         inspect::code_action_resolve(
             &self.broker,
             ctx,
@@ -197,7 +201,7 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_run_with(&self, ctx: &CallContext, args: LeanRunWithArgs) -> ToolOutcome {
+    async fn lean_run_with(&self, ctx: &CallContext, args: LeanRunWithArgs) -> Answer<RunResult> {
         speculate::run_with(
             &self.broker,
             ctx,
@@ -214,7 +218,7 @@ impl Operations for Beam {
         &self,
         ctx: &CallContext,
         args: LeanRunWithLinearArgs,
-    ) -> ToolOutcome {
+    ) -> Answer<RunResult> {
         speculate::run_with(
             &self.broker,
             ctx,
@@ -227,11 +231,19 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_release(&self, _ctx: &CallContext, args: LeanReleaseArgs) -> ToolOutcome {
+    async fn lean_release(
+        &self,
+        _ctx: &CallContext,
+        args: LeanReleaseArgs,
+    ) -> Answer<ReleaseResult> {
         speculate::release(&self.broker, &args.workspace, &args.path, &args.handle).await
     }
 
-    async fn lean_run_code(&self, ctx: &CallContext, args: LeanRunCodeArgs) -> ToolOutcome {
+    async fn lean_run_code(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunCodeArgs,
+    ) -> Answer<RunCodeResult> {
         run_code::run_code(
             &self.broker,
             ctx,
@@ -245,7 +257,7 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_verify(&self, ctx: &CallContext, args: LeanVerifyArgs) -> ToolOutcome {
+    async fn lean_verify(&self, ctx: &CallContext, args: LeanVerifyArgs) -> Answer<VerifyResult> {
         verify::verify(
             &self.broker,
             ctx,
@@ -260,11 +272,11 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> ToolOutcome {
+    async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> Answer<UpdateResult> {
         documents::update(&self.broker, &args.workspace, &args.path).await
     }
 
-    async fn lean_sync(&self, ctx: &CallContext, args: LeanSyncArgs) -> ToolOutcome {
+    async fn lean_sync(&self, ctx: &CallContext, args: LeanSyncArgs) -> Answer<SyncResult> {
         let items = args.diagnostics_in_result;
         documents::sync(
             &self.broker,
@@ -278,7 +290,7 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_refresh(&self, ctx: &CallContext, args: LeanRefreshArgs) -> ToolOutcome {
+    async fn lean_refresh(&self, ctx: &CallContext, args: LeanRefreshArgs) -> Answer<SyncResult> {
         let items = args.diagnostics_in_result;
         documents::sync(
             &self.broker,
@@ -292,7 +304,7 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_save(&self, ctx: &CallContext, args: LeanSaveArgs) -> ToolOutcome {
+    async fn lean_save(&self, ctx: &CallContext, args: LeanSaveArgs) -> Answer<SaveResult> {
         save::save(
             &self.broker,
             ctx,
@@ -303,7 +315,11 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_close_save(&self, ctx: &CallContext, args: LeanCloseSaveArgs) -> ToolOutcome {
+    async fn lean_close_save(
+        &self,
+        ctx: &CallContext,
+        args: LeanCloseSaveArgs,
+    ) -> Answer<CloseSaveResult> {
         save::close_save(
             &self.broker,
             ctx,
@@ -314,7 +330,7 @@ impl Operations for Beam {
         .await
     }
 
-    async fn lean_close(&self, _ctx: &CallContext, args: LeanCloseArgs) -> ToolOutcome {
+    async fn lean_close(&self, _ctx: &CallContext, args: LeanCloseArgs) -> Answer<CloseResult> {
         documents::close(&self.broker, &args.workspace, &args.path).await
     }
 }

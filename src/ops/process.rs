@@ -1,33 +1,39 @@
 //! Process-wide utilities: `beam_version` and `beam_stats`.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 use crate::identity;
-use crate::mcp::era::MODERN_VERSION;
+use crate::mcp::era::{LEGACY_VERSION, MODERN_VERSION};
 use crate::replica::ReplicaId;
+use crate::results::{Limits, RuntimeStats, StatsResult, VersionResult};
 use crate::stats::Stats;
 
 /// `replica`: which of several servers behind a load balancer answered.
-pub fn version(replica: &ReplicaId) -> Value {
-    json!({
-        "name": identity::NAME,
-        "version": identity::VERSION,
-        "replica": replica.as_str(),
-        "mcp_protocol": MODERN_VERSION,
-        "mcp_protocols": [MODERN_VERSION, crate::mcp::era::LEGACY_VERSION],
-        "build": identity::build(),
-    })
+pub fn version(replica: &ReplicaId) -> VersionResult {
+    VersionResult {
+        name: identity::NAME,
+        version: identity::VERSION,
+        replica: replica.as_str().to_owned(),
+        mcp_protocol: MODERN_VERSION,
+        mcp_protocols: vec![MODERN_VERSION, LEGACY_VERSION],
+        build: identity::build(),
+    }
 }
 
 /// `limits`: every resource bound by the variable that sets it, with what is
 /// used of it now.
-pub fn stats(stats: &Stats, replica: &ReplicaId, workspaces: Value, limits: Value) -> Value {
-    json!({
-        "replica": replica.as_str(),
-        "uptimeMs": stats.uptime_ms(),
-        "pid": std::process::id(),
-        "requests": stats.snapshot(),
-        "limits": limits,
-        "workspaces": workspaces,
-    })
+pub fn stats(
+    stats: &Stats,
+    replica: &ReplicaId,
+    workspaces: BTreeMap<String, RuntimeStats>,
+    limits: Limits,
+) -> StatsResult {
+    StatsResult {
+        replica: replica.as_str().to_owned(),
+        uptime_ms: stats.uptime_ms(),
+        pid: std::process::id(),
+        requests: stats.snapshot(),
+        limits,
+        workspaces,
+    }
 }

@@ -5,49 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::typed;
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR};
 use crate::broker::shadow::{self, Placement};
 use crate::broker::snippets;
 use crate::broker::sync::{self, Mode};
 use crate::broker::text::LineIndex;
-use crate::surface::{CallContext, ToolOutcome, Workspace};
-
-/// What Lean said about a snippet.
-#[derive(Debug, Serialize)]
-struct RunCodeResult {
-    workspace: Value,
-    /// No error, the header imported, and it finished within `timeout_ms`.
-    success: bool,
-    /// A declaration of the snippet uses `sorry`.
-    sorry: bool,
-    /// Ranges count from the snippet's first character (line 0 is its first
-    /// line), whatever the server put around it.
-    messages: Vec<Message>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    header_error: Option<HeaderError>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    timed_out: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct Message {
-    severity: &'static str,
-    text: String,
-    range: Value,
-}
-
-/// The header did not import: nothing after it ran.
-#[derive(Debug, Serialize)]
-struct HeaderError {
-    /// The module that failed, when Lean's report names one of the header's.
-    import: Option<String>,
-    message: String,
-}
+use crate::results::{HeaderError, Range, RunCodeResult, SnippetMessage};
+use crate::surface::{CallContext, ToolError, Workspace};
 
 pub struct RunCode<'a> {
     pub workspace: &'a Workspace,
@@ -85,21 +52,24 @@ fn says_sorry(text: &str) -> bool {
     text.starts_with("declaration uses") && text.contains("sorry")
 }
 
-fn snippet_range(range: &Value, placement: &Placement) -> Value {
-    let at = |p: &Value| {
-        let line = p["line"].as_u64().unwrap_or(0) as u32;
-        let character = p["character"].as_u64().unwrap_or(0) as u32;
-        let (l, c) = if *placement == Placement::default() {
-            (line, character)
+fn snippet_range(range: &Value, placement: &Placement) -> Range {
+    let at = |which: &str| {
+        let p = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
+        let position = (p("line"), p("character"));
+        if *placement == Placement::default() {
+            position
         } else {
-            placement.to_user((line, character))
-        };
-        json!({ "line": l, "character": c })
+            placement.to_user(position)
+        }
     };
-    json!({ "start": at(&range["start"]), "end": at(&range["end"]) })
+    Range::new(at("start"), at("end"))
 }
 
-pub async fn run_code(broker: &Broker, ctx: &CallContext, args: &RunCode<'_>) -> ToolOutcome {
+pub async fn run_code(
+    broker: &Broker,
+    ctx: &CallContext,
+    args: &RunCode<'_>,
+) -> Result<RunCodeResult, ToolError> {
     let root = broker.resolve_root(args.workspace)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
@@ -168,14 +138,14 @@ pub async fn run_code(broker: &Broker, ctx: &CallContext, args: &RunCode<'_>) ->
             let text = diagnostics::message(d).to_string();
             success &= severity != ERROR;
             sorry |= says_sorry(&text);
-            Message {
+            SnippetMessage {
                 severity: diagnostics::severity_name(severity),
                 range: snippet_range(d.get("range").unwrap_or(&Value::Null), &placement),
                 text,
             }
         })
         .collect();
-    typed(&RunCodeResult {
+    Ok(RunCodeResult {
         workspace: rt.root.descriptor(),
         success,
         sorry,

@@ -1,66 +1,16 @@
 //! Checkpoint tools: `lean_save` and `lean_close_save`.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use super::typed;
+use super::Answer;
+use super::documents::sync_result;
 use crate::broker::Broker;
 use crate::broker::checkpoint;
 use crate::broker::sync::{self, Mode, SyncOptions};
 use crate::log_debug;
-use crate::surface::{CallContext, DiagnosticScope, ErrorCode, ToolError, ToolOutcome, Workspace};
+use crate::results::{CloseSaveResult, SaveResult, SaveSync};
+use crate::surface::{CallContext, DiagnosticScope, ToolError, Workspace};
 
 /// What agents must tell their users about a successful save.
 const CHECKPOINT_NOTE: &str = "Development checkpoint from the accepted source: modules importing it see it. It is not a CI or clean `lake build` result; run `lake build` from clean artifacts for that.";
-
-/// The artifacts a checkpoint wrote; anything else is refused before a
-/// reply is built.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Artifacts {
-    olean: String,
-    ilean: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    c: Option<String>,
-}
-
-/// The sync result a save embeds (seed: "Stable Result Shapes").
-#[derive(Debug, Serialize)]
-struct Embedded {
-    path: Value,
-    version: Value,
-    diagnostics: Value,
-    readiness: Value,
-}
-
-/// A save's result: written, or not because the file's errors make a
-/// checkpoint impossible (a Lean result, not a tool error: `sync.readiness`
-/// says why).
-#[derive(Debug, Serialize)]
-struct SaveResult {
-    workspace: Value,
-    path: String,
-    module: String,
-    version: u64,
-    written: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source_hash: Option<String>,
-    #[serde(flatten)]
-    artifacts: Option<Artifacts>,
-    sync: Embedded,
-    document_progress: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    checkpoint: Option<&'static str>,
-    /// Why nothing was written, and what to do.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    not_written: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct CloseSaveResult {
-    closed: bool,
-    saved: SaveResult,
-}
 
 async fn save_module(
     broker: &Broker,
@@ -84,35 +34,37 @@ async fn save_module(
     // through this server can slip between what was checked and what is saved.
     let _edit = doc.edit.lock().await;
     let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
-    let mut sync_result = sync::sync_result(&rt, &doc, &synced, options);
+    let checked = sync_result(&rt, &doc, &synced, options);
     let mut result = SaveResult {
-        workspace: root.descriptor(),
+        workspace: checked.workspace,
         path: doc.path.shown.clone(),
         module,
         version: synced.version,
         written: false,
         source_hash: None,
-        artifacts: None,
-        sync: Embedded {
-            path: sync_result["path"].take(),
-            version: sync_result["version"].take(),
-            diagnostics: sync_result["diagnostics"].take(),
-            readiness: sync_result["readiness"].take(),
+        olean: None,
+        ilean: None,
+        c: None,
+        sync: SaveSync {
+            path: checked.path,
+            version: checked.version,
+            diagnostics: checked.diagnostics,
+            readiness: checked.readiness,
         },
-        document_progress: sync_result["document_progress"].take(),
+        document_progress: checked.document_progress,
         checkpoint: None,
         not_written: None,
     };
-    if result.sync.readiness["save_ready"] != true {
+    if !result.sync.readiness.save_ready {
         result.not_written = Some(format!(
             "{} is not save-ready ({}): nothing was written. Fix the blocking diagnostics (sync.readiness), then lean_save again",
             result.path,
-            result.sync.readiness["reason"].as_str().unwrap_or("?")
+            result.sync.readiness.reason.as_str()
         ));
         return Ok(result);
     }
     let hash = checkpoint::source_hash(&synced.text);
-    let (_, paths) = checkpoint::save(
+    let published = checkpoint::save(
         broker.launcher(),
         &root,
         &doc.path,
@@ -122,12 +74,7 @@ async fn save_module(
         rt.timeouts.sync,
     )
     .await?;
-    let artifacts: Artifacts = serde_json::from_value(paths).map_err(|e| {
-        ToolError::new(
-            ErrorCode::InternalError,
-            format!("the checkpoint reported unexpected artifacts: {e}"),
-        )
-    })?;
+    let shown = |path: std::path::PathBuf| path.to_string_lossy().into_owned();
     let reopened = rt.imports_rebuilt(&doc.path.file, &result.module).await;
     log_debug!(
         "{} saved: {reopened} open document(s) that may import it reopen at their next use",
@@ -135,8 +82,10 @@ async fn save_module(
     );
     result.written = true;
     result.source_hash = Some(hash);
-    result.artifacts = Some(artifacts);
-    result.checkpoint = Some(CHECKPOINT_NOTE);
+    result.olean = Some(shown(published.olean));
+    result.ilean = Some(shown(published.ilean));
+    result.c = published.c.map(shown);
+    result.checkpoint = Some(CHECKPOINT_NOTE.to_owned());
     Ok(result)
 }
 
@@ -146,8 +95,8 @@ pub async fn save(
     ws: &Workspace,
     path: &str,
     scope: DiagnosticScope,
-) -> ToolOutcome {
-    typed(&save_module(broker, ctx, ws, path, scope).await?)
+) -> Answer<SaveResult> {
+    save_module(broker, ctx, ws, path, scope).await
 }
 
 /// Save, then close; a save that wrote nothing leaves the document open.
@@ -157,12 +106,12 @@ pub async fn close_save(
     ws: &Workspace,
     path: &str,
     scope: DiagnosticScope,
-) -> ToolOutcome {
+) -> Answer<CloseSaveResult> {
     let saved = save_module(broker, ctx, ws, path, scope).await?;
     if saved.written {
         super::documents::close(broker, ws, path).await?;
     }
-    typed(&CloseSaveResult {
+    Ok(CloseSaveResult {
         closed: saved.written,
         saved,
     })

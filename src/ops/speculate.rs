@@ -1,10 +1,9 @@
 //! Speculative execution: `lean_run_at`, `lean_run_at_handle`, `lean_run_with`,
 //! `lean_run_with_linear` and `lean_release`, on shadow documents.
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::typed;
+use super::Answer;
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
@@ -17,7 +16,10 @@ use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
 use crate::broker::text::LineIndex;
-use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, ToolOutcome, Workspace};
+use crate::results::{
+    Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult, RunMessage, RunResult,
+};
+use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, Workspace};
 
 /// What a step's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,24 +41,7 @@ struct Step {
     mode: Mode,
     placement: Placement,
     /// A term step: the type expected where it goes (a structured goal).
-    expected: Option<Value>,
-}
-
-/// The run result (seed: "Stable Result Shapes"), with the addressed line
-/// for `lean_run_at*`.
-#[derive(Debug, Serialize)]
-struct RunResult {
-    workspace: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line_text: Option<String>,
-    success: bool,
-    messages: Vec<Value>,
-    traces: Vec<Value>,
-    proof_state: Value,
-    next_handle: Option<String>,
-    /// The file changed on disk since the version probed was read from it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    disk_changed: bool,
+    expected: Option<Goal>,
 }
 
 /// Indent continuation lines of a multi-line step to the step's column.
@@ -136,20 +121,26 @@ fn command_count(text: &str) -> usize {
         .count()
 }
 
+/// A position of an LSP range (`start` or `end`); missing parts count as 0.
+fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
+    let at = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
+    (at("line"), at("character"))
+}
+
 /// A range relative to the step's first character (line 0 is the step's first
 /// line), so that messages of continuation steps are easy to place.
-fn step_range(range: &Value, start: (u32, u32)) -> Value {
-    let rel = |p: &Value| {
-        let line = p["line"].as_u64().unwrap_or(0) as u32;
-        let character = p["character"].as_u64().unwrap_or(0) as u32;
-        let (l, c) = if line == start.0 {
+fn step_range(range: &Value, start: (u32, u32)) -> Range {
+    let rel = |(line, character): (u32, u32)| {
+        if line == start.0 {
             (0, character.saturating_sub(start.1))
         } else {
             (line.saturating_sub(start.0), character)
-        };
-        json!({ "line": l, "character": c })
+        }
     };
-    json!({ "start": rel(&range["start"]), "end": rel(&range["end"]) })
+    Range::new(
+        rel(lsp_position(range, "start")),
+        rel(lsp_position(range, "end")),
+    )
 }
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
@@ -275,14 +266,11 @@ async fn elaborate_step(
 }
 
 /// A range of the shadow in the user's coordinates (see [`Placement`]).
-fn user_range(range: &Value, placement: &Placement) -> Value {
-    let at = |p: &Value| {
-        let line = p["line"].as_u64().unwrap_or(0) as u32;
-        let character = p["character"].as_u64().unwrap_or(0) as u32;
-        let (l, c) = placement.to_user((line, character));
-        json!({ "line": l, "character": c })
-    };
-    json!({ "start": at(&range["start"]), "end": at(&range["end"]) })
+fn user_range(range: &Value, placement: &Placement) -> Range {
+    Range::new(
+        placement.to_user(lsp_position(range, "start")),
+        placement.to_user(lsp_position(range, "end")),
+    )
 }
 
 /// Run one step in a shadow slot and build the run result. `baseline` holds
@@ -326,9 +314,10 @@ async fn run_step(
         let range = d.get("range").cloned().unwrap_or(Value::Null);
         let in_users_file = user_range(&range, &step.placement);
         // The user's own version reports the same there.
+        let as_lsp = json!(in_users_file);
         let known = baseline
             .iter()
-            .any(|b| b.get("range") == Some(&in_users_file) && diagnostics::message(b) == text);
+            .any(|b| b.get("range") == Some(&as_lsp) && diagnostics::message(b) == text);
         // After a term step comes the rest of the user's declaration: what
         // the user's own version reports there is not the step's doing.
         let after_term = known
@@ -337,22 +326,24 @@ async fn run_step(
                 .resume
                 .is_some_and(|(resume, _)| shadow::starts_at_or_after(d, resume.0, resume.1));
         let in_step = shadow::starts_at_or_after(d, begin_line, begin_char) && !after_term;
-        let mut entry = json!({
-            "severity": diagnostics::severity_name(severity),
-            "text": text,
-            "range": in_users_file,
-        });
+        let mut entry = RunMessage {
+            severity: diagnostics::severity_name(severity),
+            text: text.to_owned(),
+            range: in_users_file,
+            step_range: None,
+            before_step: false,
+        };
         if in_step {
-            entry["step_range"] = step_range(&range, (start_line, start_char));
+            entry.step_range = Some(step_range(&range, (start_line, start_char)));
             if severity == ERROR {
                 success = false;
             }
         } else if blocked && severity == ERROR {
-            entry["before_step"] = Value::Bool(true);
+            entry.before_step = true;
         } else if severity == ERROR || known {
             continue;
         } else {
-            entry["before_step"] = Value::Bool(true);
+            entry.before_step = true;
         }
         if severity == INFORMATION && text.starts_with('[') {
             traces.push(entry);
@@ -361,9 +352,9 @@ async fn run_step(
         }
     }
     let when = if success {
-        "after_step"
+        ProofStateAt::AfterStep
     } else {
-        "before_failed_step"
+        ProofStateAt::BeforeFailedStep
     };
     let proof_state = match step.mode {
         Mode::Proof => {
@@ -383,7 +374,11 @@ async fn run_step(
                 ctx: None,
             };
             let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
-            json!({ "goals": goals, "source": source.as_str(), "at": when })
+            Some(ProofState {
+                goals,
+                source,
+                at: when,
+            })
         }
         // A term that elaborates leaves nothing to prove; one that does not
         // still has the type expected where it goes.
@@ -392,9 +387,13 @@ async fn run_step(
                 (Some(expected), false) => vec![expected.clone()],
                 _ => Vec::new(),
             };
-            json!({ "goals": goals, "source": "plainTermGoal", "at": when })
+            Some(ProofState {
+                goals,
+                source: GoalSource::PlainTermGoal,
+                at: when,
+            })
         }
-        Mode::Command => Value::Null,
+        Mode::Command => None,
     };
     Ok(RunResult {
         workspace: rt.root.descriptor(),
@@ -423,7 +422,7 @@ pub struct RunAt<'a> {
 struct TermAt {
     start: usize,
     end: usize,
-    expected: Value,
+    expected: Goal,
 }
 
 async fn term_at(
@@ -457,7 +456,7 @@ async fn term_at(
         (start <= offset && offset <= end && start < end).then(|| TermAt {
             start,
             end,
-            expected: goals::plain_goal_json(goal),
+            expected: goals::plain_goal(goal),
         }),
     )
 }
@@ -479,7 +478,12 @@ fn not_a_probe_place(at: &RunAt<'_>) -> ToolError {
     )
 }
 
-pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bool) -> ToolOutcome {
+pub async fn run_at(
+    broker: &Broker,
+    ctx: &CallContext,
+    at: &RunAt<'_>,
+    mint: bool,
+) -> Answer<RunResult> {
     let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
@@ -692,7 +696,7 @@ pub async fn run_at(broker: &Broker, ctx: &CallContext, at: &RunAt<'_>, mint: bo
         })?;
         result.next_handle = Some(handle);
     }
-    typed(&result)
+    Ok(result)
 }
 
 /// Continue from a handle; `linear` consumes it whatever the outcome.
@@ -704,7 +708,7 @@ pub async fn run_with(
     handle: &str,
     text: &str,
     linear: bool,
-) -> ToolOutcome {
+) -> Answer<RunResult> {
     let (root, doc_path) = broker.resolve_document(ws, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
@@ -761,7 +765,7 @@ pub async fn run_with(
         let next = rt.handles.mint(HandleState { shadow, ..state })?;
         result.next_handle = Some(next);
     }
-    typed(&result)
+    Ok(result)
 }
 
 fn unknown_runtime(handle: &str) -> ToolError {
@@ -772,7 +776,12 @@ fn unknown_runtime(handle: &str) -> ToolError {
     .with_data(json!({ "handle": handle, "reason": "noRuntime" }))
 }
 
-pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) -> ToolOutcome {
+pub async fn release(
+    broker: &Broker,
+    ws: &Workspace,
+    path: &str,
+    handle: &str,
+) -> Answer<ReleaseResult> {
     let (root, doc_path) = broker.resolve_document(ws, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
@@ -789,7 +798,11 @@ pub async fn release(broker: &Broker, ws: &Workspace, path: &str, handle: &str) 
         ));
     }
     rt.handles.take(handle, true)?;
-    Ok(json!({ "workspace": root.descriptor(), "path": doc_path.shown, "released": true }))
+    Ok(ReleaseResult {
+        workspace: root.descriptor(),
+        path: doc_path.shown,
+        released: true,
+    })
 }
 
 #[cfg(test)]

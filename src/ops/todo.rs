@@ -1,47 +1,62 @@
 //! `lean_todo`: the unfinished work in a range of a pinned version, each item
 //! with a place and (optionally) a text to try with `lean_run_at`.
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::Answer;
+use super::inspect::{add_paths, head};
 use crate::broker::Broker;
 use crate::broker::diagnostics;
 use crate::broker::goals::starts_tactic;
 use crate::broker::lexer::{self, TokenKind};
-use crate::broker::snapshot::{self, Bound, DocAnswer};
-use crate::broker::text::position_json;
-use crate::surface::{
-    CallContext, ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError, ToolOutcome,
-};
-
-use super::inspect::add_paths;
-use super::typed;
+use crate::broker::snapshot::{self, Bound};
+use crate::results::{Position, Range, Severity, TodoItem, TodoItemKind, TodoResult};
+use crate::surface::{CallContext, ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError};
 
 /// The tactic suggested where a goal is left open: Lean's own library search.
 const SEARCH_TACTIC: &str = "exact?";
 /// The same as a term, for a hole outside tactics.
 const SEARCH_TERM: &str = "by exact?";
 
-/// The unfinished work in a range of a pinned version.
-#[derive(Debug, Serialize)]
-struct TodoResult {
-    #[serde(flatten)]
-    doc: DocAnswer,
-    range: Value,
-    items: Vec<Value>,
-}
-
 /// One `textDocument/codeAction` query: a range and the diagnostics sent with it.
 type Query = ((u32, u32), (u32, u32), Vec<Value>);
 
+/// An item and where it starts, for document order.
 struct Item {
-    kind: TodoKind,
     start: (u32, u32),
-    value: Value,
+    item: TodoItem,
 }
 
+/// The kind of an item as the result names it.
+fn item_kind(kind: TodoKind) -> TodoItemKind {
+    match kind {
+        TodoKind::Sorry => TodoItemKind::Sorry,
+        TodoKind::Hole => TodoItemKind::Hole,
+        TodoKind::Diagnostic => TodoItemKind::Diagnostic,
+        TodoKind::CodeAction => TodoItemKind::CodeAction,
+        TodoKind::IncompleteProof => TodoItemKind::IncompleteProof,
+    }
+}
+
+/// An item of `kind` at `range`, to be tried at `run_at`; the rest is added
+/// by kind.
+fn todo_item(kind: TodoKind, range: Range, run_at: (u32, u32)) -> TodoItem {
+    TodoItem {
+        kind: item_kind(kind),
+        range,
+        run_at_position: Position::new(run_at),
+        message: None,
+        severity: None,
+        diagnostic: None,
+        code_action: None,
+        run_at_text: None,
+        proof_state: None,
+    }
+}
+
+/// A range as LSP parameters carry it.
 fn range_json(start: (u32, u32), end: (u32, u32)) -> Value {
-    json!({ "start": position_json(start.0, start.1), "end": position_json(end.0, end.1) })
+    json!(Range::new(start, end))
 }
 
 fn lsp_pos(value: &Value, which: &str) -> (u32, u32) {
@@ -59,7 +74,7 @@ fn in_range(pos: (u32, u32), start: (u32, u32), end: (u32, u32)) -> bool {
 }
 
 /// The goals Lean shows at a position (rendered), for items that leave one open.
-async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Value> {
+async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
     let answer = bound
         .request(
             "$/lean/plainGoal",
@@ -67,10 +82,16 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Value> {
         )
         .await
         .ok()?;
-    answer.get("goals").cloned()
+    let goals = answer.get("goals")?.as_array()?;
+    Some(
+        goals
+            .iter()
+            .filter_map(|g| g.as_str().map(str::to_owned))
+            .collect(),
+    )
 }
 
-pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> ToolOutcome {
+pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> Answer<TodoResult> {
     let bound = snapshot::bind(broker, ctx, &args.workspace, &args.path, args.version).await?;
     let start_off = bound.check_position(args.start_line, args.start_character)?;
     let end_off = bound.check_position(args.end_line, args.end_character)?;
@@ -132,19 +153,13 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> To
             let tactic = goals.is_some() && (kind == TodoKind::Hole || starts_tactic(before));
             (start, goals, tactic)
         };
-        let mut value = json!({
-            "kind": kind.as_str(),
-            "range": range_json(start, end),
-            "run_at_position": position_json(run_at.0, run_at.1),
-        });
+        let mut item = todo_item(kind, Range::new(start, end), run_at);
         if suggest {
             let probe = if tactic { SEARCH_TACTIC } else { SEARCH_TERM };
-            value["run_at_text"] = Value::String(probe.to_string());
+            item.run_at_text = Some(probe.to_owned());
         }
-        if let Some(goals) = goals {
-            value["proof_state"] = goals;
-        }
-        items.push(Item { kind, start, value });
+        item.proof_state = goals;
+        items.push(Item { start, item });
     }
 
     let mut range_diagnostics = Vec::new();
@@ -174,23 +189,17 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> To
         } else {
             start
         };
-        let mut value = json!({
-            "kind": kind.as_str(),
-            "range": range_json(start, end),
-            "run_at_position": position_json(run_at.0, run_at.1),
-            "message": message,
-            "severity": "error",
-            "diagnostic": diagnostics::item(diagnostic),
-        });
+        let mut item = todo_item(kind, Range::new(start, end), run_at);
+        item.message = Some(message.to_owned());
+        item.severity = Some(Severity::Error);
+        item.diagnostic = Some(diagnostics::item(diagnostic));
         if kind == TodoKind::IncompleteProof {
             if suggest {
-                value["run_at_text"] = Value::String(SEARCH_TACTIC.to_string());
+                item.run_at_text = Some(SEARCH_TACTIC.to_owned());
             }
-            if let Some(goals) = proof_state(&bound, start).await {
-                value["proof_state"] = goals;
-            }
+            item.proof_state = proof_state(&bound, start).await;
         }
-        items.push(Item { kind, start, value });
+        items.push(Item { start, item });
     }
 
     if wanted(TodoKind::CodeAction) {
@@ -238,26 +247,23 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> To
                 }
                 let mut code_action = action.clone();
                 add_paths(&bound.rt.root, &mut code_action);
-                items.push(Item {
-                    kind: TodoKind::CodeAction,
-                    start,
-                    value: json!({
-                        "kind": "code_action",
-                        "range": range_json(start, end),
-                        "run_at_position": position_json(start.0, start.1),
-                        "message": action.get("title").cloned().unwrap_or(Value::Null),
-                        "code_action": code_action,
-                    }),
-                });
+                let mut item = todo_item(TodoKind::CodeAction, Range::new(start, end), start);
+                // LSP requires a title; an action without one is shown without a message.
+                item.message = action
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                item.code_action = Some(code_action);
+                items.push(Item { start, item });
             }
         }
     }
 
-    items.sort_by(|a, b| (a.start, a.kind.as_str()).cmp(&(b.start, b.kind.as_str())));
-    items.dedup_by(|a, b| a.value == b.value);
-    typed(&TodoResult {
-        doc: bound.answer(None, disk_changed),
-        range: range_json(range_start, range_end),
-        items: items.into_iter().map(|i| i.value).collect(),
+    items.sort_by(|a, b| (a.start, a.item.kind.as_str()).cmp(&(b.start, b.item.kind.as_str())));
+    items.dedup_by(|a, b| a.item == b.item);
+    Ok(TodoResult {
+        head: head(&bound, None, disk_changed),
+        range: Range::new(range_start, range_end),
+        items: items.into_iter().map(|i| i.item).collect(),
     })
 }

@@ -15,96 +15,27 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::typed;
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR};
 use crate::broker::hatches::{self, Hit};
 use crate::broker::importers::ImportGraph;
 use crate::broker::snapshot;
 use crate::broker::{compiler, shadow, snippets};
+use crate::results::{
+    CheckedDeclaration, FailureReason, HatchHit, ImportedSource, Provenance, Range, ReferenceCheck,
+    VerifyFailure, VerifyResult,
+};
 use crate::safe_fs;
 use crate::sha256;
-use crate::surface::{CallContext, Declaration, ErrorCode, ToolError, ToolOutcome, Workspace};
+use crate::surface::{CallContext, Declaration, ErrorCode, ToolError, Workspace};
 
 /// Axioms allowed when the call names none: the three of classical Lean.
 pub const DEFAULT_AXIOMS: &[&str] = &["propext", "Classical.choice", "Quot.sound"];
 
 /// How long `lean --version` may take.
 const VERSION_LIMIT: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Serialize)]
-struct VerifyResult {
-    workspace: Value,
-    path: String,
-    version: u64,
-    certified: bool,
-    /// Why not, one entry per reason (empty when certified).
-    failures: Vec<Failure>,
-    declarations: Vec<Checked>,
-    /// Escape hatches in the file and its workspace imports.
-    hatches: Vec<HatchHit>,
-    allowed_axioms: Vec<String>,
-    provenance: Provenance,
-}
-
-#[derive(Debug, Serialize)]
-struct Failure {
-    reason: &'static str,
-    detail: String,
-}
-
-#[derive(Debug, Default, Serialize)]
-struct Checked {
-    name: String,
-    /// As `#print axioms` lists them; `None` when Lean did not answer
-    /// (`error` says why).
-    axioms: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reference: Option<ReferenceCheck>,
-}
-
-#[derive(Debug, Serialize)]
-struct ReferenceCheck {
-    statement: String,
-    matches: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct HatchHit {
-    kind: &'static str,
-    /// The workspace-relative path of the source it is in.
-    path: String,
-    range: Value,
-    text: String,
-    /// It fails the verdict by itself (otherwise the axiom check decides).
-    fails: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct Provenance {
-    /// SHA-256 of the verified version's text.
-    source_sha256: String,
-    /// The file on disk is no longer the version verified.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    disk_changed: bool,
-    imports: Vec<ImportedSource>,
-    lean_version: Option<String>,
-    server: Value,
-}
-
-#[derive(Debug, Serialize)]
-struct ImportedSource {
-    module: String,
-    path: String,
-    sha256: Option<String>,
-}
 
 /// A workspace module the file imports, as read for the scan.
 struct Module {
@@ -172,16 +103,11 @@ async fn lean_version(broker: &Broker, root: &crate::broker::workspace::Root) ->
     text.lines().next().map(|l| l.trim().to_string())
 }
 
-fn range_json(range: ((u32, u32), (u32, u32))) -> Value {
-    let ((sl, sc), (el, ec)) = range;
-    json!({ "start": { "line": sl, "character": sc }, "end": { "line": el, "character": ec } })
-}
-
 fn hatch(path: &str, text: &str, hit: &Hit) -> HatchHit {
     HatchHit {
-        kind: hit.kind.name(),
+        kind: hit.kind.name().to_string(),
         path: path.to_string(),
-        range: range_json(hit.range),
+        range: Range::new(hit.range.0, hit.range.1),
         text: text[hit.start..hit.end].to_string(),
         fails: hit.kind.fails(),
     }
@@ -217,7 +143,11 @@ pub struct Verify<'a> {
     pub allowed_axioms: &'a [String],
 }
 
-pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> ToolOutcome {
+pub async fn verify(
+    broker: &Broker,
+    ctx: &CallContext,
+    args: &Verify<'_>,
+) -> Result<VerifyResult, ToolError> {
     let bound = snapshot::bind(broker, ctx, args.workspace, args.path, args.version).await?;
     let text = std::sync::Arc::clone(&bound.state.text);
     let shown = bound.doc.path.shown.clone();
@@ -227,7 +157,8 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
         args.allowed_axioms.to_vec()
     };
     let mut failures = Vec::new();
-    let mut fail = |reason: &'static str, detail: String| failures.push(Failure { reason, detail });
+    let mut fail =
+        |reason: FailureReason, detail: String| failures.push(VerifyFailure { reason, detail });
 
     let targets: Vec<Declaration> = if args.declarations.is_empty() {
         hatches::theorems(&text)
@@ -242,7 +173,7 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
     };
     if targets.is_empty() {
         fail(
-            "no_declarations",
+            FailureReason::NoDeclarations,
             format!(
                 "{shown} declares no theorem this server can name: name the declarations to certify"
             ),
@@ -300,16 +231,16 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
     let modules = modules?;
 
     // What Lean answered, by the line of each question.
-    let mut checked: Vec<Checked> = targets
+    let mut checked: Vec<CheckedDeclaration> = targets
         .iter()
-        .map(|t| Checked {
+        .map(|t| CheckedDeclaration {
             name: t.name.clone(),
             reference: t.reference.as_ref().map(|r| ReferenceCheck {
                 statement: r.clone(),
                 matches: true,
                 message: None,
             }),
-            ..Checked::default()
+            ..CheckedDeclaration::default()
         })
         .collect();
     let mut file_errors = 0usize;
@@ -346,7 +277,7 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
     }
     if file_errors > 0 {
         fail(
-            "file_errors",
+            FailureReason::FileErrors,
             format!(
                 "{shown} version {} has {file_errors} error(s)",
                 args.version
@@ -358,10 +289,13 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
             Some(axioms) => {
                 for axiom in axioms {
                     if axiom == "sorryAx" {
-                        fail("sorry", format!("{} depends on sorryAx", c.name));
+                        fail(
+                            FailureReason::Sorry,
+                            format!("{} depends on sorryAx", c.name),
+                        );
                     } else if !allowed.contains(axiom) {
                         fail(
-                            "axiom",
+                            FailureReason::Axiom,
                             format!("{} depends on {axiom}, not allowed", c.name),
                         );
                     }
@@ -371,13 +305,16 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
                 let why = c
                     .error
                     .get_or_insert_with(|| "Lean reported no axioms for it".to_string());
-                fail("unknown_declaration", format!("{}: {why}", c.name));
+                fail(
+                    FailureReason::UnknownDeclaration,
+                    format!("{}: {why}", c.name),
+                );
             }
         }
         if let Some(r) = &c.reference {
             if !r.matches {
                 fail(
-                    "reference_mismatch",
+                    FailureReason::ReferenceMismatch,
                     format!("{} does not have the type {}", c.name, r.statement),
                 );
             }
@@ -401,7 +338,7 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
                 );
             }
             None => fail(
-                "unscanned",
+                FailureReason::Unscanned,
                 format!(
                     "{} is built in the workspace but its source {path} cannot be read",
                     m.name
@@ -410,7 +347,7 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
         }
         if m.stale {
             fail(
-                "stale_olean",
+                FailureReason::StaleOlean,
                 format!(
                     "{}: its .olean is missing or older than {path}; rebuild it (lean_save)",
                     m.name
@@ -426,21 +363,21 @@ pub async fn verify(broker: &Broker, ctx: &CallContext, args: &Verify<'_>) -> To
     let failing: BTreeSet<String> = found
         .iter()
         .filter(|h| h.fails)
-        .map(|h| format!("{} at {}:{}", h.kind, h.path, h.range["start"]["line"]))
+        .map(|h| format!("{} at {}:{}", h.kind, h.path, h.range.start.line))
         .collect();
     for f in failing {
-        fail("hatch", f);
+        fail(FailureReason::Hatch, f);
     }
     if disk_changed {
         fail(
-            "disk_changed",
+            FailureReason::DiskChanged,
             format!(
                 "{shown} changed on disk since version {}: sync and verify again",
                 args.version
             ),
         );
     }
-    typed(&VerifyResult {
+    Ok(VerifyResult {
         workspace: root.descriptor(),
         path: shown,
         version: args.version,

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::outputs::Calls;
+
 /// The environment of a spawned server: `env` set after `LEAN_BEAM_LOG=info`.
 #[derive(Debug, Clone, Default)]
 pub struct Spawn {
@@ -36,6 +38,9 @@ pub struct StdioChild {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    /// Tool calls sent, whose results are checked against their schemas
+    /// when they are read.
+    calls: Calls,
 }
 
 impl StdioChild {
@@ -91,6 +96,7 @@ impl StdioChild {
             stdin,
             lines,
             stderr,
+            calls: Calls::default(),
         }
     }
 
@@ -110,6 +116,7 @@ impl StdioChild {
     /// Write one raw line (a newline is appended). Returns false when the
     /// child no longer reads its input.
     pub fn send_raw(&mut self, line: &str) -> bool {
+        self.calls.sent_line(line);
         let stdin = self.stdin();
         stdin.write_all(line.as_bytes()).is_ok()
             && stdin.write_all(b"\n").is_ok()
@@ -135,6 +142,7 @@ impl StdioChild {
     pub fn send_all(&mut self, messages: &[Value]) {
         let mut text = String::new();
         for m in messages {
+            self.calls.sent(m);
             text.push_str(&m.to_string());
             text.push('\n');
         }
@@ -143,9 +151,19 @@ impl StdioChild {
         stdin.flush().expect("flush burst");
     }
 
-    /// The next stdout line, or None at EOF / after `limit`.
-    pub fn next_line(&mut self, limit: Duration) -> Option<String> {
-        self.lines.recv_timeout(limit).ok()
+    /// The next stdout message, checked to be a JSON-RPC response or
+    /// notification ([`super::check_line`]) and, if it answers a tool call,
+    /// against the tool's schemas ([`super::outputs`]); None at EOF / after
+    /// `limit`.
+    pub fn next_message(&mut self, limit: Duration) -> Option<Value> {
+        let message = super::check_line(&self.lines.recv_timeout(limit).ok()?);
+        self.calls.received(&message);
+        Some(message)
+    }
+
+    /// Tool results checked against their schemas so far.
+    pub fn results_checked(&self) -> usize {
+        self.calls.checked
     }
 
     pub fn close_stdin(&mut self) {

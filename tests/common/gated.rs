@@ -111,17 +111,12 @@ impl Gated {
     }
 }
 
-/// Every tool runs through `Gated::run`; the ones with a workspace block on the
-/// gate named by its root.
-macro_rules! gated_operations {
-    ($($method:ident: $args:ty,)*) => {
-        impl Operations for Gated {
-            $(async fn $method(&self, ctx: &CallContext, args: $args) -> ToolOutcome {
-                let args = serde_json::to_value(&args).expect("arguments serialize");
-                self.run(ctx, args.pointer("/workspace/root").and_then(Value::as_str)).await
-            })*
-        }
-    };
+/// Every tool runs through `Gated::run` (which answers `{tool, id}`, not the
+/// tool's result: these doubles answer the protocol layer's `Handler` directly);
+/// the ones with a workspace block on the gate named by its root.
+impl Handler for Gated {
+    async fn handle(&self, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
+        let root = call.workspace().map(|w| w.root.clone());
+        self.run(ctx, root.as_deref()).await
+    }
 }
-
-lean_beam_mcp::for_each_tool!(gated_operations);

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::check_line;
 pub use super::child::Spawn;
 use super::child::StdioChild;
 
@@ -186,9 +185,15 @@ impl Mcp {
 
     /// Read one more message, within `limit`. None at timeout or EOF.
     pub fn read_within(&mut self, limit: Duration) -> Option<Value> {
-        let value = check_line(&self.child.next_line(limit)?);
+        let value = self.child.next_message(limit)?;
         self.received.push(value.clone());
         Some(value)
+    }
+
+    /// Tool results checked against their schemas so far
+    /// ([`super::outputs`]).
+    pub fn results_checked(&self) -> usize {
+        self.child.results_checked()
     }
 
     /// The response to `id` (read as far as needed; other messages are kept).

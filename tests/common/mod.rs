@@ -13,6 +13,7 @@ pub mod child;
 pub mod gated;
 pub mod lean;
 pub mod mcp;
+pub mod outputs;
 pub mod procfs;
 #[allow(dead_code)]
 pub mod samples;

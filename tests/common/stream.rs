@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::check_line;
 use super::child::{Spawn, StdioChild};
 
 /// How long any single expected message may take. A failure guard, never an
@@ -134,9 +133,14 @@ impl Server {
 
     /// The next message, or None at EOF / after `limit`.
     pub fn recv_within(&mut self, limit: Duration) -> Option<Value> {
-        let value = check_line(&self.child.next_line(limit)?);
+        let value = self.child.next_message(limit)?;
         self.transcript.push(value.clone());
         Some(value)
+    }
+
+    /// Tool results checked against their schemas so far ([`super::outputs`]).
+    pub fn results_checked(&self) -> usize {
+        self.child.results_checked()
     }
 
     /// The next message that is a response (notifications are kept in the

@@ -2,7 +2,9 @@
 // the table; the checked-in copy (tests/golden/operations.rs) is refreshed
 // with `UPDATE_EXPECT=1 cargo test golden`.
 
-use crate::surface::{CallContext, ParseError, StatusNotice, ToolOutcome};
+use crate::surface::{
+    results, CallContext, ParseError, StatusNotice, ToolError, ToolOutcome,
+};
 ///`bundle`.
 #[derive(
     Debug,
@@ -1121,6 +1123,48 @@ impl Tool {
     pub fn input_schema(self) -> &'static str {
         INPUT_SCHEMAS[self.index()]
     }
+    /// The JSON Schema of the tool's structured result (its `outputSchema`),
+    /// derived from the result type the table names.
+    pub fn output_schema(self) -> ::serde_json::Value {
+        match self {
+            Tool::BeamVersion => results::output_schema::<results::VersionResult>(),
+            Tool::BeamStats => results::output_schema::<results::StatsResult>(),
+            Tool::BeamFeedbackReport => {
+                results::output_schema::<results::FeedbackResult>()
+            }
+            Tool::LeanDropWorkspace => results::output_schema::<results::DropResult>(),
+            Tool::LeanRunAt => results::output_schema::<results::RunResult>(),
+            Tool::LeanRunAtHandle => results::output_schema::<results::RunResult>(),
+            Tool::LeanHover => results::output_schema::<results::HoverResult>(),
+            Tool::LeanSignatureHelp => {
+                results::output_schema::<results::SignatureHelpResult>()
+            }
+            Tool::LeanDefinition => results::output_schema::<results::LocationsResult>(),
+            Tool::LeanReferences => results::output_schema::<results::LocationsResult>(),
+            Tool::LeanDocumentSymbols => {
+                results::output_schema::<results::DocumentSymbolsResult>()
+            }
+            Tool::LeanWorkspaceSymbols => {
+                results::output_schema::<results::WorkspaceSymbolsResult>()
+            }
+            Tool::LeanGoals => results::output_schema::<results::GoalsResult>(),
+            Tool::LeanTodo => results::output_schema::<results::TodoResult>(),
+            Tool::LeanCodeActionResolve => {
+                results::output_schema::<results::CodeActionResult>()
+            }
+            Tool::LeanRunWith => results::output_schema::<results::RunResult>(),
+            Tool::LeanRunWithLinear => results::output_schema::<results::RunResult>(),
+            Tool::LeanRelease => results::output_schema::<results::ReleaseResult>(),
+            Tool::LeanRunCode => results::output_schema::<results::RunCodeResult>(),
+            Tool::LeanVerify => results::output_schema::<results::VerifyResult>(),
+            Tool::LeanUpdate => results::output_schema::<results::UpdateResult>(),
+            Tool::LeanSync => results::output_schema::<results::SyncResult>(),
+            Tool::LeanRefresh => results::output_schema::<results::SyncResult>(),
+            Tool::LeanSave => results::output_schema::<results::SaveResult>(),
+            Tool::LeanCloseSave => results::output_schema::<results::CloseSaveResult>(),
+            Tool::LeanClose => results::output_schema::<results::CloseResult>(),
+        }
+    }
     /// The schema schemars derives from the tool's argument struct. The
     /// emitted `input_schema` is what clients see; tests check that both
     /// accept and reject the same payloads.
@@ -1498,8 +1542,8 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
         read_only: false,
     },
 ];
-/// The `tools` array of a tools/list result, serialized once at build time.
-pub const CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"description\":\"set_option value.\",\"minimum\":1},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"description\":\"set_option value.\",\"minimum\":1},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
 pub const INPUT_SCHEMAS: [&str; 26usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
@@ -1722,234 +1766,366 @@ pub fn parse(
     };
     call.map_err(ParseError::from_serde)
 }
-/// One method per tool; the hand-written broker implements it, so a tool
-/// missing from the implementation does not compile.
+/// One method per tool, returning the tool's typed result; the
+/// hand-written operations implement it, so a tool missing from the
+/// implementation does not compile.
 pub trait Operations: Send + Sync {
     ///`beam_version`: This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.
     fn beam_version(
         &self,
         ctx: &CallContext,
         args: BeamVersionArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::VersionResult, ToolError>,
+    > + Send;
     ///`beam_stats`: Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.
     fn beam_stats(
         &self,
         ctx: &CallContext,
         args: BeamStatsArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::StatsResult, ToolError>,
+    > + Send;
     ///`beam_feedback_report`: Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle "dir"/"zip" also writes a local evidence bundle.
     fn beam_feedback_report(
         &self,
         ctx: &CallContext,
         args: BeamFeedbackReportArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::FeedbackResult, ToolError>,
+    > + Send;
     ///`lean_drop_workspace`: Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone.
     fn lean_drop_workspace(
         &self,
         ctx: &CallContext,
         args: LeanDropWorkspaceArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::DropResult, ToolError>,
+    > + Send;
     ///`lean_run_at`: Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync.
     fn lean_run_at(
         &self,
         ctx: &CallContext,
         args: LeanRunAtArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::RunResult, ToolError>,
+    > + Send;
     ///`lean_run_at_handle`: Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version.
     fn lean_run_at_handle(
         &self,
         ctx: &CallContext,
         args: LeanRunAtHandleArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::RunResult, ToolError>,
+    > + Send;
     ///`lean_hover`: Type and docstring at a position of a synced version.
     fn lean_hover(
         &self,
         ctx: &CallContext,
         args: LeanHoverArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::HoverResult, ToolError>,
+    > + Send;
     ///`lean_signature_help`: Signature of the function applied at a position of a synced version.
     fn lean_signature_help(
         &self,
         ctx: &CallContext,
         args: LeanSignatureHelpArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::SignatureHelpResult, ToolError>,
+    > + Send;
     ///`lean_definition`: Where the constant at a position is declared.
     fn lean_definition(
         &self,
         ctx: &CallContext,
         args: LeanDefinitionArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::LocationsResult, ToolError>,
+    > + Send;
     ///`lean_references`: References to the constant at a position, in open documents and compiled modules.
     fn lean_references(
         &self,
         ctx: &CallContext,
         args: LeanReferencesArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::LocationsResult, ToolError>,
+    > + Send;
     ///`lean_document_symbols`: The nested symbols of a synced version.
     fn lean_document_symbols(
         &self,
         ctx: &CallContext,
         args: LeanDocumentSymbolsArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::DocumentSymbolsResult, ToolError>,
+    > + Send;
     ///`lean_workspace_symbols`: Fuzzy symbol search over the workspace (compiled modules, open documents).
     fn lean_workspace_symbols(
         &self,
         ctx: &CallContext,
         args: LeanWorkspaceSymbolsArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::WorkspaceSymbolsResult, ToolError>,
+    > + Send;
     ///`lean_goals`: Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there.
     fn lean_goals(
         &self,
         ctx: &CallContext,
         args: LeanGoalsArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::GoalsResult, ToolError>,
+    > + Send;
     ///`lean_todo`: Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at.
     fn lean_todo(
         &self,
         ctx: &CallContext,
         args: LeanTodoArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::TodoResult, ToolError>,
+    > + Send;
     ///`lean_code_action_resolve`: Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync.
     fn lean_code_action_resolve(
         &self,
         ctx: &CallContext,
         args: LeanCodeActionResolveArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::CodeActionResult, ToolError>,
+    > + Send;
     ///`lean_run_with`: Run tactic or command text from a proof handle, keeping it; success returns a new next_handle.
     fn lean_run_with(
         &self,
         ctx: &CallContext,
         args: LeanRunWithArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::RunResult, ToolError>,
+    > + Send;
     ///`lean_run_with_linear`: Like lean_run_with, but consumes the handle, success or not.
     fn lean_run_with_linear(
         &self,
         ctx: &CallContext,
         args: LeanRunWithLinearArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::RunResult, ToolError>,
+    > + Send;
     ///`lean_release`: Release a proof handle.
     fn lean_release(
         &self,
         ctx: &CallContext,
         args: LeanReleaseArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::ReleaseResult, ToolError>,
+    > + Send;
     ///`lean_run_code`: Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm.
     fn lean_run_code(
         &self,
         ctx: &CallContext,
         args: LeanRunCodeArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::RunCodeResult, ToolError>,
+    > + Send;
     ///`lean_verify`: Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes.
     fn lean_verify(
         &self,
         ctx: &CallContext,
         args: LeanVerifyArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::VerifyResult, ToolError>,
+    > + Send;
     ///`lean_update`: Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them).
     fn lean_update(
         &self,
         ctx: &CallContext,
         args: LeanUpdateArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::UpdateResult, ToolError>,
+    > + Send;
     ///`lean_sync`: Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs.
     fn lean_sync(
         &self,
         ctx: &CallContext,
         args: LeanSyncArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::SyncResult, ToolError>,
+    > + Send;
     ///`lean_refresh`: Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt).
     fn lean_refresh(
         &self,
         ctx: &CallContext,
         args: LeanRefreshArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::SyncResult, ToolError>,
+    > + Send;
     ///`lean_save`: Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result.
     fn lean_save(
         &self,
         ctx: &CallContext,
         args: LeanSaveArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::SaveResult, ToolError>,
+    > + Send;
     ///`lean_close_save`: lean_save, then close the document; a failed save leaves it open.
     fn lean_close_save(
         &self,
         ctx: &CallContext,
         args: LeanCloseSaveArgs,
-    ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
+    ) -> impl ::std::future::Future<
+        Output = Result<results::CloseSaveResult, ToolError>,
+    > + Send;
     ///`lean_close`: Close a document, freeing its Lean worker. Idempotent.
     fn lean_close(
         &self,
         ctx: &CallContext,
         args: LeanCloseArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::CloseResult, ToolError>,
+    > + Send;
+}
+/// What the protocol layer calls: a parsed call in, its structured
+/// content (or tool error) out. Every [`Operations`] is a handler, its
+/// typed result serialized here; a test double that answers every tool
+/// alike implements this one method instead.
+pub trait Handler: Send + Sync {
+    fn handle(
+        &self,
+        ctx: &CallContext,
+        call: ToolCall,
     ) -> impl ::std::future::Future<Output = ToolOutcome> + Send;
 }
-/// Route a parsed call to its method.
-pub async fn dispatch<O: Operations + ?Sized>(
-    ops: &O,
-    ctx: &CallContext,
-    call: ToolCall,
-) -> ToolOutcome {
-    match call {
-        ToolCall::BeamVersion(args) => ops.beam_version(ctx, args).await,
-        ToolCall::BeamStats(args) => ops.beam_stats(ctx, args).await,
-        ToolCall::BeamFeedbackReport(args) => ops.beam_feedback_report(ctx, args).await,
-        ToolCall::LeanDropWorkspace(args) => ops.lean_drop_workspace(ctx, args).await,
-        ToolCall::LeanRunAt(args) => ops.lean_run_at(ctx, args).await,
-        ToolCall::LeanRunAtHandle(args) => ops.lean_run_at_handle(ctx, args).await,
-        ToolCall::LeanHover(args) => ops.lean_hover(ctx, args).await,
-        ToolCall::LeanSignatureHelp(args) => ops.lean_signature_help(ctx, args).await,
-        ToolCall::LeanDefinition(args) => ops.lean_definition(ctx, args).await,
-        ToolCall::LeanReferences(args) => ops.lean_references(ctx, args).await,
-        ToolCall::LeanDocumentSymbols(args) => ops.lean_document_symbols(ctx, args).await,
-        ToolCall::LeanWorkspaceSymbols(args) => {
-            ops.lean_workspace_symbols(ctx, args).await
+impl<O: Operations + ?Sized> Handler for O {
+    async fn handle(&self, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
+        match call {
+            ToolCall::BeamVersion(args) => {
+                crate::surface::structured(&self.beam_version(ctx, args).await?)
+            }
+            ToolCall::BeamStats(args) => {
+                crate::surface::structured(&self.beam_stats(ctx, args).await?)
+            }
+            ToolCall::BeamFeedbackReport(args) => {
+                crate::surface::structured(&self.beam_feedback_report(ctx, args).await?)
+            }
+            ToolCall::LeanDropWorkspace(args) => {
+                crate::surface::structured(&self.lean_drop_workspace(ctx, args).await?)
+            }
+            ToolCall::LeanRunAt(args) => {
+                crate::surface::structured(&self.lean_run_at(ctx, args).await?)
+            }
+            ToolCall::LeanRunAtHandle(args) => {
+                crate::surface::structured(&self.lean_run_at_handle(ctx, args).await?)
+            }
+            ToolCall::LeanHover(args) => {
+                crate::surface::structured(&self.lean_hover(ctx, args).await?)
+            }
+            ToolCall::LeanSignatureHelp(args) => {
+                crate::surface::structured(&self.lean_signature_help(ctx, args).await?)
+            }
+            ToolCall::LeanDefinition(args) => {
+                crate::surface::structured(&self.lean_definition(ctx, args).await?)
+            }
+            ToolCall::LeanReferences(args) => {
+                crate::surface::structured(&self.lean_references(ctx, args).await?)
+            }
+            ToolCall::LeanDocumentSymbols(args) => {
+                crate::surface::structured(&self.lean_document_symbols(ctx, args).await?)
+            }
+            ToolCall::LeanWorkspaceSymbols(args) => {
+                crate::surface::structured(
+                    &self.lean_workspace_symbols(ctx, args).await?,
+                )
+            }
+            ToolCall::LeanGoals(args) => {
+                crate::surface::structured(&self.lean_goals(ctx, args).await?)
+            }
+            ToolCall::LeanTodo(args) => {
+                crate::surface::structured(&self.lean_todo(ctx, args).await?)
+            }
+            ToolCall::LeanCodeActionResolve(args) => {
+                crate::surface::structured(
+                    &self.lean_code_action_resolve(ctx, args).await?,
+                )
+            }
+            ToolCall::LeanRunWith(args) => {
+                crate::surface::structured(&self.lean_run_with(ctx, args).await?)
+            }
+            ToolCall::LeanRunWithLinear(args) => {
+                crate::surface::structured(&self.lean_run_with_linear(ctx, args).await?)
+            }
+            ToolCall::LeanRelease(args) => {
+                crate::surface::structured(&self.lean_release(ctx, args).await?)
+            }
+            ToolCall::LeanRunCode(args) => {
+                crate::surface::structured(&self.lean_run_code(ctx, args).await?)
+            }
+            ToolCall::LeanVerify(args) => {
+                crate::surface::structured(&self.lean_verify(ctx, args).await?)
+            }
+            ToolCall::LeanUpdate(args) => {
+                crate::surface::structured(&self.lean_update(ctx, args).await?)
+            }
+            ToolCall::LeanSync(args) => {
+                crate::surface::structured(&self.lean_sync(ctx, args).await?)
+            }
+            ToolCall::LeanRefresh(args) => {
+                crate::surface::structured(&self.lean_refresh(ctx, args).await?)
+            }
+            ToolCall::LeanSave(args) => {
+                crate::surface::structured(&self.lean_save(ctx, args).await?)
+            }
+            ToolCall::LeanCloseSave(args) => {
+                crate::surface::structured(&self.lean_close_save(ctx, args).await?)
+            }
+            ToolCall::LeanClose(args) => {
+                crate::surface::structured(&self.lean_close(ctx, args).await?)
+            }
         }
-        ToolCall::LeanGoals(args) => ops.lean_goals(ctx, args).await,
-        ToolCall::LeanTodo(args) => ops.lean_todo(ctx, args).await,
-        ToolCall::LeanCodeActionResolve(args) => {
-            ops.lean_code_action_resolve(ctx, args).await
-        }
-        ToolCall::LeanRunWith(args) => ops.lean_run_with(ctx, args).await,
-        ToolCall::LeanRunWithLinear(args) => ops.lean_run_with_linear(ctx, args).await,
-        ToolCall::LeanRelease(args) => ops.lean_release(ctx, args).await,
-        ToolCall::LeanRunCode(args) => ops.lean_run_code(ctx, args).await,
-        ToolCall::LeanVerify(args) => ops.lean_verify(ctx, args).await,
-        ToolCall::LeanUpdate(args) => ops.lean_update(ctx, args).await,
-        ToolCall::LeanSync(args) => ops.lean_sync(ctx, args).await,
-        ToolCall::LeanRefresh(args) => ops.lean_refresh(ctx, args).await,
-        ToolCall::LeanSave(args) => ops.lean_save(ctx, args).await,
-        ToolCall::LeanCloseSave(args) => ops.lean_close_save(ctx, args).await,
-        ToolCall::LeanClose(args) => ops.lean_close(ctx, args).await,
     }
 }
-/// `for_each_tool!(callback)` expands to `callback! { method: ArgsType, ... }`
-/// over every tool in table order, so that test doubles and benchmarks can
-/// implement `Operations` without a hand-kept list of the tools.
+/// `for_each_tool!(callback)` expands to
+/// `callback! { method: ArgsType => ResultType, ... }` over every tool in
+/// table order, so that test doubles and benchmarks can implement
+/// `Operations` without a hand-kept list of the tools.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_tool {
     ($callback:ident) => {
-        $callback ! { beam_version : $crate::surface::BeamVersionArgs, beam_stats :
-        $crate::surface::BeamStatsArgs, beam_feedback_report :
-        $crate::surface::BeamFeedbackReportArgs, lean_drop_workspace :
-        $crate::surface::LeanDropWorkspaceArgs, lean_run_at :
-        $crate::surface::LeanRunAtArgs, lean_run_at_handle :
-        $crate::surface::LeanRunAtHandleArgs, lean_hover :
-        $crate::surface::LeanHoverArgs, lean_signature_help :
-        $crate::surface::LeanSignatureHelpArgs, lean_definition :
-        $crate::surface::LeanDefinitionArgs, lean_references :
-        $crate::surface::LeanReferencesArgs, lean_document_symbols :
-        $crate::surface::LeanDocumentSymbolsArgs, lean_workspace_symbols :
-        $crate::surface::LeanWorkspaceSymbolsArgs, lean_goals :
-        $crate::surface::LeanGoalsArgs, lean_todo : $crate::surface::LeanTodoArgs,
-        lean_code_action_resolve : $crate::surface::LeanCodeActionResolveArgs,
-        lean_run_with : $crate::surface::LeanRunWithArgs, lean_run_with_linear :
-        $crate::surface::LeanRunWithLinearArgs, lean_release :
-        $crate::surface::LeanReleaseArgs, lean_run_code :
-        $crate::surface::LeanRunCodeArgs, lean_verify : $crate::surface::LeanVerifyArgs,
-        lean_update : $crate::surface::LeanUpdateArgs, lean_sync :
-        $crate::surface::LeanSyncArgs, lean_refresh : $crate::surface::LeanRefreshArgs,
-        lean_save : $crate::surface::LeanSaveArgs, lean_close_save :
-        $crate::surface::LeanCloseSaveArgs, lean_close : $crate::surface::LeanCloseArgs,
-        }
+        $callback ! { beam_version : $crate::surface::BeamVersionArgs =>
+        $crate::surface::results::VersionResult, beam_stats :
+        $crate::surface::BeamStatsArgs => $crate::surface::results::StatsResult,
+        beam_feedback_report : $crate::surface::BeamFeedbackReportArgs =>
+        $crate::surface::results::FeedbackResult, lean_drop_workspace :
+        $crate::surface::LeanDropWorkspaceArgs => $crate::surface::results::DropResult,
+        lean_run_at : $crate::surface::LeanRunAtArgs =>
+        $crate::surface::results::RunResult, lean_run_at_handle :
+        $crate::surface::LeanRunAtHandleArgs => $crate::surface::results::RunResult,
+        lean_hover : $crate::surface::LeanHoverArgs =>
+        $crate::surface::results::HoverResult, lean_signature_help :
+        $crate::surface::LeanSignatureHelpArgs =>
+        $crate::surface::results::SignatureHelpResult, lean_definition :
+        $crate::surface::LeanDefinitionArgs => $crate::surface::results::LocationsResult,
+        lean_references : $crate::surface::LeanReferencesArgs =>
+        $crate::surface::results::LocationsResult, lean_document_symbols :
+        $crate::surface::LeanDocumentSymbolsArgs =>
+        $crate::surface::results::DocumentSymbolsResult, lean_workspace_symbols :
+        $crate::surface::LeanWorkspaceSymbolsArgs =>
+        $crate::surface::results::WorkspaceSymbolsResult, lean_goals :
+        $crate::surface::LeanGoalsArgs => $crate::surface::results::GoalsResult,
+        lean_todo : $crate::surface::LeanTodoArgs =>
+        $crate::surface::results::TodoResult, lean_code_action_resolve :
+        $crate::surface::LeanCodeActionResolveArgs =>
+        $crate::surface::results::CodeActionResult, lean_run_with :
+        $crate::surface::LeanRunWithArgs => $crate::surface::results::RunResult,
+        lean_run_with_linear : $crate::surface::LeanRunWithLinearArgs =>
+        $crate::surface::results::RunResult, lean_release :
+        $crate::surface::LeanReleaseArgs => $crate::surface::results::ReleaseResult,
+        lean_run_code : $crate::surface::LeanRunCodeArgs =>
+        $crate::surface::results::RunCodeResult, lean_verify :
+        $crate::surface::LeanVerifyArgs => $crate::surface::results::VerifyResult,
+        lean_update : $crate::surface::LeanUpdateArgs =>
+        $crate::surface::results::UpdateResult, lean_sync : $crate::surface::LeanSyncArgs
+        => $crate::surface::results::SyncResult, lean_refresh :
+        $crate::surface::LeanRefreshArgs => $crate::surface::results::SyncResult,
+        lean_save : $crate::surface::LeanSaveArgs =>
+        $crate::surface::results::SaveResult, lean_close_save :
+        $crate::surface::LeanCloseSaveArgs => $crate::surface::results::CloseSaveResult,
+        lean_close : $crate::surface::LeanCloseArgs =>
+        $crate::surface::results::CloseResult, }
     };
 }

@@ -687,13 +687,13 @@ fn malformed_responses_are_structured_errors_not_hangs() {
 struct Panicking;
 
 macro_rules! panicking_operations {
-    ($($method:ident: $args:ty,)*) => {
+    ($($method:ident: $args:ty => $result:ty,)*) => {
         impl lean_beam_mcp::surface::Operations for Panicking {
             $(async fn $method(
                 &self,
                 _ctx: &lean_beam_mcp::context::CallContext,
                 _args: $args,
-            ) -> lean_beam_mcp::surface::ToolOutcome {
+            ) -> Result<$result, lean_beam_mcp::surface::ToolError> {
                 tokio::task::yield_now().await;
                 panic!("injected failure in {}", stringify!($method))
             })*

@@ -104,6 +104,9 @@ fn hover_names_the_type_and_docstring() {
     // Nothing there: Lean's null, under the same key.
     let nothing = mcp.call("lean_hover", at(&root, "Fix/Goals.lean", 15, 0));
     assert_eq!(nothing["hover"], Value::Null, "{nothing}");
+    // The harness checked each result against lean_hover's outputSchema (and
+    // the sync's against lean_sync's), not only these assertions.
+    assert!(mcp.results_checked() >= 6, "{}", mcp.results_checked());
 }
 
 #[test]

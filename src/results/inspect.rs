@@ -1,0 +1,158 @@
+//! Results of the inspection tools: hover, signature help, navigation,
+//! symbols, goals, todo and code-action resolution. Lean's own answers pass
+//! through under one key named for what they are (LSP shapes, with a
+//! workspace-relative `path`/`targetPath` next to each `uri`/`targetUri`).
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{DiagnosticItem, DocHead, Goal, Position, Range, WorkspaceEcho};
+
+/// `lean_hover`: the type and docstring Lean shows at a position.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct HoverResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// Lean's `textDocument/hover` answer: an LSP `Hover`, or null.
+    pub hover: Value,
+}
+
+/// `lean_signature_help`: the signature of the function applied at a position.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SignatureHelpResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// Lean's `textDocument/signatureHelp` answer: an LSP `SignatureHelp`, or null.
+    pub signature_help: Value,
+}
+
+/// `lean_definition` and `lean_references`: where the constant at a position
+/// is declared, or used.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct LocationsResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// LSP locations or location links (never of the server's own shadow
+    /// documents), or null.
+    pub locations: Value,
+}
+
+/// `lean_document_symbols`: the nested symbols of a version.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct DocumentSymbolsResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// LSP document symbols, nested by `children`, with `kind` named
+    /// (`"namespace"`, `"method"`, …) rather than numbered.
+    pub symbols: Value,
+}
+
+/// `lean_workspace_symbols`: the symbols matching a query, across the
+/// workspace (no document, no version).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct WorkspaceSymbolsResult {
+    pub workspace: WorkspaceEcho,
+    /// LSP symbol information, with `kind` named.
+    pub symbols: Value,
+}
+
+/// Which side of the tactic `lean_goals` was asked for (its `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GoalsSide {
+    Before,
+    After,
+}
+
+/// Where goals came from: Lean's interactive goals (RPC), its rendered
+/// `plainGoal` (where RPC is unavailable), or the type expected at a term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum GoalSource {
+    Rpc,
+    PlainGoal,
+    PlainTermGoal,
+}
+
+/// `lean_goals`: the goals before or after the tactic at a position.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct GoalsResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    pub mode: GoalsSide,
+    /// The position whose goals answer `mode` (the tactic's start or end).
+    pub position: Position,
+    pub source: GoalSource,
+    pub goals: Vec<Goal>,
+}
+
+/// What a todo item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoItemKind {
+    Sorry,
+    Hole,
+    Diagnostic,
+    CodeAction,
+    IncompleteProof,
+}
+
+impl TodoItemKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Sorry => "sorry",
+            Self::Hole => "hole",
+            Self::Diagnostic => "diagnostic",
+            Self::CodeAction => "code_action",
+            Self::IncompleteProof => "incomplete_proof",
+        }
+    }
+}
+
+/// One piece of unfinished work, with where to try something and what.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TodoItem {
+    pub kind: TodoItemKind,
+    pub range: Range,
+    /// Give it to `lean_run_at` with `run_at_text` (or text of your own).
+    pub run_at_position: Position,
+    /// The diagnostic's message, or the code action's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// For diagnostic items: `"error"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub severity: Option<super::Severity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostic: Option<DiagnosticItem>,
+    /// The LSP code action, for `lean_code_action_resolve`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_action: Option<Value>,
+    /// A probe `lean_run_at` takes at `run_at_position` (`exact?`, `by exact?`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_at_text: Option<String>,
+    /// The goals Lean shows there, rendered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proof_state: Option<Vec<String>>,
+}
+
+/// `lean_todo`: the unfinished work in a range, in document order.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TodoResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    pub range: Range,
+    pub items: Vec<TodoItem>,
+}
+
+/// `lean_code_action_resolve`: the resolved action, not applied.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CodeActionResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// The LSP code action with its `edit`, to apply yourself.
+    pub code_action: Value,
+    /// Always false: the server never applies edits.
+    pub applied: bool,
+    pub note: String,
+}

@@ -1,0 +1,294 @@
+//! What the tools answer: one `Serialize + JsonSchema` struct per tool result
+//! (named by `result = "…"` in `operations.toml`) and the shapes they share.
+//! The catalog's `outputSchema` of every tool is derived from these types
+//! ([`output_schema`]), so what a tool returns and what it advertises cannot
+//! drift apart; the tests validate every result they see against it.
+//!
+//! This module is a leaf: plain data, no behaviour beyond serialization. The
+//! operations (`ops`) build the results from what the broker returns; the
+//! broker builds only the shared vocabulary it also puts in its logs, errors
+//! and statistics (diagnostic counts and items, readiness, document progress,
+//! goals, runtime statistics).
+//!
+//! # Key casing, one rule per struct
+//!
+//! Field names are written in Rust as snake_case; each struct states its wire
+//! rule with `#[serde(rename_all = …)]` (or none, when the wire is snake_case):
+//!
+//! - **snake_case**, the rule of the tool results and of the seed's "Stable
+//!   Result Shapes" (`save_ready`, `blocking_error_count`, `range_end_line`,
+//!   `proof_state`, `next_handle`, `source_hash`, `invalidated_handles`, …):
+//!   every top-level result except the two below, and the nested shapes
+//!   [`DocumentProgress`], [`Readiness`], the run messages, the todo items,
+//!   the feedback metadata.
+//! - **camelCase**, the rule of shapes that follow LSP or Lean (`fullRange`,
+//!   `goalPrefix`, `userName`) and of the debug statistics (`uptimeMs`,
+//!   `serverCommand`, `byEra`): [`DiagnosticItem`], [`Goal`], `StatsResult`
+//!   and everything under it, the feedback's collected context, and
+//!   `CloseResult` (`wasOpen`, its one multi-word key).
+//!
+//! Every key kept the name it had before the results were typed; no key was
+//! renamed.
+
+mod documents;
+mod feedback;
+mod inspect;
+mod process;
+mod run_code;
+mod speculate;
+mod verify;
+
+pub use documents::*;
+pub use feedback::*;
+pub use inspect::*;
+pub use process::*;
+pub use run_code::*;
+pub use speculate::*;
+pub use verify::*;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The output schema of a result type: JSON Schema draft 2020-12 describing
+/// what the type serializes to (optional keys are the ones it may leave out),
+/// without `$schema` (MCP's default dialect) and without the Rust type name as
+/// a title. Integer formats (`uint64`, …) are dropped: they are no standard
+/// format, and strict validators reject unknown ones; `minimum: 0` says it.
+pub fn output_schema<T: JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let Value::Object(mut map) = serde_json::to_value(schema).expect("a schema serializes") else {
+        unreachable!("a struct's schema is an object")
+    };
+    map.remove("$schema");
+    map.remove("title");
+    // What the result is first, the shared definitions last, so that the
+    // golden catalog reads from the top.
+    let mut ordered = serde_json::Map::new();
+    for key in ["description", "type", "properties", "required"] {
+        if let Some(value) = map.remove(key) {
+            ordered.insert(key.to_owned(), value);
+        }
+    }
+    let defs = map.remove("$defs");
+    ordered.extend(map);
+    if let Some(defs) = defs {
+        ordered.insert("$defs".to_owned(), defs);
+    }
+    let mut schema = Value::Object(ordered);
+    drop_integer_formats(&mut schema);
+    schema
+}
+
+fn drop_integer_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let integer_format = map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| f.starts_with("int") || f.starts_with("uint"));
+            if integer_format {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_integer_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_integer_formats),
+        _ => {}
+    }
+}
+
+/// The canonical workspace descriptor a result echoes (`{"root": …}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkspaceEcho {
+    /// The canonical absolute root: pass it back as `workspace.root`.
+    pub root: String,
+}
+
+/// A position in a document: 0-based line, UTF-16 character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Position {
+    pub line: u32,
+    pub character: u32,
+}
+
+impl Position {
+    pub fn new((line, character): (u32, u32)) -> Position {
+        Position { line, character }
+    }
+}
+
+/// A range of a document (`end` exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Range {
+    pub start: Position,
+    pub end: Position,
+}
+
+impl Range {
+    pub fn new(start: (u32, u32), end: (u32, u32)) -> Range {
+        Range {
+            start: Position::new(start),
+            end: Position::new(end),
+        }
+    }
+}
+
+/// What every answer about a pinned document version names first.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct DocHead {
+    pub workspace: WorkspaceEcho,
+    /// The document, as the caller named it (relative to the root when inside it).
+    pub path: String,
+    /// The version the answer is about.
+    pub version: u64,
+    /// The addressed line, for answers at a position: an off-by-one shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_text: Option<String>,
+    /// Present (true) when the file changed on disk since this version was
+    /// read from it: sync before trusting the answer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disk_changed: bool,
+}
+
+/// A diagnostic severity by name (`unknown`: a severity outside LSP's four).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+    Hint,
+    Unknown,
+}
+
+/// The complete counts of a version's diagnostics, by severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DiagnosticCounts {
+    pub error: u64,
+    pub warning: u64,
+    pub information: u64,
+    pub hint: u64,
+    pub unknown: u64,
+    pub total: u64,
+}
+
+/// One diagnostic as agents see it: the LSP fields that matter, with the
+/// severity named.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnosticItem {
+    /// Lean's range of the message.
+    #[schemars(with = "Range")]
+    pub range: Value,
+    pub severity: Severity,
+    pub message: String,
+    /// The whole span the message is about, when it differs from `range`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Range>")]
+    pub full_range: Option<Value>,
+    /// Lean's diagnostic code, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<Value>,
+}
+
+/// Why a version is or is not save-ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadinessReason {
+    /// No blocking evidence.
+    Ok,
+    /// Error diagnostics.
+    Errors,
+    /// Lean stopped processing the file.
+    FatalError,
+}
+
+impl ReadinessReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Errors => "errors",
+            Self::FatalError => "fatalError",
+        }
+    }
+}
+
+/// Save readiness of one elaborated version. `blocking_error_count` counts
+/// save-blocking evidence, which can include a message that has no
+/// diagnostic, so it may differ from `diagnostics.counts.error`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Readiness {
+    pub save_ready: bool,
+    pub reason: ReadinessReason,
+    pub blocking_error_count: u64,
+    pub blocking_diagnostics: Vec<DiagnosticItem>,
+    pub blocking_messages: Vec<String>,
+}
+
+/// How far Lean got with a version: the latest observation when the result
+/// was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct DocumentProgress {
+    /// `$/lean/fileProgress` notifications received for this version.
+    pub updates: u64,
+    /// Lean reported no remaining work.
+    pub done: bool,
+    /// The first line still being processed, or the last line once done.
+    pub range_end_line: u32,
+}
+
+/// One proof goal: its hypotheses and its target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Goal {
+    /// What Lean prints before the target (`⊢ `).
+    pub goal_prefix: String,
+    pub target: String,
+    pub hyps: Vec<Hypothesis>,
+    /// The case name (`succ`), when the goal has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_name: Option<String>,
+}
+
+/// One hypothesis line: the names it binds, their type, and a `let` value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Hypothesis {
+    pub names: Vec<String>,
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_schemas_are_objects_without_dialect_title_or_integer_formats() {
+        let schema = output_schema::<Readiness>();
+        assert_eq!(schema["type"], "object");
+        assert!(schema.get("$schema").is_none(), "{schema}");
+        assert!(schema.get("title").is_none(), "{schema}");
+        assert!(!schema.to_string().contains("uint"), "{schema}");
+        assert_eq!(
+            schema["properties"]["blocking_error_count"]["minimum"], 0,
+            "{schema}"
+        );
+    }
+
+    #[test]
+    fn optional_keys_are_the_ones_left_out_when_empty() {
+        let schema = output_schema::<DocHead>();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(required, ["workspace", "path", "version"], "{schema}");
+    }
+}

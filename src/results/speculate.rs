@@ -1,0 +1,72 @@
+//! Results of the speculative tools: the run result of `lean_run_at`,
+//! `lean_run_at_handle`, `lean_run_with`, `lean_run_with_linear`, and
+//! `lean_release`.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{Goal, GoalSource, Range, Severity, WorkspaceEcho};
+
+/// One message Lean gave about a step (or, marked `before_step`, about the
+/// text before it). `range` is in the user's file; `step_range` counts from
+/// the step's first character.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunMessage {
+    pub severity: Severity,
+    pub text: String,
+    pub range: Range,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_range: Option<Range>,
+    /// Present (true) for a message about the text before the step.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub before_step: bool,
+}
+
+/// When the goals of a proof state were taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProofStateAt {
+    /// After a step that succeeded.
+    AfterStep,
+    /// Before a step that failed: what to work from.
+    BeforeFailedStep,
+}
+
+/// The goals after a tactic step, or, for a term step, the type still
+/// expected (none once the term elaborates).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ProofState {
+    pub goals: Vec<Goal>,
+    pub source: GoalSource,
+    pub at: ProofStateAt,
+}
+
+/// What a speculative step did (seed: "Stable Result Shapes").
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunResult {
+    pub workspace: WorkspaceEcho,
+    /// The addressed line (`lean_run_at*`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_text: Option<String>,
+    pub success: bool,
+    pub messages: Vec<RunMessage>,
+    /// Trace messages (`[Meta.synthInstance] …`), apart from the others.
+    pub traces: Vec<RunMessage>,
+    /// Null after a command step.
+    pub proof_state: Option<ProofState>,
+    /// A handle to continue from (`lean_run_at_handle`, `lean_run_with*`
+    /// after a step that succeeded), else null.
+    pub next_handle: Option<String>,
+    /// Present (true) when the file changed on disk since the version probed
+    /// was read from it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disk_changed: bool,
+}
+
+/// `lean_release`: the handle is released.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ReleaseResult {
+    pub workspace: WorkspaceEcho,
+    pub path: String,
+    pub released: bool,
+}
