@@ -135,6 +135,29 @@ fn one_command(text: &str) -> String {
     text.trim().replace('\n', "\n  ")
 }
 
+/// A declaration name goes on a line of its own after `#print axioms`: one
+/// Lean name (spaces only inside `«»`), no line break.
+fn check_name(name: &str) -> Result<(), ToolError> {
+    let mut escaped = false;
+    let spaced = name.chars().any(|c| {
+        match c {
+            '«' => escaped = true,
+            '»' => escaped = false,
+            _ => {}
+        }
+        c == '\n' || c == '\r' || (c.is_whitespace() && !escaped)
+    });
+    if name.is_empty() || spaced {
+        return Err(ToolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "declaration name {name:?} is not one Lean name: give it as `Namespace.name`, without spaces or line breaks"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub struct Verify<'a> {
     pub workspace: &'a Workspace,
     pub path: &'a str,
@@ -169,6 +192,9 @@ pub async fn verify(
             })
             .collect()
     } else {
+        for d in args.declarations {
+            check_name(&d.name)?;
+        }
         args.declarations.to_vec()
     };
     if targets.is_empty() {
@@ -399,6 +425,15 @@ pub async fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_single_identifiers() {
+        assert!(check_name("Ver.«odd name»").is_ok());
+        assert!(check_name("Ver.odd name").is_err());
+        assert!(check_name("").is_err());
+        assert!(check_name("a\n#eval 1").is_err());
+        assert!(check_name("Ver.no_axioms").is_ok());
+    }
 
     #[test]
     fn print_axioms_answers_are_read() {

@@ -206,6 +206,24 @@ fn axioms_with_and_without_sorry_the_allowlist_and_references() {
         "{r}"
     );
 
+    // Bad input: a name that is not one Lean name, a stale version, a file
+    // never synced.
+    let e = mcp.call_err(
+        "lean_verify",
+        json!({ "workspace": ws(&root), "path": path, "version": version, "declarations": [{ "name": "a\n#eval 1" }] }),
+    );
+    assert_eq!(e["code"], "invalidParams", "{e}");
+    let e = mcp.call_err(
+        "lean_verify",
+        json!({ "workspace": ws(&root), "path": path, "version": version + 1 }),
+    );
+    assert_eq!(e["code"], "contentModified", "{e}");
+    let e = mcp.call_err(
+        "lean_verify",
+        json!({ "workspace": ws(&root), "path": "Ver/Bad.lean", "version": 1 }),
+    );
+    assert_eq!(e["data"]["reason"], "notSynced", "{e}");
+
     // The document itself never saw the shadow's commands.
     let s = mcp.call(
         "lean_sync",
