@@ -18,7 +18,7 @@ time per call):
      (lean_sync, then lean_verify: only the tail is elaborated again), and
      unchanged; with lean_refresh of the same file for scale.
 
-Usage: scripts/bench-snippets.py [--calls N] [--rounds N] [--no-build]
+Usage: scripts/bench-snippets.py [--calls N] [--rounds N] [--no-build] [--binary PATH]
 """
 
 import argparse
@@ -100,6 +100,7 @@ def main():
     parser.add_argument("--calls", type=int, default=100, help="calls per warm comparison")
     parser.add_argument("--rounds", type=int, default=10, help="cold calls and verify rounds")
     parser.add_argument("--no-build", action="store_true", help="use the existing release binary")
+    parser.add_argument("--binary", help="the lean-beam-mcp binary (default target/release/lean-beam-mcp)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if not args.no_build:
@@ -108,7 +109,7 @@ def main():
                           capture_output=True, text=True).stdout.strip()
     subprocess.run([os.path.join(REPO, "scripts/build-fixtures.sh")], check=True,
                    env=dict(os.environ, LEAN=lean), stdout=subprocess.DEVNULL)
-    binary = os.path.join(REPO, "target/release/lean-beam-mcp")
+    binary = args.binary or os.path.join(REPO, "target/release/lean-beam-mcp")
     # A private copy of the basic fixture (sources and builds, times kept),
     # where the 50-declaration file is written.
     scratch = tempfile.mkdtemp(prefix="bench-snippets-")

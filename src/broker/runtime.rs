@@ -94,6 +94,9 @@ pub struct Runtime {
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     /// The header-keyed virtual documents of `lean_run_code`.
     pub snippets: super::snippets::Headers,
+    /// `lean --version` of the workspace's toolchain, once read (a toolchain
+    /// change needs `lean_drop_workspace` anyway).
+    pub lean_version: tokio::sync::OnceCell<String>,
     bases: Bases,
     pub handles: HandleStore,
     /// The compiled imports Lean loaded, to notice checkpoints written by
@@ -175,6 +178,7 @@ impl Runtime {
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             snippets: Default::default(),
+            lean_version: Default::default(),
             bases,
             handles,
             import_stamps,

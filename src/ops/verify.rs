@@ -21,6 +21,7 @@ use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR};
 use crate::broker::hatches::{self, Hit};
 use crate::broker::importers::ImportGraph;
+use crate::broker::runtime::Runtime;
 use crate::broker::snapshot;
 use crate::broker::{compiler, shadow, snippets};
 use crate::results::{
@@ -94,13 +95,21 @@ async fn imported_modules(root: &Path, text: &str) -> Result<Vec<Module>, ToolEr
         .map_err(|e| ToolError::new(ErrorCode::InternalError, format!("import scan: {e}")))
 }
 
-/// The first line of `lean --version` of the workspace's toolchain.
-async fn lean_version(broker: &Broker, root: &crate::broker::workspace::Root) -> Option<String> {
-    let args = ["--version".to_string()];
-    let (_, run) = compiler::run(broker.launcher(), root, &args, None, VERSION_LIMIT).await;
-    let output = run.ok().filter(|o| o.status.success())?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines().next().map(|l| l.trim().to_string())
+/// The first line of `lean --version` of the workspace's toolchain, read
+/// once per runtime (a failed read is tried again next time).
+async fn lean_version(broker: &Broker, rt: &Runtime) -> Option<String> {
+    rt.lean_version
+        .get_or_try_init(|| async {
+            let args = ["--version".to_string()];
+            let (_, run) =
+                compiler::run(broker.launcher(), &rt.root, &args, None, VERSION_LIMIT).await;
+            let output = run.ok().filter(|o| o.status.success()).ok_or(())?;
+            let text = String::from_utf8_lossy(&output.stdout);
+            text.lines().next().map(|l| l.trim().to_string()).ok_or(())
+        })
+        .await
+        .ok()
+        .cloned()
 }
 
 fn hatch(path: &str, text: &str, hit: &Hit) -> HatchHit {
@@ -250,7 +259,7 @@ pub async fn verify(
     let (elaborated, modules, lean_version, disk_changed) = tokio::join!(
         elaborate,
         imported_modules(root.path(), &text),
-        lean_version(broker, &root),
+        lean_version(broker, &bound.rt),
         bound.disk_changed()
     );
     let (_, snap) = elaborated?;
