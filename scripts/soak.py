@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak test of lean-beam-mcp over stdio (plain python3, release build).
+"""Soak test of lean-beam-mcp over stdio and HTTP (plain python3, release build).
 
     scripts/soak.py --minutes 10      the documented run (>= 10 minutes)
     scripts/soak.py --minutes 1.5     the CI run (scripts/test.sh)
@@ -20,8 +20,20 @@ cancellations and edits on disk, and checks:
     quiescent, normalized point (every workspace dropped, one file synced in
     each) after the warm-up and at the end.
 
+Next to it, for the same length, the hostile mix of scripts/soak_hostile.py
+runs against two more servers started with their limits set low, one over
+stdio and one over `--http` on loopback (with a bearer token): slow bodies,
+evidence floods, FIFO paths, files past the size bound, cap hits (runtimes,
+documents, proof handles and their bytes, legacy sessions, connections),
+malformed messages and cancellations, interleaved with ordinary Lean calls.
+It checks that every request is answered exactly once, that `beam_version`
+stays answered (p99 within 1 s, each within 5 s), and that RSS, file descriptors and `lean`
+processes stay within their bounds (its header says exactly what). Each part
+runs in a process of its own; `--parts benign,stdio,http` (the default)
+picks them.
+
 Prints the figures. Exit status 0 when every check holds. Options: --seed,
---concurrency, --binary (skip the release build), --lean.
+--concurrency, --binary (skip the release build), --lean, --parts.
 """
 import argparse
 import collections
@@ -30,11 +42,14 @@ import os
 import queue
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+import soak_hostile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 META = {
@@ -476,6 +491,9 @@ class Soak:
         self.pump(0.2)
 
 
+PARTS = ("benign", "stdio", "http")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=10.0)
@@ -483,12 +501,20 @@ def main():
     ap.add_argument("--concurrency", type=int, default=6)
     ap.add_argument("--binary", default=None, help="lean-beam-mcp to run (default: cargo build --release)")
     ap.add_argument("--lean", default=os.environ.get("LEAN"))
+    ap.add_argument("--parts", default=",".join(PARTS),
+                    help="comma-separated parts to run: benign (the stdio soak), stdio and http (the hostile mix)")
     args = ap.parse_args()
+    parts = [p for p in args.parts.split(",") if p]
+    if not parts or set(parts) - set(PARTS):
+        ap.error(f"--parts takes a comma-separated subset of {','.join(PARTS)}")
+    # A terminated soak still stops its servers and children (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     rng = random.Random(seed)
     total = args.minutes * 60
     warmup = min(max(20.0, total * 0.2), 120.0)
-    log(f"seed {seed}, {args.minutes} min ({warmup:.0f} s warm-up), concurrency {args.concurrency}")
+    log(f"seed {seed}, {args.minutes} min ({warmup:.0f} s warm-up), concurrency {args.concurrency}, "
+        f"parts {','.join(parts)}")
 
     binary = args.binary
     if binary is None:
@@ -497,38 +523,98 @@ def main():
     lean = args.lean or subprocess.run([os.path.join(REPO, "scripts/install-test-lean.sh")],
                                        check=True, capture_output=True, text=True).stdout.strip()
 
+    def build(root):
+        subprocess.run([os.path.join(REPO, "scripts/build-fixtures.sh"), root], check=True,
+                       env=dict(os.environ, LEAN=lean), stderr=subprocess.DEVNULL)
+
+    # With several parts, each hostile part runs in a process of its own (this
+    # script with --parts <part>): its own interpreter lock, so that the
+    # client work of one part never shows as server latency in another.
+    children = []
+    local = parts
+    if len(parts) > 1:
+        local = [p for p in parts if p == "benign"]
+        for part in parts:
+            if part == "benign":
+                continue
+            out = tempfile.TemporaryFile(mode="w+")
+            cmd = [sys.executable, os.path.abspath(__file__), "--parts", part, "--seed", str(seed),
+                   "--minutes", str(args.minutes), "--binary", binary, "--lean", lean]
+            children.append((part, subprocess.Popen(cmd, stdout=out), out))
+    census = soak_hostile.Census()
+    census.start()
     base = os.path.realpath(tempfile.mkdtemp(prefix="lean-beam-soak-"))
+    hostile, threads = [], []
     try:
-        wss = []
-        for name in WORKSPACES:
-            root = os.path.join(base, name)
-            copy_workspace(os.path.join(REPO, WORKSPACES[name][0]), root)
-            subprocess.run([os.path.join(REPO, "scripts/build-fixtures.sh"), root], check=True,
-                           env=dict(os.environ, LEAN=lean), stderr=subprocess.DEVNULL)
-            ws = Workspace(name, root)
-            ws.write_soak(rng)
-            wss.append(ws)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_BEAM_")}
-        env.update(LEAN_BEAM_LEAN=lean, LEAN_BEAM_LOG="warn")
-        server = Server(binary, env, os.path.join(base, "server.stderr"))
-        soak = Soak(server, wss, rng, args.concurrency, base)
-        ok = run(soak, server, base, total, warmup)
-        server.close()
-        if server.proc.returncode != 0:
-            soak.fail(f"server exit status {server.proc.returncode}")
-            ok = False
-        leftover = processes_under(base)
-        if leftover:
-            soak.fail(f"processes left after shutdown: {leftover}")
-            ok = False
-        if not ok:
-            with open(os.path.join(base, "server.stderr"), "rb") as f:
-                tail = f.read()[-4000:].decode(errors="replace")
-            log("server stderr tail:\n" + tail)
-        print(f"soak: {'PASS' if ok else 'FAIL'} (seed {seed})")
+        transports = [p for p in local if p != "benign"]
+        if transports:
+            sys.setswitchinterval(0.001)  # hand the interpreter lock over promptly (probe latency)
+            hostile, threads = soak_hostile.start_all(
+                transports, binary, lean, WORKSPACES,
+                lambda src, dst: copy_workspace(os.path.join(REPO, src), dst), build, seed, total, census)
+        ok = True
+        if "benign" in local:
+            ok = benign(binary, lean, base, rng, args.concurrency, total, warmup, build, census)
+        for thread in threads:
+            thread.join()
+        for run_ in hostile:
+            ok = run_.report() and ok
+            if run_.tally.failures:
+                with open(run_.peer.stderr_path, "rb") as f:
+                    log(f"hostile {run_.transport} server stderr tail:\n" + f.read()[-3000:].decode(errors="replace"))
+        for part, child, out in children:
+            status = child.wait()
+            out.seek(0)
+            sys.stdout.write(out.read())
+            out.close()
+            ok = status == 0 and ok
+        label = "soak" if len(parts) > 1 else f"soak ({parts[0]})"
+        print(f"{label}: {'PASS' if ok else 'FAIL'} (seed {seed})")
         return 0 if ok else 1
     finally:
+        for part, child, out in children:
+            if child.poll() is None:
+                child.terminate()
+                child.wait()
+        census.stop()
+        soak_hostile.cleanup(hostile)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def benign(binary, lean, base, rng, concurrency, total, warmup, build, census):
+    """The stdio soak of the ordinary mix (the checks of this file's header)."""
+    wss = []
+    for name in WORKSPACES:
+        root = os.path.join(base, name)
+        copy_workspace(os.path.join(REPO, WORKSPACES[name][0]), root)
+        build(root)
+        ws = Workspace(name, root)
+        ws.write_soak(rng)
+        wss.append(ws)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_BEAM_")}
+    env.update(LEAN_BEAM_LEAN=lean, LEAN_BEAM_LOG="warn")
+    server = Server(binary, env, os.path.join(base, "server.stderr"))
+    census.watch(server.pid)
+    soak = Soak(server, wss, rng, concurrency, base)
+    ok = run(soak, server, base, total, warmup)
+    peaks = census.figures(server.pid)
+    print(f"  sampled peaks         RSS {peaks['hwm_kb'] // 1024} MiB, {peaks['fds']} fds, "
+          f"{peaks['lsp']} Lean language-server processes, {peaks['compilers']} batch compilers "
+          f"({peaks['samples']} samples)")
+    server.close()
+    if server.proc.returncode != 0:
+        soak.fail(f"server exit status {server.proc.returncode}")
+        ok = False
+    leftover = processes_under(base)
+    if leftover:
+        soak.fail(f"processes left after shutdown: {leftover}")
+        ok = False
+    if not ok:
+        with open(os.path.join(base, "server.stderr"), "rb") as f:
+            tail = f.read()[-4000:].decode(errors="replace")
+        log("server stderr tail:\n" + tail)
+    print(f"benign stdio soak: {'PASS' if ok else 'FAIL'}")
+    return ok
 
 
 def run(soak, server, base, total, warmup):

@@ -733,7 +733,7 @@ impl Session {
                 .collect();
             if open.len() < admission.limit {
                 if reopen && open.len() + 1 >= admission.limit {
-                    self.wait_worker_gone(&doc.uri).await;
+                    self.wait_worker_gone(doc).await;
                 }
                 break;
             }
@@ -756,25 +756,38 @@ impl Session {
                 doc.path.shown,
                 admission.limit
             );
-            self.wait_worker_gone(&victim.uri).await;
+            self.wait_worker_gone(victim).await;
         }
         doc.update_state(|s| s.open_in = Some(self.generation));
         Ok(())
     }
 
-    /// Wait (off the async runtime) until the worker of `uri` is gone: not
+    /// Wait (off the async runtime) until the worker of `doc` is gone: not
     /// only stopped, but no longer holding its memory (a worker that exits
     /// still shows in `/proc` while it lets go of hundreds of MiB). Lean has
     /// let go of it (the document was closed), so one that takes longer than
     /// [`WORKER_EXIT_WAIT`] is killed.
-    async fn wait_worker_gone(&self, uri: &str) {
+    ///
+    /// Lean starts a worker some time after it reads the `didOpen`, which a
+    /// call without a barrier (`lean_update`) does not wait for: a worker
+    /// never seen since the document was opened is first waited for to
+    /// appear (for [`WORKER_EXIT_WAIT`] at most), since one not there yet is
+    /// no worker gone. A fork of the server not yet turned into the program
+    /// it runs counts as a worker being started.
+    pub async fn wait_worker_gone(&self, doc: &Doc) {
         let client = Arc::clone(&self.client);
-        let uri = uri.to_string();
+        let uri = doc.uri.to_string();
+        let mut appeared = doc.state().worker.is_some();
         let _ = tokio::task::spawn_blocking(move || {
             let deadline = Instant::now() + WORKER_EXIT_WAIT;
             let mut killed = false;
-            while client.tree_has(&uri) {
-                if Instant::now() >= deadline && !killed {
+            loop {
+                let present = client.tree_has(&uri) || worker_starting(&client.tree_usage());
+                if !present && (appeared || Instant::now() >= deadline) {
+                    return;
+                }
+                appeared |= present;
+                if present && Instant::now() >= deadline && !killed {
                     if let Some(worker) = client.find_in_tree(&uri) {
                         client.kill_in_tree(worker);
                     }
@@ -803,6 +816,18 @@ async fn stop(client: &Arc<LspClient>) {
         }
     })
     .await;
+}
+
+/// Whether a Lean server of the tree has a child that is not yet the
+/// program it will run: a fork still showing the server's own command line,
+/// before its `exec` (a worker being started, whose document cannot be told).
+fn worker_starting(tree: &[crate::process::tree::Usage]) -> bool {
+    tree.iter().any(|child| {
+        child.server
+            && tree
+                .iter()
+                .any(|parent| parent.server && parent.seen.pid == child.ppid)
+    })
 }
 
 /// The file worker that `process` is, or that started it (through any

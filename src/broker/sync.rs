@@ -671,10 +671,18 @@ pub async fn close_in_lean(session: Option<&Session>, doc: &Doc) -> bool {
         return false;
     };
     if let Some(session) = session.filter(|s| s.generation == generation) {
-        let _ = session.client.notify(
+        let closed = session.client.notify(
             "textDocument/didClose",
             json!({ "textDocument": { "uri": doc.uri } }),
         );
+        doc.update_state(|s| s.open_in = None);
+        // The room counts as free only once the worker is gone: a document
+        // opened right after must not run next to the closing worker (over
+        // LEAN_BEAM_MAX_DOCUMENTS), as at an eviction.
+        if closed.is_ok() {
+            session.wait_worker_gone(doc).await;
+        }
+        return true;
     }
     doc.update_state(|s| s.open_in = None);
     true

@@ -351,6 +351,55 @@ fn at_the_document_bound_with_every_document_busy_the_call_gets_a_clear_error() 
     );
 }
 
+/// `lean_close` (like the idle close of a probe slot) gives a document's
+/// worker back before the room counts as free: another document opened right
+/// after never runs next to the closing worker (the soak saw 3 workers with
+/// LEAN_BEAM_MAX_DOCUMENTS=2 while a closed document's worker was exiting).
+#[test]
+fn a_closed_documents_worker_is_gone_before_another_document_opens() {
+    let a = TempWorkspace::copy("basic");
+    let mut m = spawn(&[("LEAN_BEAM_MAX_DOCUMENTS", "1")]);
+    let sampler = Sampler::start(m.pid());
+    for _ in 0..4 {
+        for path in [GOALS, ERRORS] {
+            sync(&mut m, &a, path);
+            let r = m.call("lean_close", doc(&a, path));
+            assert_eq!(r["wasOpen"], true, "{r}");
+        }
+    }
+    let (servers, workers, _) = sampler.finish();
+    assert!(
+        servers <= 1 && workers <= 1,
+        "{servers} servers, {workers} workers at once with LEAN_BEAM_MAX_DOCUMENTS=1"
+    );
+}
+
+/// A document evicted right after its `didOpen` was sent (`lean_update` has
+/// no barrier), before Lean started its worker, still has that worker waited
+/// for: Lean starts it when it reads the `didOpen` and stops it at the
+/// `didClose`, so another document opened right after must wait until Lean
+/// has read both (the hostile soak saw 3 workers with
+/// LEAN_BEAM_MAX_DOCUMENTS=2).
+#[test]
+fn a_document_evicted_before_its_worker_started_is_still_waited_for() {
+    let a = TempWorkspace::copy("basic");
+    let mut m = spawn(&[("LEAN_BEAM_MAX_DOCUMENTS", "1")]);
+    sync(&mut m, &a, GOALS);
+    let sampler = Sampler::start(m.pid());
+    for _ in 0..6 {
+        for path in [ERRORS, GOALS] {
+            let r = m.call("lean_update", doc(&a, path));
+            assert!(r["version"].is_u64(), "{r}");
+        }
+    }
+    sync(&mut m, &a, GOALS);
+    let (servers, workers, _) = sampler.finish();
+    assert!(
+        servers <= 1 && workers <= 1,
+        "{servers} servers, {workers} workers at once with LEAN_BEAM_MAX_DOCUMENTS=1"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Proof handles: bytes and capabilities.
 
