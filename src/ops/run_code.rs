@@ -13,20 +13,20 @@ use crate::broker::shadow::{self, Placement};
 use crate::broker::snippets;
 use crate::broker::sync::{self, Mode};
 use crate::broker::text::LineIndex;
-use crate::results::{HeaderError, Range, RunCodeResult, SnippetMessage};
+use crate::results::{HeaderError, Range, RunCodeResult, SnippetBudget, SnippetMessage};
 use crate::surface::{CallContext, ToolError, Workspace};
 
 pub struct RunCode<'a> {
     pub workspace: &'a Workspace,
     pub code: &'a str,
-    pub max_heartbeats: Option<i64>,
-    pub timeout_ms: Option<i64>,
+    pub max_heartbeats: Option<u64>,
+    pub timeout_ms: Option<u64>,
 }
 
 /// The text elaborated for a snippet: the snippet, with the heartbeat bound
 /// set right after its header when one is asked for, and where the
 /// snippet's own text is in it.
-fn budgeted(code: &str, max_heartbeats: Option<i64>) -> (String, Placement) {
+fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Placement) {
     let mut text = code.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
@@ -46,6 +46,10 @@ fn budgeted(code: &str, max_heartbeats: Option<i64>) -> (String, Placement) {
     };
     (text, placement)
 }
+
+/// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
+/// `whnf`, maximum number of heartbeats (N) has been reached".
+const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
 
 /// Whether a message says that a declaration uses `sorry`.
 fn says_sorry(text: &str) -> bool {
@@ -81,9 +85,7 @@ pub async fn run_code(
     let slot = pool.acquire(&rt, &text).await;
     let shown = "snippet";
     let elaborate = shadow::elaborate(&rt, &session, ctx, shown, &slot, text.clone());
-    let limit = args
-        .timeout_ms
-        .map(|ms| Duration::from_millis(ms.max(1) as u64));
+    let limit = args.timeout_ms.map(Duration::from_millis);
     let outcome = match limit {
         Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),
         None => Some(elaborate.await),
@@ -129,6 +131,7 @@ pub async fn run_code(
     });
     let mut success = !blocked && !timed_out;
     let mut sorry = false;
+    let mut out_of_heartbeats = false;
     let messages = snap
         .diagnostics
         .items()
@@ -138,6 +141,7 @@ pub async fn run_code(
             let text = diagnostics::message(d).to_string();
             success &= severity != ERROR;
             sorry |= says_sorry(&text);
+            out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
             SnippetMessage {
                 severity: diagnostics::severity_name(severity),
                 range: snippet_range(d.get("range").unwrap_or(&Value::Null), &placement),
@@ -145,13 +149,18 @@ pub async fn run_code(
             }
         })
         .collect();
+    let exhausted = if timed_out {
+        Some(SnippetBudget::Timeout)
+    } else {
+        out_of_heartbeats.then_some(SnippetBudget::Heartbeats)
+    };
     Ok(RunCodeResult {
         workspace: rt.root.descriptor(),
         success,
         sorry,
         messages,
         header_error,
-        timed_out,
+        exhausted,
     })
 }
 

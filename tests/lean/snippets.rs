@@ -136,6 +136,7 @@ fn budgets_stop_a_slow_snippet() {
     let mut mcp = spawn();
     let r = run(&mut mcp, &slow(), json!({ "max_heartbeats": 1 }));
     assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["exhausted"], "heartbeats", "{r}");
     let messages = r["messages"].as_array().expect("messages");
     let heartbeat = messages
         .iter()
@@ -148,13 +149,13 @@ fn budgets_stop_a_slow_snippet() {
     );
 
     let r = run(&mut mcp, &slow(), json!({ "timeout_ms": 300 }));
-    assert_eq!(r["timed_out"], true, "{r}");
+    assert_eq!(r["exhausted"], "timeout", "{r}");
     assert_eq!(r["success"], false, "{r}");
     // The header's document is usable at once.
     let quick = format!("{HEADER}theorem q : Eq Fix.one Fix.one := Eq.refl _\n");
     let r = run(&mut mcp, &quick, json!({ "timeout_ms": 60000 }));
     assert_eq!(r["success"], true, "{r}");
-    assert!(r.get("timed_out").is_none(), "{r}");
+    assert!(r.get("exhausted").is_none(), "{r}");
 }
 
 #[test]
