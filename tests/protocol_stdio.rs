@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use common::{
     LEGACY, MODERN, Server, call_params, initialize_params, modern, notification, request,
 };
+use lean_beam_mcp::surface::TOOL_COUNT;
 use serde_json::{Value, json};
 
 const INVALID_REQUEST: i64 = -32600;
@@ -104,7 +105,7 @@ fn modern_discover() {
 fn modern_tools_list_is_public_cacheable() {
     let mut s = Server::spawn();
     let result = s.result(&modern(1, "tools/list", Value::Null));
-    assert_eq!(result["tools"].as_array().unwrap().len(), 24);
+    assert_eq!(result["tools"].as_array().unwrap().len(), TOOL_COUNT);
     assert_eq!(result["ttlMs"], 3_600_000);
     assert_eq!(result["cacheScope"], "public");
     assert!(result.get("nextCursor").is_none());
@@ -319,7 +320,7 @@ fn legacy_lifecycle() {
 
     s.send(&notification("notifications/initialized", Value::Null));
     let list = s.result(&request(9, "tools/list", Value::Null));
-    assert_eq!(list["tools"].as_array().unwrap().len(), 24);
+    assert_eq!(list["tools"].as_array().unwrap().len(), TOOL_COUNT);
     assert_legacy_envelope(&list);
     assert_eq!(s.result(&request(10, "ping", Value::Null)), json!({}));
     assert_eq!(

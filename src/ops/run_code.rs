@@ -26,13 +26,13 @@ pub struct RunCode<'a> {
 /// The text elaborated for a snippet: the snippet, with the heartbeat bound
 /// set right after its header when one is asked for, and where the
 /// snippet's own text is in it.
-fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Placement) {
+fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Option<Placement>) {
     let mut text = code.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
     }
     let Some(heartbeats) = max_heartbeats else {
-        return (text, Placement::default());
+        return (text, None);
     };
     let cut = shadow::header(&text).len();
     let at = LineIndex::new(&text).position(&text, cut);
@@ -44,7 +44,7 @@ fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Placement) {
         origin: at,
         resume: None,
     };
-    (text, placement)
+    (text, Some(placement))
 }
 
 /// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
@@ -56,15 +56,12 @@ fn says_sorry(text: &str) -> bool {
     text.starts_with("declaration uses") && text.contains("sorry")
 }
 
-fn snippet_range(range: &Value, placement: &Placement) -> Range {
+/// A range of the elaborated text in the snippet's coordinates.
+fn snippet_range(range: &Value, placement: Option<&Placement>) -> Range {
     let at = |which: &str| {
         let p = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
         let position = (p("line"), p("character"));
-        if *placement == Placement::default() {
-            position
-        } else {
-            placement.to_user(position)
-        }
+        placement.map_or(position, |placement| placement.to_user(position))
     };
     Range::new(at("start"), at("end"))
 }
@@ -144,7 +141,7 @@ pub async fn run_code(
             out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
             SnippetMessage {
                 severity: diagnostics::severity_name(severity),
-                range: snippet_range(d.get("range").unwrap_or(&Value::Null), &placement),
+                range: snippet_range(d.get("range").unwrap_or(&Value::Null), placement.as_ref()),
                 text,
             }
         })
@@ -176,13 +173,14 @@ mod tests {
             text,
             "prelude\nimport A\n\nset_option maxHeartbeats 50\ndef x := 1\n"
         );
+        let placement = placement.expect("a bound was put in");
         assert_eq!(placement.to_user((4, 4)), (2, 4), "`x` in `def x`");
         assert_eq!(placement.to_user((1, 7)), (1, 7), "in the header");
         assert_eq!(budgeted(code, None).0, format!("{code}\n"));
         // No header: the bound is the first command.
         let (text, placement) = budgeted("def y := 2", Some(7));
         assert_eq!(text, "\nset_option maxHeartbeats 7\ndef y := 2\n");
-        assert_eq!(placement.to_user((2, 4)), (0, 4));
+        assert_eq!(placement.unwrap().to_user((2, 4)), (0, 4));
     }
 
     #[test]
