@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
+use crate::broker::{self, SinkFuture};
 use crate::mcp::jsonrpc::{RequestId, notification_line};
-use crate::surface::Tool;
+use crate::util::lock;
 
 /// The protocol era a request was served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,12 +120,32 @@ impl Cancellation {
 /// so that progress always precedes the result.
 pub type Outbound = mpsc::Sender<String>;
 
+/// When a call without a progress token emits its one `beam.status` notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusNotice {
+    /// Never (process utilities).
+    Never,
+    /// When the call is still pending after the status delay.
+    AfterDelay,
+    /// On the first Lake setup observation, or after the status delay.
+    OnSetupOrDelay,
+}
+
+/// The tool a call runs, as far as its context needs it. The context does not
+/// name the generated `Tool`: the generated dispatch is written against the
+/// context, so that would be an import cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallTool {
+    pub name: &'static str,
+    pub status_notice: StatusNotice,
+}
+
 /// The request a tool call serves and its notification channels.
 #[derive(Debug)]
 pub struct CallContext {
     pub request_id: RequestId,
     pub era: Era,
-    pub tool: Tool,
+    pub tool: CallTool,
     pub cancel: Cancellation,
     out: Option<Outbound>,
     progress_token: Option<Value>,
@@ -140,7 +161,7 @@ impl CallContext {
     pub fn new(
         request_id: RequestId,
         era: Era,
-        tool: Tool,
+        tool: CallTool,
         out: Option<Outbound>,
         progress_token: Option<Value>,
         log_level: Option<LogLevel>,
@@ -161,7 +182,7 @@ impl CallContext {
 
     /// A context for in-process calls (`lean-beam-mcp call`): progress and
     /// logs go to `out` as notification lines, for a local renderer.
-    pub fn direct(tool: Tool, out: Outbound) -> Self {
+    pub fn direct(tool: CallTool, out: Outbound) -> Self {
         Self::new(
             RequestId::Number(0),
             Era::Direct,
@@ -203,7 +224,7 @@ impl CallContext {
             return false;
         };
         {
-            let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = lock(&self.last_progress);
             if last.as_deref() == Some(message) {
                 return false;
             }
@@ -244,7 +265,7 @@ impl CallContext {
         }
         let mut data = json!({
             "requestId": self.request_id.to_value(),
-            "tool": self.tool.name(),
+            "tool": self.tool.name,
             "state": state,
             "message": message,
             "progressHint": "For detailed live updates, pass tools/call params._meta.progressToken.",
@@ -253,5 +274,53 @@ impl CallContext {
             data["path"] = Value::from(path);
         }
         self.log(LogLevel::Notice, "beam.status", data).await;
+    }
+}
+
+impl From<broker::LogLevel> for LogLevel {
+    fn from(level: broker::LogLevel) -> Self {
+        match level {
+            broker::LogLevel::Debug => LogLevel::Debug,
+            broker::LogLevel::Info => LogLevel::Info,
+            broker::LogLevel::Warning => LogLevel::Warning,
+            broker::LogLevel::Error => LogLevel::Error,
+        }
+    }
+}
+
+/// What the broker reports while a call waits on Lean reaches the client as
+/// this call's notifications.
+impl broker::ProgressSink for CallContext {
+    fn has_progress_token(&self) -> bool {
+        CallContext::has_progress_token(self)
+    }
+
+    fn admits(&self, level: broker::LogLevel) -> bool {
+        CallContext::admits(self, level.into())
+    }
+
+    fn follows_lake_setup(&self) -> bool {
+        self.tool.status_notice == StatusNotice::OnSetupOrDelay
+    }
+
+    fn progress<'a>(&'a self, message: &'a str, extra: Option<Value>) -> SinkFuture<'a, bool> {
+        Box::pin(CallContext::progress(self, message, extra))
+    }
+
+    fn log<'a>(
+        &'a self,
+        level: broker::LogLevel,
+        logger: &'a str,
+        data: Value,
+    ) -> SinkFuture<'a, ()> {
+        Box::pin(CallContext::log(self, level.into(), logger, data))
+    }
+
+    fn lake_setup<'a>(&'a self, path: &'a str, output: &'a str) -> SinkFuture<'a, ()> {
+        let message = format!(
+            "{} on {path} is waiting for Lake to set up its imports ({output}).",
+            self.tool.name
+        );
+        Box::pin(self.status_notice("lakeSetup", Some(path), message))
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use lean_beam_mcp::broker::{Broker, workspace};
+use lean_beam_mcp::broker::Broker;
 use lean_beam_mcp::context::CallContext;
 use lean_beam_mcp::http;
 use lean_beam_mcp::identity;
@@ -250,11 +250,11 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
 fn descriptor_error(call: &ToolCall) -> Option<ToolError> {
     let descriptor = call.workspace()?;
     let checked = if call.tool() == Tool::LeanDropWorkspace {
-        workspace::resolve_for_eviction(descriptor)
+        Broker::check_descriptor_to_drop(&descriptor.root)
     } else {
-        workspace::resolve(descriptor)
+        Broker::check_descriptor(&descriptor.root)
     };
-    checked.err()
+    checked.err().map(ToolError::from)
 }
 
 fn unknown_tool(name: &str) -> ExitCode {
@@ -327,7 +327,10 @@ async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
         }
     };
     let (out, progress) = cli_progress::stderr_renderer(tool);
-    let ctx = CallContext::direct(Tool::from_name(tool).expect("parsed tool exists"), out);
+    let ctx = CallContext::direct(
+        Tool::from_name(tool).expect("parsed tool exists").into(),
+        out,
+    );
     let outcome = beam.handle(&ctx, call).await;
     drop(ctx);
     let _ = progress.await;

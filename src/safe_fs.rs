@@ -14,8 +14,8 @@
 //! create files with `O_CREAT | O_EXCL | O_NOFOLLOW` under random names and
 //! publish them by `rename`.
 //!
-//! A leaf: it depends on std, libc, tokio and getrandom, and on the
-//! surface's error type for [`FsError::tool_error`]; nothing depends back.
+//! A leaf: it depends on std, libc, tokio and getrandom; nothing depends back.
+//! Its errors become tool errors in `src/ops/errors.rs`.
 //!
 //! Why `unsafe` here: std has no `openat`/`mkdirat`/`renameat2`/`fstatat`,
 //! which are what make a walk immune to a symbolic link swapped in between a
@@ -31,10 +31,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
-
-use serde_json::json;
-
-use crate::surface::{ErrorCode, ToolError};
 
 /// How long one file-system step may take before the call gets an error (the
 /// blocking thread is left to finish on its own; the runtime goes on).
@@ -102,23 +98,6 @@ impl FsError {
             op,
             error,
         }
-    }
-
-    /// An `invalidInput` tool error naming the path and what is wrong with it.
-    pub fn tool_error(&self) -> ToolError {
-        let mut data = json!({
-            "path": self.path().to_string_lossy(),
-            "reason": self.reason(),
-        });
-        match self {
-            FsError::WrongType { kind, .. } => data["type"] = json!(kind),
-            FsError::TooLarge { size, limit, .. } => {
-                data["size"] = json!(size);
-                data["limit"] = json!(limit);
-            }
-            _ => {}
-        }
-        ToolError::new(ErrorCode::InvalidInput, self.to_string()).with_data(data)
     }
 }
 

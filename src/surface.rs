@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-pub use crate::context::CallContext;
+pub use crate::context::{CallContext, CallTool, StatusNotice};
 /// The result types the table names (`result = "…"`).
 pub use crate::results;
 
@@ -20,15 +20,13 @@ mod generated {
 
 pub use generated::*;
 
-/// When a call without a progress token emits its one `beam.status` notice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusNotice {
-    /// Never (process utilities).
-    Never,
-    /// When the call is still pending after the status delay.
-    AfterDelay,
-    /// On the first Lake setup observation, or after the status delay.
-    OnSetupOrDelay,
+impl From<Tool> for CallTool {
+    fn from(tool: Tool) -> Self {
+        CallTool {
+            name: tool.name(),
+            status_notice: tool.spec().status_notice,
+        }
+    }
 }
 
 /// The result of one tool call: the `structuredContent` of a success, or a

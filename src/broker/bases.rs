@@ -31,6 +31,7 @@ use super::outline::Skeleton;
 use super::workspace::Root;
 use crate::results::PrefixBaseStats;
 use crate::safe_fs::{self, Dir, FsError};
+use crate::util::lock;
 use crate::{log_debug, log_info};
 
 /// The name of every base directory: this prefix, the server's pid, a tag.
@@ -122,7 +123,7 @@ impl Bases {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// `shadow` rewritten onto the best ready base for its first `cut` bytes
@@ -357,7 +358,7 @@ async fn compile(
         )),
         Err(e) => Err(format!("`{describe}`: {e:?}")),
     };
-    let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut state = lock(&state);
     state.compiling = None;
     match outcome {
         Ok(()) => {

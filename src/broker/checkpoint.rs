@@ -6,14 +6,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::compiler::{self, RunError};
+use super::error::{Error, NotModule, Result, SaveError};
 use super::lakefile;
 use super::launch::Launcher;
 use super::workspace::{DocPath, Root};
 use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
-use crate::surface::{ErrorCode, ToolError};
 
 /// Scratch directories of checkpoints: `.beam-save-<pid>-<random>` in the
 /// build folder.
@@ -63,17 +61,18 @@ pub fn source_hash(text: &str) -> String {
 }
 
 /// The module a file is, relative to the workspace root: `A/B.lean` is `A.B`.
-pub fn module_name(root: &Root, doc: &DocPath) -> Result<String, ToolError> {
-    let not_module = |why: &str| {
-        ToolError::new(
-            ErrorCode::SaveTargetNotModule,
-            format!("{} is not a module of the workspace: {why}", doc.shown),
-        )
-        .with_data(json!({ "path": doc.shown, "root": root.display() }))
+pub fn module_name(root: &Root, doc: &DocPath) -> Result<String> {
+    let not_module = |why: NotModule| {
+        Error::Save(SaveError::NotModule {
+            path: doc.shown.clone(),
+            root: root.display(),
+            why,
+        })
     };
-    let rel = doc.file.strip_prefix(root.path()).map_err(|_| {
-        not_module("it lies outside the workspace root, in no source directory of the package")
-    })?;
+    let rel = doc
+        .file
+        .strip_prefix(root.path())
+        .map_err(|_| not_module(NotModule::OutsideRoot))?;
     let mut parts = Vec::new();
     for component in rel.with_extension("").components() {
         let part = component.as_os_str().to_string_lossy().into_owned();
@@ -85,16 +84,12 @@ pub fn module_name(root: &Root, doc: &DocPath) -> Result<String, ToolError> {
                 .chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '\'' || c == '!' || c == '?');
         if !valid {
-            return Err(not_module(&format!(
-                "`{part}` is not a Lean identifier, so the path names no module"
-            )));
+            return Err(not_module(NotModule::NotIdentifier(part)));
         }
         parts.push(part);
     }
     if parts.first().is_some_and(|p| p == ".lake") {
-        return Err(not_module(
-            "it is inside .lake (a build or dependency directory)",
-        ));
+        return Err(not_module(NotModule::InsideLake));
     }
     Ok(parts.join("."))
 }
@@ -102,11 +97,11 @@ pub fn module_name(root: &Root, doc: &DocPath) -> Result<String, ToolError> {
 /// Refuse setups whose batch build we cannot reproduce from here. A lakefile
 /// that is not a regular file (a FIFO, a device) is refused by name, never
 /// read.
-pub async fn check_setup(root: &Root) -> Result<(), ToolError> {
+pub async fn check_setup(root: &Root) -> Result<()> {
     for name in ["lakefile.lean", "lakefile.toml"] {
         let Some(text) = safe_fs::read_small_text(&root.path().join(name))
             .await
-            .map_err(|e| e.tool_error())?
+            .map_err(Error::Fs)?
         else {
             continue;
         };
@@ -116,13 +111,7 @@ pub async fn check_setup(root: &Root) -> Result<(), ToolError> {
             lakefile::lean_sets_more_lean_args(&text)
         };
         if sets {
-            return Err(ToolError::new(
-                ErrorCode::SaveUnsupportedSetup,
-                format!(
-                    "{name} passes batch-only `moreLeanArgs`, which the language server does not apply, so a checkpoint would not match a build. Move shared -D settings to `leanOptions`, or use `lake build` when the arguments are meant for batch builds only"
-                ),
-            )
-            .with_data(json!({ "reason": "moreLeanArgs", "lakefile": name })));
+            return Err(Error::Save(SaveError::MoreLeanArgs { lakefile: name }));
         }
     }
     Ok(())
@@ -230,7 +219,7 @@ async fn compile(
     doc: &DocPath,
     scratch: &Path,
     limit: Duration,
-) -> Result<Artifacts, ToolError> {
+) -> Result<Artifacts, SaveError> {
     let staged = staged_in(scratch);
     let rel = doc.file.strip_prefix(root.path()).unwrap_or(&doc.file);
     let mut args = Vec::new();
@@ -247,43 +236,32 @@ async fn compile(
     let output = match output {
         Ok(output) => output,
         Err(RunError::Spawn(e)) => {
-            return Err(ToolError::new(
-                ErrorCode::RuntimeSetup,
-                format!("cannot run `{describe}`: {e}"),
-            )
-            .with_data(json!({ "command": describe })));
+            return Err(SaveError::Spawn {
+                command: describe,
+                error: e.to_string(),
+            });
         }
         Err(RunError::TimedOut) => {
-            return Err(ToolError::new(
-                ErrorCode::InternalError,
-                format!(
-                    "compiling {} took longer than {} s; nothing was published",
-                    doc.shown,
-                    limit.as_secs()
-                ),
-            ));
+            return Err(SaveError::CompileTimeout {
+                path: doc.shown.clone(),
+                limit,
+            });
         }
         Err(RunError::Wait(e)) => {
-            return Err(ToolError::new(
-                ErrorCode::InternalError,
-                format!("`{describe}` failed: {e}"),
-            ));
+            return Err(SaveError::CompilerWait {
+                command: describe,
+                error: e.to_string(),
+            });
         }
     };
     if !output.status.success() {
-        return Err(ToolError::new(
-            ErrorCode::InternalError,
-            format!(
-                "`{describe}` failed ({}) although the language server accepted the file; nothing was published",
-                output.status
-            ),
-        )
-        .with_data(json!({
-            "command": describe,
-            "status": output.status.code(),
-            "stdout": compiler::tail(&output.stdout),
-            "stderr": compiler::tail(&output.stderr),
-        })));
+        return Err(SaveError::CompileFailed {
+            command: describe,
+            status: output.status.to_string(),
+            code: output.status.code(),
+            stdout: compiler::tail(&output.stdout),
+            stderr: compiler::tail(&output.stderr),
+        });
     }
     Ok(staged)
 }
@@ -360,35 +338,18 @@ pub async fn save(
     expected_hash: &str,
     max_bytes: u64,
     limit: Duration,
-) -> Result<Published, ToolError> {
+) -> Result<Published, SaveError> {
     let target = artifacts(root, module);
-    let refused = |e: FsError| match e {
-        FsError::WrongType { .. } | FsError::Outside { .. } => {
-            let mut error = e.tool_error();
-            error.message.push_str("; nothing was published");
-            error
-        }
-        _ => ToolError::new(
-            ErrorCode::InternalError,
-            format!("{e}; nothing was published"),
-        )
-        .with_data(json!({ "path": e.path().to_string_lossy(), "reason": e.reason() })),
-    };
+    let refused = SaveError::Publish;
     let (root_path, targets) = (root.path().to_path_buf(), target.clone());
     let scratch = safe_fs::off_runtime(root.path(), "prepare a checkpoint in", move || {
         Scratch::create(&root_path, &targets)
     })
     .await
     .map_err(refused)?;
-    let changed = |when: &str| {
-        ToolError::new(
-            ErrorCode::ContentModified,
-            format!(
-                "{} changed on disk {when}; nothing was saved. Call lean_sync, then lean_save again",
-                doc.shown
-            ),
-        )
-        .with_data(json!({ "reason": "sourceChanged", "path": doc.shown }))
+    let changed = |when: &'static str| SaveError::SourceChanged {
+        path: doc.shown.clone(),
+        when,
     };
     let on_disk = || async {
         safe_fs::read_regular(&doc.file, Links::Refuse, max_bytes, Oversize::Refuse)

@@ -5,17 +5,30 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::error::Result;
 use super::snapshot::Target;
-use crate::lsp::protocol::{collect_rpc_refs, flatten_tagged_text};
+use crate::lsp::LeanErrorCode;
+use crate::lsp::protocol::{
+    DocumentPositionParams, GET_INTERACTIVE_GOALS, PlainGoal, RpcCall, RpcCallParams, RpcConnect,
+    RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams, RpcRelease, RpcReleaseParams, RpcSessionId,
+    collect_rpc_refs, flatten_tagged_text,
+};
 use crate::results::{Goal, GoalSource, Hypothesis};
-use crate::surface::{GoalsMode, ToolError};
+use lsp_types::Position;
+
+/// Which goals of a tactic a query asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoalsMode {
+    /// The goals the tactic starts from.
+    Before,
+    /// The goals it leaves.
+    After,
+}
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
-/// Lean's "RPC session expired, reconnect" error.
-const RPC_NEEDS_RECONNECT: i64 = -32900;
 
 /// The position whose goals answer `mode` for the tactic at `(line, character)`.
 /// Lean reports the goals *before* a tactic at its first character and the
@@ -124,26 +137,21 @@ fn interactive_goal(goal: &Value) -> Goal {
 
 /// The RPC session of the bound document, connecting (and keeping it alive) on
 /// first use in this Lean session.
-async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String, ToolError> {
+async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
     let generation = bound.session.generation;
     if !fresh {
         if let Some(id) = bound.doc.rpc_session(generation) {
             return Ok(id);
         }
     }
-    let answer = bound
-        .request("$/lean/rpc/connect", json!({ "uri": bound.doc.uri }))
-        .await?;
-    let id = match answer.get("sessionId") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => {
-            return Err(ToolError::new(
-                crate::surface::ErrorCode::InternalError,
-                "Lean's $/lean/rpc/connect answered without a sessionId",
-            ));
-        }
+    let connect = RpcConnectParams {
+        uri: bound.doc.uri.clone(),
     };
+    let id = bound
+        .request_typed::<RpcConnect>(connect)
+        .await?
+        .session_id
+        .0;
     let rpc = std::sync::Arc::downgrade(&bound.doc.set_rpc_session(generation, id.clone()));
     let client = std::sync::Arc::downgrade(&bound.session.client);
     let uri = bound.doc.uri.clone();
@@ -154,8 +162,11 @@ async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String, ToolErro
             let (Some(client), Some(rpc)) = (client.upgrade(), rpc.upgrade()) else {
                 return;
             };
-            let params = json!({ "uri": uri, "sessionId": rpc.id });
-            if !client.is_alive() || client.notify("$/lean/rpc/keepAlive", params).is_err() {
+            let params = RpcKeepAliveParams {
+                uri: uri.clone(),
+                session_id: RpcSessionId(rpc.id.clone()),
+            };
+            if !client.is_alive() || client.notify_typed::<RpcKeepAlive>(params).is_err() {
                 return;
             }
         }
@@ -169,21 +180,20 @@ pub async fn goals(
     bound: &Target<'_>,
     line: u64,
     character: u64,
-) -> Result<(Vec<Goal>, GoalSource), ToolError> {
-    let position = json!({ "line": line, "character": character });
+) -> Result<(Vec<Goal>, GoalSource)> {
+    let position = Position::new(line as u32, character as u32);
     for attempt in 0..2 {
         let session = match rpc_session(bound, attempt > 0).await {
-            Ok(id) => id,
+            Ok(id) => RpcSessionId(id),
             Err(_) => break,
         };
-        let params = json!({
-            "textDocument": bound.text_document(),
-            "position": position,
-            "sessionId": session,
-            "method": "Lean.Widget.getInteractiveGoals",
-            "params": { "textDocument": bound.text_document(), "position": position },
-        });
-        match bound.request_unchecked("$/lean/rpc/call", params).await {
+        let params = RpcCallParams::at_position(
+            &bound.doc.uri,
+            position,
+            session.clone(),
+            GET_INTERACTIVE_GOALS,
+        );
+        match bound.request_unchecked_typed::<RpcCall>(params).await {
             Ok(answer) => {
                 let now = bound.doc.state().version;
                 if now != bound.version {
@@ -200,41 +210,34 @@ pub async fn goals(
                     .unwrap_or_default();
                 let refs = collect_rpc_refs(&answer);
                 if !refs.is_empty() {
-                    let _ = bound.session.client.notify(
-                        "$/lean/rpc/release",
-                        json!({ "uri": bound.doc.uri, "sessionId": session, "refs": refs }),
-                    );
+                    let release = RpcReleaseParams {
+                        uri: bound.doc.uri.clone(),
+                        session_id: session,
+                        refs,
+                    };
+                    let _ = bound.session.client.notify_typed::<RpcRelease>(release);
                 }
                 return Ok((goals, GoalSource::Rpc));
             }
             Err(error) => {
-                let needs_reconnect = error
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("lspCode"))
-                    .and_then(Value::as_i64)
-                    == Some(RPC_NEEDS_RECONNECT);
+                let needs_reconnect = error.lean_code() == Some(LeanErrorCode::RpcNeedsReconnect);
                 if needs_reconnect && attempt == 0 {
                     continue;
                 }
-                if error.code != crate::surface::ErrorCode::InternalError {
+                // Any other failure of Lean's RPC (not of the document or its
+                // worker) falls back to `plainGoal`.
+                if !error.is_internal() {
                     return Err(error);
                 }
                 break;
             }
         }
     }
-    let answer = bound
-        .request("$/lean/plainGoal", bound.position_params(line, character))
-        .await?;
+    let params =
+        DocumentPositionParams::new(bound.doc.uri.as_str(), position.line, position.character);
+    let answer = bound.request_typed::<PlainGoal>(params).await?;
     let goals = answer
-        .get("goals")
-        .and_then(Value::as_array)
-        .map(|g| {
-            g.iter()
-                .map(|text| plain_goal(text.as_str().unwrap_or("")))
-                .collect()
-        })
+        .map(|a| a.goals.iter().map(|text| plain_goal(text)).collect())
         .unwrap_or_default();
     Ok((goals, GoalSource::PlainGoal))
 }

@@ -26,10 +26,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
-
+use super::error::{Error, HandleProblem, Limit, Result};
+pub use super::launch::HandleLimits;
 use crate::results::HandleStats;
-use crate::surface::{ErrorCode, ToolError};
+use crate::util::lock;
 
 /// The token prefix (and format version).
 const PREFIX: &str = "bh2";
@@ -146,7 +146,7 @@ pub struct HandleState {
     /// True in proof mode (tactics), false in command mode.
     pub proof: bool,
     /// Where the chain's text sits in the shadow and in the user's file.
-    pub placement: super::shadow::Placement,
+    pub placement: super::placement::Placement,
 }
 
 impl HandleState {
@@ -165,14 +165,13 @@ struct Entry {
     last_used: u64,
 }
 
-/// Bounds of one runtime's store.
-#[derive(Debug, Clone, Copy)]
-pub struct HandleLimits {
-    /// Live handles (`LEAN_BEAM_MAX_HANDLES`).
-    pub count: usize,
-    /// Bytes held by live handles, each shared text counted once
-    /// (`LEAN_BEAM_MAX_HANDLE_BYTES`).
-    pub bytes: usize,
+/// What [`HandleStore::take`] does with the handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taking {
+    /// It stays live (`lean_run_with`).
+    Keep,
+    /// It is used up (`lean_run_with_linear`, `lean_release_handle`).
+    Consume,
 }
 
 #[derive(Debug)]
@@ -294,54 +293,17 @@ pub fn origin(handle: &str, process: ProcessTag) -> Origin {
 }
 
 /// Check that a token is well formed and was issued by this process.
-fn check_origin(handle: &str, process: ProcessTag) -> Result<Token, ToolError> {
+fn check_origin(handle: &str, process: ProcessTag) -> Result<Token> {
     match origin(handle, process) {
-        Origin::Malformed => Err(invalid(
-            handle,
-            "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it",
-        )),
-        Origin::OtherProcess(_) => Err(other_process(handle)),
+        Origin::Malformed => Err(Error::handle(handle, HandleProblem::Malformed)),
+        Origin::OtherProcess(_) => Err(Error::handle(handle, HandleProblem::OtherProcess)),
         Origin::ThisProcess(token) => Ok(token),
     }
 }
 
 /// The process-level check of a handle, before any workspace is looked up.
-pub fn check_process(handle: &str, process: ProcessTag) -> Result<(), ToolError> {
+pub fn check_process(handle: &str, process: ProcessTag) -> Result<()> {
     check_origin(handle, process).map(|_| ())
-}
-
-/// A handle of another server process: one that stopped or restarted, or
-/// another replica behind the same load balancer (the workspace moved here
-/// when that replica went away). Its state lived only in that process, so
-/// the probe must be run again here.
-fn other_process(handle: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::ContentModified,
-        format!(
-            "handle {handle:?} belongs to another lean-beam-mcp server process, which is gone (it stopped or restarted, or it was another replica and this workspace moved here); a handle lives only in the process that issued it. Repeat the probe: lean_sync the file, then lean_run_at_handle with the version it returns"
-        ),
-    )
-    .with_data(json!({
-        "handle": handle,
-        "reason": "otherProcess",
-        "repeat": ["lean_sync", "lean_run_at_handle"],
-    }))
-}
-
-fn invalid(handle: &str, why: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!("handle {handle:?}: {why}"),
-    )
-    .with_data(json!({ "handle": handle, "reason": why }))
-}
-
-fn stale(handle: &str, why: &str, reason: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::ContentModified,
-        format!("handle {handle:?}: {why}; start again with lean_run_at_handle on a fresh lean_sync version"),
-    )
-    .with_data(json!({ "handle": handle, "reason": reason }))
 }
 
 impl HandleStore {
@@ -358,25 +320,20 @@ impl HandleStore {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Store a state and return its token. Older handles are evicted (least
     /// recently used first) to stay within the count and the bytes; a state
     /// that alone holds more than the bytes allowed is refused.
-    pub fn mint(&self, state: HandleState) -> Result<String, ToolError> {
+    pub fn mint(&self, state: HandleState) -> Result<String> {
         let alone = state.own_bytes() + state.shadow.base_bytes();
         if alone > self.limits.bytes {
-            return Err(super::errors::resource_limit(
-                "handleBytes",
-                super::launch::env::MAX_HANDLE_BYTES,
-                self.limits.bytes as u64,
-                alone as u64,
-                format!(
-                    "a proof handle on {} would hold {alone} bytes (its document's text included), more than the handles of a workspace may hold together",
-                    state.shown
-                ),
-            ));
+            return Err(Error::ResourceLimit(Limit::HandleBytes {
+                shown: state.shown,
+                limit: self.limits.bytes,
+                alone,
+            }));
         }
         let secret = new_secret();
         let mut inner = self.inner();
@@ -404,37 +361,28 @@ impl HandleStore {
     }
 
     /// Check a token against this store, without consuming it.
-    fn locate(&self, handle: &str) -> Result<u128, ToolError> {
+    fn locate(&self, handle: &str) -> Result<u128> {
         let token = check_origin(handle, self.process)?;
         if token.runtime != self.runtime_id {
-            return Err(invalid(
-                handle,
-                "it belongs to another workspace runtime (another workspace, or one dropped since)",
-            ));
+            return Err(Error::handle(handle, HandleProblem::OtherRuntime));
         }
         Ok(token.secret)
     }
 
-    /// The state of a live handle (refreshing its recency); `consume` removes it.
-    pub fn take(&self, handle: &str, consume: bool) -> Result<HandleState, ToolError> {
+    /// The state of a live handle: kept (its recency refreshed) or consumed.
+    pub fn take(&self, handle: &str, taking: Taking) -> Result<HandleState> {
         let key = self.locate(handle)?;
         let mut inner = self.inner();
         inner.clock += 1;
         let clock = inner.clock;
-        let state = if consume {
-            inner.remove(key)
-        } else {
-            inner.entries.get_mut(&key).map(|e| {
+        let state = match taking {
+            Taking::Consume => inner.remove(key),
+            Taking::Keep => inner.entries.get_mut(&key).map(|e| {
                 e.last_used = clock;
                 e.state.clone()
-            })
+            }),
         };
-        state.ok_or_else(|| {
-            invalid(
-                handle,
-                "unknown: it was released, consumed by lean_run_with_linear, evicted (least recently used), or never issued",
-            )
-        })
+        state.ok_or_else(|| Error::handle(handle, HandleProblem::Unknown))
     }
 
     /// Check that a handle's state still matches the document and Lean session.
@@ -444,29 +392,27 @@ impl HandleStore {
         file: &std::path::Path,
         version: u64,
         generation: u64,
-    ) -> Result<(), ToolError> {
+    ) -> Result<()> {
         if state.file != file {
-            return Err(invalid(
+            return Err(Error::handle(
                 handle,
-                &format!("it belongs to {}, not to this path", state.shown),
+                HandleProblem::OtherFile {
+                    shown: state.shown.clone(),
+                },
             ));
         }
         if state.version != version {
-            return Err(stale(
+            return Err(Error::handle(
                 handle,
-                &format!(
-                    "it was computed for version {} of {}, which is now at version {version}",
-                    state.version, state.shown
-                ),
-                "versionMismatch",
+                HandleProblem::VersionMoved {
+                    version: state.version,
+                    shown: state.shown.clone(),
+                    now: version,
+                },
             ));
         }
         if state.generation != generation {
-            return Err(stale(
-                handle,
-                "the Lean server it was computed in has since restarted",
-                "backendRestarted",
-            ));
+            return Err(Error::handle(handle, HandleProblem::ServerRestarted));
         }
         Ok(())
     }
@@ -520,29 +466,37 @@ mod tests {
         state_on(&Arc::from("theorem t : T := by\n"), "  intro h\n")
     }
 
+    /// The problem of a refused handle.
+    fn problem(error: Error) -> HandleProblem {
+        match error {
+            Error::Handle { problem, .. } => problem,
+            other => panic!("not a handle error: {other:?}"),
+        }
+    }
+
     #[test]
     fn tokens_are_bound_to_process_and_runtime() {
         let store = HandleStore::new(ProcessTag(0xabc), 7, limits(8));
         let token = store.mint(state()).unwrap();
-        assert!(store.take(&token, false).is_ok());
+        assert!(store.take(&token, Taking::Keep).is_ok());
         let other_process = HandleStore::new(ProcessTag(0xdef), 7, limits(8));
         assert_eq!(
-            other_process.take(&token, false).unwrap_err().code,
-            ErrorCode::ContentModified
+            problem(other_process.take(&token, Taking::Keep).unwrap_err()),
+            HandleProblem::OtherProcess
         );
         let other_runtime = HandleStore::new(ProcessTag(0xabc), 8, limits(8));
         assert_eq!(
-            other_runtime.take(&token, false).unwrap_err().code,
-            ErrorCode::InvalidParams
+            problem(other_runtime.take(&token, Taking::Keep).unwrap_err()),
+            HandleProblem::OtherRuntime
         );
         assert_eq!(
-            store.take("garbage", false).unwrap_err().code,
-            ErrorCode::InvalidParams
+            problem(store.take("garbage", Taking::Keep).unwrap_err()),
+            HandleProblem::Malformed
         );
-        assert!(store.take(&token, true).is_ok());
+        assert!(store.take(&token, Taking::Consume).is_ok());
         assert_eq!(
-            store.take(&token, false).unwrap_err().code,
-            ErrorCode::InvalidParams
+            problem(store.take(&token, Taking::Keep).unwrap_err()),
+            HandleProblem::Unknown
         );
     }
 
@@ -582,15 +536,15 @@ mod tests {
         for other in [&upper, &zero, &plus, &short, &prefixed, &spaced] {
             assert_eq!(origin(other, process), Origin::Malformed, "{other}");
             assert_eq!(
-                store.take(other, false).unwrap_err().code,
-                ErrorCode::InvalidParams,
+                problem(store.take(other, Taking::Keep).unwrap_err()),
+                HandleProblem::Malformed,
                 "{other}"
             );
         }
         // Well formed but from another process: told apart from malformed.
         let foreign = a.replace("0123456789abcdef", "fedcba9876543210");
         assert!(matches!(origin(&foreign, process), Origin::OtherProcess(_)));
-        assert!(store.take(&a, false).is_ok());
+        assert!(store.take(&a, Taking::Keep).is_ok());
     }
 
     #[test]
@@ -598,10 +552,10 @@ mod tests {
         let store = HandleStore::new(ProcessTag(1), 1, limits(2));
         let a = store.mint(state()).unwrap();
         let b = store.mint(state()).unwrap();
-        store.take(&a, false).unwrap(); // a is now more recent than b
+        store.take(&a, Taking::Keep).unwrap(); // a is now more recent than b
         let _c = store.mint(state()).unwrap();
-        assert!(store.take(&a, false).is_ok());
-        assert!(store.take(&b, false).is_err());
+        assert!(store.take(&a, Taking::Keep).is_ok());
+        assert!(store.take(&b, Taking::Keep).is_err());
         assert_eq!(store.stats().evicted, 1);
     }
 
@@ -620,7 +574,7 @@ mod tests {
         let first = store.mint(state_on(&text, "  a\n")).unwrap();
         let mut last = first.clone();
         for _ in 0..20 {
-            let state = store.take(&last, false).unwrap();
+            let state = store.take(&last, Taking::Keep).unwrap();
             last = store
                 .mint(HandleState {
                     shadow: state.shadow.then("  b\n"),
@@ -633,7 +587,7 @@ mod tests {
         assert_eq!(stats.shared_texts, 1, "{stats:?}");
         assert!(stats.bytes < (one + 10 * 1024) as u64, "{stats:?}");
         assert_eq!(
-            store.take(&last, false).unwrap().shadow.text(),
+            store.take(&last, Taking::Keep).unwrap().shadow.text(),
             format!("{text}  a\n{}", "  b\n".repeat(20))
         );
         // Another text does not fit beside the first: the older handles go.
@@ -641,14 +595,13 @@ mod tests {
         store.mint(state_on(&other, "  c\n")).unwrap();
         let stats = store.stats();
         assert_eq!((stats.live, stats.shared_texts), (1, 1), "{stats:?}");
-        assert!(store.take(&first, false).is_err());
+        assert!(store.take(&first, Taking::Keep).is_err());
         // A state larger than the bound alone is refused, clearly.
         let huge: Arc<str> = Arc::from("z".repeat(2 << 20));
         let e = store.mint(state_on(&huge, "")).unwrap_err();
-        assert_eq!(e.code, ErrorCode::ResourceLimit);
-        assert_eq!(
-            e.data.as_ref().unwrap()["env"],
-            "LEAN_BEAM_MAX_HANDLE_BYTES"
+        assert!(
+            matches!(e, Error::ResourceLimit(Limit::HandleBytes { alone, .. }) if alone > 2 << 20),
+            "{e:?}"
         );
     }
 }

@@ -129,10 +129,7 @@ impl ImportStamps {
             })
             .await;
         checked.unwrap_or_else(|error| {
-            log_warn!(
-                "skipped the check for rebuilt imports: {}",
-                error.tool_error().message
-            );
+            log_warn!("skipped the check for rebuilt imports: {}", error);
             Vec::new()
         })
     }

@@ -164,7 +164,7 @@ pub struct Limits {
     pub shadow_slots: usize,
     /// Live proof handles per runtime, by count and by bytes (least recently
     /// used evicted past either).
-    pub handles: super::handles::HandleLimits,
+    pub handles: HandleLimits,
     /// Probes may import a compiled prefix instead of carrying it
     /// (`LEAN_BEAM_PREFIX_BASES=0` turns this off).
     pub prefix_bases: bool,
@@ -218,7 +218,7 @@ impl Limits {
             runtimes: size(env::MAX_RUNTIMES, 8),
             documents: size(env::MAX_DOCUMENTS, 32),
             shadow_slots: size(env::SHADOW_SLOTS, 4),
-            handles: super::handles::HandleLimits {
+            handles: HandleLimits {
                 count: size(env::MAX_HANDLES, 4096),
                 bytes: size(env::MAX_HANDLE_BYTES, 64 * MIB),
             },
@@ -230,4 +230,14 @@ impl Limits {
                 .unwrap_or(crate::safe_fs::DEFAULT_MAX_FILE_BYTES),
         }
     }
+}
+
+/// Bounds of one runtime's proof-handle store.
+#[derive(Debug, Clone, Copy)]
+pub struct HandleLimits {
+    /// Live handles (`LEAN_BEAM_MAX_HANDLES`).
+    pub count: usize,
+    /// Bytes held by live handles, each shared text counted once
+    /// (`LEAN_BEAM_MAX_HANDLE_BYTES`).
+    pub bytes: usize,
 }

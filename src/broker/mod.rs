@@ -2,38 +2,54 @@
 //! the first request that needs it and kept until it is dropped or the server
 //! shuts down.
 
-pub mod bases;
-pub mod checkpoint;
-pub mod compiler;
-pub mod diagnostics;
-pub mod document;
-pub mod errors;
-pub mod goals;
-pub mod handles;
-pub mod hatches;
-pub mod import_stamps;
-pub mod importers;
-pub mod lakefile;
-pub mod launch;
-pub mod lexer;
-pub mod outline;
-pub mod runtime;
-pub mod shadow;
-pub mod snapshot;
-pub mod snippets;
-pub mod sync;
-pub mod text;
-pub mod workspace;
+pub(crate) mod bases;
+pub(crate) mod checkpoint;
+pub(crate) mod compiler;
+pub(crate) mod diagnostics;
+pub(crate) mod docs;
+pub(crate) mod document;
+pub(crate) mod edit;
+pub(crate) mod error;
+pub(crate) mod forward;
+pub(crate) mod goals;
+pub(crate) mod handles;
+pub(crate) mod hatches;
+pub(crate) mod import_stamps;
+pub(crate) mod importers;
+pub(crate) mod intent;
+pub(crate) mod lakefile;
+pub(crate) mod launch;
+pub(crate) mod lexer;
+pub(crate) mod outline;
+pub(crate) mod placement;
+pub(crate) mod progress;
+pub(crate) mod runtime;
+pub(crate) mod server;
+pub(crate) mod shadow;
+pub(crate) mod snapshot;
+pub(crate) mod snippets;
+pub(crate) mod sync;
+pub(crate) mod text;
+pub(crate) mod wait;
+pub(crate) mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use launch::{Launcher, Limits, Timeouts, env};
+use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
 use workspace::Root;
 
 use crate::results::{self, LimitUse, RuntimeStats};
-use crate::surface::ToolError;
+use crate::util::lock;
+pub use diagnostics::DiagnosticScope;
+pub use error::{
+    Error, HandleProblem, Limit, MemoryKill, NotModule, Result, SaveError, SourceProblem,
+};
+pub use goals::GoalsMode;
+pub use launch::env;
+pub use progress::{LogLevel, ProgressSink, SinkFuture};
+pub use text::PositionError;
 
 pub struct Broker {
     launcher: Launcher,
@@ -44,7 +60,7 @@ pub struct Broker {
     next_runtime_id: std::sync::atomic::AtomicU64,
     /// Versions survive eviction: a recreated runtime continues above them, so
     /// a version returned before a drop never names different content after it.
-    version_floors: Arc<runtime::VersionFloors>,
+    version_floors: Arc<docs::VersionFloors>,
     runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
     /// Held while a runtime is created (and, at the bound, another evicted
     /// for it), so that a new runtime's Lean server never starts before the
@@ -77,12 +93,12 @@ impl Broker {
     }
 
     /// Refuse a handle that is malformed or from another server process.
-    pub fn check_handle_origin(&self, handle: &str) -> Result<(), ToolError> {
+    pub fn check_handle_origin(&self, handle: &str) -> Result<()> {
         handles::check_process(handle, self.process)
     }
 
     /// The canonical root of a descriptor (see [`workspace::resolve`]).
-    pub fn resolve_root(&self, workspace: &crate::surface::Workspace) -> Result<Root, ToolError> {
+    pub fn resolve_root(&self, workspace: &str) -> Result<Root> {
         self.resolver.root(workspace)
     }
 
@@ -90,10 +106,22 @@ impl Broker {
     /// [`workspace::resolve_path`]).
     pub fn resolve_document(
         &self,
-        workspace: &crate::surface::Workspace,
+        workspace: &str,
         path: &str,
-    ) -> Result<(Root, workspace::DocPath), ToolError> {
+    ) -> Result<(Root, workspace::DocPath)> {
         self.resolver.document(workspace, path)
+    }
+
+    /// The server's own check of a workspace descriptor before a call runs
+    /// (absolute, an existing Lean/Lake project).
+    pub fn check_descriptor(workspace: &str) -> Result<()> {
+        workspace::resolve(workspace).map(drop)
+    }
+
+    /// [`Broker::check_descriptor`] for a drop, which also accepts a root
+    /// that has since disappeared.
+    pub fn check_descriptor_to_drop(workspace: &str) -> Result<()> {
+        workspace::resolve_for_eviction(workspace).map(drop)
     }
 
     pub fn launcher(&self) -> &Launcher {
@@ -101,7 +129,7 @@ impl Broker {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Root, Arc<Runtime>>> {
-        self.runtimes.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.runtimes)
     }
 
     /// The runtime of `root` for a call's use, created if absent. Creating one
@@ -112,7 +140,7 @@ impl Broker {
     /// `lean_drop_workspace` would (its Lean processes stopped, its handles
     /// invalidated) before the new one is made; when every one is busy the
     /// call gets a `resourceLimit` error.
-    pub async fn runtime(&self, root: &Root) -> Result<RuntimeUse, ToolError> {
+    pub async fn runtime(&self, root: &Root) -> Result<RuntimeUse> {
         if let Some(rt) = self.cached(root) {
             return Ok(rt);
         }
@@ -212,7 +240,7 @@ impl Broker {
         let most = |f: &dyn Fn(&Runtime) -> u64| runtimes.iter().map(|rt| f(rt)).max().unwrap_or(0);
         let clients: Vec<_> = runtimes
             .iter()
-            .filter_map(|rt| rt.session_now())
+            .filter_map(|rt| rt.server_now())
             .map(|session| session.client)
             .collect();
         let largest_rss = tokio::task::spawn_blocking(move || {
@@ -281,17 +309,12 @@ impl Broker {
 }
 
 /// Every cached runtime has a call in flight: none can be evicted for `root`.
-fn runtimes_busy(root: &Root, limit: usize, used: usize) -> ToolError {
-    errors::resource_limit(
-        "runtimes",
-        env::MAX_RUNTIMES,
-        limit as u64,
-        used as u64,
-        format!(
-            "cannot start a Lean runtime for {}: {used} workspace runtimes are cached and every one has a call in flight, so none can be evicted. Retry when a call has finished, or free one with lean_drop_workspace",
-            root.display()
-        ),
-    )
+fn runtimes_busy(root: &Root, limit: usize, used: usize) -> Error {
+    Error::ResourceLimit(Limit::Runtimes {
+        root: root.display(),
+        limit,
+        used,
+    })
 }
 
 #[cfg(test)]

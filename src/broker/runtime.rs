@@ -1,6 +1,6 @@
-//! The runtime of one canonical workspace root: its Lean server process (started
-//! lazily, restarted after it dies), its documents, and the routing of Lean's
-//! notifications to them.
+//! The runtime of one canonical workspace root: its Lean server (started
+//! lazily, restarted after it dies, stopped when idle), its documents, their
+//! probe slots and prefix bases, its proof handles, and its housekeeping.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -8,74 +8,23 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
-
 use super::bases::{Bases, Rewritten};
-use super::document::{DiagnosticSet, Doc, DocUse};
-use super::errors::{MemoryKill, from_lsp, resource_limit, runtime_setup};
+use super::docs::{Docs, VersionFloors};
+use super::document::{Doc, DocUse};
+use super::edit;
+use super::error::{Error, MemoryKill, Result};
 use super::handles::HandleStore;
 use super::import_stamps::ImportStamps;
 use super::launch::{Launcher, Limits, Timeouts};
+use super::server::{Admission, LeanServer, stop};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
-use crate::lsp::uri::path_to_uri;
-use crate::lsp::{LspClient, ServerEvent};
 use crate::results::{DocumentStats, HandleStats, MemoryStats, RuntimeStats};
-use crate::surface::{ErrorCode, ToolError};
+use crate::util::lock;
 use crate::{log_debug, log_info, log_warn};
-
-/// The highest version each file has had in any runtime of this process.
-#[derive(Debug, Default)]
-pub struct VersionFloors(Mutex<HashMap<PathBuf, u64>>);
-
-impl VersionFloors {
-    pub fn get(&self, file: &std::path::Path) -> u64 {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(file)
-            .copied()
-            .unwrap_or(0)
-    }
-
-    pub fn raise(&self, file: &std::path::Path, version: u64) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = map.entry(file.to_path_buf()).or_insert(0);
-        *entry = (*entry).max(version);
-    }
-}
-
-/// The method of the marker the broker puts behind Lean's notifications (see
-/// `Runtime::settle`). Lean never sends it.
-const SETTLE_MARKER: &str = "$/beam/settled";
-
-/// How long the worker of a document closed to make room may take to stop
-/// before it is killed.
-const WORKER_EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// How often the resident memory of the Lean processes is read, when bounded.
 const MEMORY_CHECK_PERIOD: Duration = Duration::from_millis(500);
-
-/// A live Lean server of this runtime.
-#[derive(Clone)]
-pub struct Session {
-    pub client: Arc<LspClient>,
-    pub generation: u64,
-    events: mpsc::UnboundedSender<ServerEvent>,
-    admission: Arc<Admission>,
-    /// Set when this server was killed for its memory.
-    memory_kill: Arc<Mutex<Option<MemoryKill>>>,
-}
-
-/// The documents a runtime may have open in Lean at once (each one a Lean
-/// worker process), and the turn that makes each opening count them and make
-/// room in one step.
-struct Admission {
-    docs: Arc<Docs>,
-    limit: usize,
-    turn: tokio::sync::Mutex<()>,
-}
 
 pub struct Runtime {
     pub root: Root,
@@ -102,15 +51,14 @@ pub struct Runtime {
     /// The compiled imports Lean loaded, to notice checkpoints written by
     /// other processes on the shared file system.
     import_stamps: Arc<ImportStamps>,
-    version_floors: Arc<VersionFloors>,
     created: Instant,
-    session: tokio::sync::Mutex<Option<Session>>,
+    /// The live Lean server, if started.
+    server: tokio::sync::Mutex<Option<LeanServer>>,
     docs: Arc<Docs>,
     starts: AtomicU64,
     /// Starts that failed (the server exited or did not answer `initialize`).
     failed_starts: AtomicU64,
     requests: AtomicU64,
-    next_marker: AtomicU64,
 }
 
 /// What the memory checks saw.
@@ -141,14 +89,6 @@ impl Drop for RuntimeUse {
     }
 }
 
-/// Documents by canonical file and by URI (Lean reports by URI).
-#[derive(Default)]
-struct Docs {
-    by_file: Mutex<HashMap<PathBuf, Arc<Doc>>>,
-    by_uri: Mutex<HashMap<String, Arc<Doc>>>,
-    settle_waiters: Mutex<HashMap<u64, oneshot::Sender<()>>>,
-}
-
 impl Runtime {
     pub fn new(
         version_floors: Arc<VersionFloors>,
@@ -159,18 +99,14 @@ impl Runtime {
         handles: HandleStore,
     ) -> Self {
         let bases = Bases::new(limits.prefix_bases);
-        let docs = Arc::new(Docs::default());
+        let docs = Arc::new(Docs::new(version_floors));
         let import_stamps = Arc::new(ImportStamps::new(root.path()));
         Runtime {
             root,
             launcher,
             timeouts,
             limits: limits.clone(),
-            admission: Arc::new(Admission {
-                docs: Arc::clone(&docs),
-                limit: limits.documents.max(1),
-                turn: tokio::sync::Mutex::new(()),
-            }),
+            admission: Arc::new(Admission::new(limits.documents)),
             in_flight: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
             memory: Mutex::default(),
@@ -182,14 +118,12 @@ impl Runtime {
             bases,
             handles,
             import_stamps,
-            version_floors,
             created: Instant::now(),
-            session: tokio::sync::Mutex::new(None),
+            server: tokio::sync::Mutex::new(None),
             docs,
             starts: AtomicU64::new(0),
             failed_starts: AtomicU64::new(0),
             requests: AtomicU64::new(0),
-            next_marker: AtomicU64::new(0),
         }
     }
 
@@ -213,22 +147,16 @@ impl Runtime {
 
     /// When a call last began or ended on the runtime.
     pub fn last_used(&self) -> Instant {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.last_used)
     }
 
     fn touch(&self) {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *lock(&self.last_used) = Instant::now();
     }
 
     /// Documents open in Lean now, shadow slots included (each a worker).
     pub fn open_in_lean(&self) -> usize {
-        self.docs
-            .by_file
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|d| d.state().open_in.is_some())
-            .count()
+        self.docs.open_in_lean()
     }
 
     /// The live proof handles.
@@ -238,54 +166,35 @@ impl Runtime {
 
     /// The document of `path`, created on first use, for a call's use.
     pub fn doc(&self, path: &DocPath) -> DocUse {
-        let mut by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(doc) = by_file.get(&path.file) {
-            return doc.begin_use();
-        }
-        let uri = path_to_uri(&path.file);
-        let floor = self.version_floors.get(&path.file);
-        let doc = Arc::new(Doc::new(path.clone(), uri.clone(), floor));
-        by_file.insert(path.file.clone(), Arc::clone(&doc));
-        self.docs
-            .by_uri
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uri, Arc::clone(&doc));
-        doc.begin_use()
+        self.docs.doc(path)
     }
 
     /// Remember every document's version, so that a later runtime of the same
     /// files continues above them (called when the runtime is evicted).
     pub fn record_versions(&self) {
-        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-        for (file, doc) in by_file.iter() {
-            self.version_floors.raise(file, doc.state().version);
-        }
+        self.docs.record_versions();
     }
 
     /// The shadow slot pool of a document.
     pub fn shadow_pool(&self, path: &DocPath) -> Arc<Pool> {
-        let mut shadows = self.shadows.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(
-            shadows
-                .entry(path.file.clone())
-                .or_insert_with(|| Arc::new(Pool::new(path.clone(), self.shadow_slots))),
-        )
+        let mut shadows = lock(&self.shadows);
+        Arc::clone(shadows.entry(path.file.clone()).or_insert_with(|| {
+            Arc::new(Pool::new(
+                path.clone(),
+                self.shadow_slots,
+                Arc::clone(&self.docs),
+            ))
+        }))
     }
 
     /// Give back the Lean workers of shadow slots unused for `idle`.
     pub async fn close_idle_shadows(&self, idle: std::time::Duration) {
-        let pools: Vec<Arc<Pool>> = self
-            .shadows
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        let session = self.session_if_running().await.ok();
+        let pools: Vec<Arc<Pool>> = lock(&self.shadows).values().cloned().collect();
+        let server = self.server_if_running().await;
         for pool in pools {
             for slot in pool.take_idle(idle) {
-                if super::sync::close_in_lean(session.as_ref(), slot.doc()).await {
+                let edit = slot.doc().lock_edit().await;
+                if edit::close(&edit, server.as_ref()).await {
                     log_debug!("closed idle shadow {}", slot.doc().path.shown);
                 }
             }
@@ -311,111 +220,73 @@ impl Runtime {
 
     /// The document of `path` if it was ever synced, for a call's use.
     pub fn existing_doc(&self, path: &DocPath) -> Option<DocUse> {
-        self.docs
-            .by_file
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&path.file)
-            .map(Doc::begin_use)
+        self.docs.existing(path)
     }
 
     /// The live Lean server, started (or restarted after a death) on demand.
     /// Concurrent first callers share one start.
-    pub async fn session(&self) -> Result<Session, ToolError> {
-        let mut slot = self.session.lock().await;
-        if let Some(session) = slot.as_ref() {
-            if session.client.is_running() {
-                return Ok(session.clone());
+    pub async fn server(&self) -> Result<LeanServer> {
+        let mut slot = self.server.lock().await;
+        if let Some(server) = slot.as_ref() {
+            if server.client.is_running() {
+                return Ok(server.clone());
             }
             log_warn!(
                 "Lean server of {} (pid {}) is gone; restarting",
                 self.root.display(),
-                session.client.pid()
+                server.client.pid()
             );
         }
         let mut command = self.launcher.command(&self.root);
         if let Some(dir) = self.bases.search_dir() {
             add_search_dir(&mut command, dir);
         }
-        let (events, rx) = mpsc::unbounded_channel();
-        let client = LspClient::start(&command, events.clone(), self.timeouts.startup)
-            .await
-            .map_err(|e| {
-                self.failed_starts.fetch_add(1, Ordering::Relaxed);
-                runtime_setup(&self.launcher.describe(&self.root), &self.root, e)
-            })?;
-        let generation = self.starts.fetch_add(1, Ordering::SeqCst) + 1;
+        // The generation is counted only once the server has started.
+        let generation = self.starts.load(Ordering::SeqCst) + 1;
+        let server = LeanServer::start(
+            &command,
+            self.timeouts.startup,
+            generation,
+            &self.docs,
+            &self.admission,
+            self.timeouts.request,
+        )
+        .await
+        .map_err(|e| {
+            self.failed_starts.fetch_add(1, Ordering::Relaxed);
+            Error::Setup {
+                command: self.launcher.describe(&self.root),
+                root: self.root.display(),
+                error: Box::new(e),
+            }
+        })?;
+        self.starts.fetch_add(1, Ordering::SeqCst);
         log_info!(
             "started Lean server for {} (pid {}, generation {generation})",
             self.root.display(),
-            client.pid()
+            server.client.pid()
         );
-        tokio::spawn(route_events(Arc::clone(&self.docs), rx, generation));
-        let session = Session {
-            client,
-            generation,
-            events,
-            admission: Arc::clone(&self.admission),
-            memory_kill: Arc::default(),
-        };
-        *slot = Some(session.clone());
-        Ok(session)
+        *slot = Some(server.clone());
+        Ok(server)
     }
 
     /// The live Lean server, unless none runs or one is being started or
     /// stopped right now; never waits.
-    pub fn session_now(&self) -> Option<Session> {
-        let slot = self.session.try_lock().ok()?;
+    pub fn server_now(&self) -> Option<LeanServer> {
+        let slot = self.server.try_lock().ok()?;
         slot.as_ref()
-            .filter(|session| session.client.is_alive())
+            .filter(|server| server.client.is_alive())
             .cloned()
     }
 
     /// The live Lean server if one is running; never starts one.
-    pub async fn session_if_running(&self) -> Result<Session, ()> {
-        match self.session.lock().await.as_ref() {
-            Some(session) if session.client.is_alive() => Ok(session.clone()),
-            _ => Err(()),
-        }
-    }
-
-    /// Wait until every notification Lean sent before this point has been
-    /// applied to the documents. Lean answers `waitForDiagnostics` after it sent
-    /// the diagnostics; the answer and the notifications travel separate paths
-    /// here, so a marker queued behind them closes the gap.
-    pub async fn settle(&self, session: &Session) {
-        let id = self.next_marker.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.docs
-            .settle_waiters
+    pub async fn server_if_running(&self) -> Option<LeanServer> {
+        self.server
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
-        let marker = ServerEvent::Notification {
-            method: SETTLE_MARKER.into(),
-            params: json!(id),
-        };
-        if session.events.send(marker).is_ok() {
-            let _ = rx.await;
-        }
-    }
-
-    /// Send a request to the current Lean server with the request time limit.
-    pub async fn request(
-        &self,
-        session: &Session,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ToolError> {
-        match tokio::time::timeout(
-            self.timeouts.request,
-            session.client.request(method, params),
-        )
-        .await
-        {
-            Ok(result) => result.map_err(|e| memory_error(session, None, from_lsp(e, method))),
-            Err(_) => Err(super::errors::timeout(method, self.timeouts.request)),
-        }
+            .await
+            .as_ref()
+            .filter(|server| server.client.is_alive())
+            .cloned()
     }
 
     /// Housekeeping, now and then, for as long as the runtime exists: shadow
@@ -454,20 +325,20 @@ impl Runtime {
         if !self.is_idle() || self.last_used().elapsed() < idle {
             return;
         }
-        // The session stays locked until the server is gone, so a call that
-        // begins meanwhile starts the next one only then.
-        let mut slot = self.session.lock().await;
+        // The server stays locked until it is gone, so a call that begins
+        // meanwhile starts the next one only then.
+        let mut slot = self.server.lock().await;
         if !self.is_idle() || self.last_used().elapsed() < idle {
             return;
         }
-        if let Some(session) = slot.take() {
+        if let Some(server) = slot.take() {
             log_info!(
                 "Lean server of {} (pid {}) stopped: no call for {} s (LEAN_BEAM_RUNTIME_IDLE_SECS)",
                 self.root.display(),
-                session.client.pid(),
+                server.client.pid(),
                 idle.as_secs()
             );
-            stop(&session.client).await;
+            stop(&server.client).await;
         }
     }
 
@@ -475,9 +346,9 @@ impl Runtime {
     /// (off the async runtime) and kill the ones over `limit`: a file worker
     /// alone, or the server with all its workers. The calls that were running
     /// on a killed process then get a `resourceLimit` error of kind `memory`
-    /// (see [`memory_error`]) instead of a crash.
+    /// (see [`memory_error`](super::server::memory_error)) instead of a crash.
     async fn check_memory(&self, limit: u64) {
-        let Some(session) = self.session_now() else {
+        let Some(session) = self.server_now() else {
             return;
         };
         let client = Arc::clone(&session.client);
@@ -502,10 +373,7 @@ impl Runtime {
                 .then(|| worker_of(&usage, process))
                 .flatten();
             let Some(worker) = worker else {
-                *session
-                    .memory_kill
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(MemoryKill {
+                session.memory_killed(MemoryKill {
                     server: true,
                     ..kill
                 });
@@ -527,9 +395,9 @@ impl Runtime {
             let doc = worker
                 .worker_uri
                 .as_deref()
-                .and_then(|uri| doc_for(&self.docs, uri));
+                .and_then(|uri| self.docs.by_uri(uri));
             if let Some(doc) = &doc {
-                doc.update_state(|s| s.memory_kill = Some(kill));
+                doc.on_memory_kill(kill);
             }
             self.memory_used().kills += 1;
             log_warn!(
@@ -551,40 +419,42 @@ impl Runtime {
     }
 
     fn memory_used(&self) -> std::sync::MutexGuard<'_, MemoryUse> {
-        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.memory)
     }
 
     /// Stop the Lean server and its workers (drop, EOF, eviction), and wait
     /// (off the async runtime) until none of them holds memory any more, so
     /// that what replaces them never runs beside them.
     pub async fn shutdown(&self) {
-        let session = self.session.lock().await.take();
-        if let Some(session) = session {
-            stop(&session.client).await;
+        let server = self.server.lock().await.take();
+        if let Some(server) = server {
+            stop(&server.client).await;
         }
     }
 
     pub fn stats(&self) -> RuntimeStats {
         let documents: Vec<DocumentStats> = {
-            let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-            let mut documents: Vec<DocumentStats> = by_file
-                .values()
+            let mut documents: Vec<DocumentStats> = self
+                .docs
+                .all()
+                .iter()
                 .filter(|d| !d.is_shadow())
                 .map(|d| {
                     let s = d.state();
+                    let lifecycle = s.lifecycle;
                     DocumentStats {
                         path: d.path.shown.clone(),
                         version: s.version,
-                        open: s.open_in.is_some(),
-                        settled: s.is_settled(),
-                        worker_pid: s.worker.map(|w| w.pid),
+                        open: lifecycle.generation().is_some(),
+                        settled: lifecycle.is_settled(),
+                        worker_pid: lifecycle.worker().map(|w| w.pid),
                     }
                 })
                 .collect();
             documents.sort_by(|a, b| a.path.cmp(&b.path));
             documents
         };
-        let session = self.session.try_lock().ok().and_then(|s| s.clone());
+        let session = self.server.try_lock().ok().and_then(|s| s.clone());
         let starts = self.starts.load(Ordering::Relaxed);
         let memory = {
             let memory = self.memory_used();
@@ -594,7 +464,7 @@ impl Runtime {
             }
         };
         let (shadow_slots, shadow_slots_open) = {
-            let pools = self.shadows.lock().unwrap_or_else(|e| e.into_inner());
+            let pools = lock(&self.shadows);
             let slots = pools.values().map(|p| p.len() as u64).sum();
             let open = pools.values().map(|p| p.open_in_lean() as u64).sum();
             (slots, open)
@@ -636,16 +506,18 @@ impl Runtime {
     pub async fn imports_rebuilt(&self, saved: &std::path::Path, module: &str) -> usize {
         self.import_stamps.reloaded(module).await;
         self.bases.clear();
-        let docs: Vec<(Arc<Doc>, Arc<str>)> = {
-            let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-            by_file
-                .iter()
-                .filter(|(file, _)| file.as_path() != saved)
-                .map(|(_, doc)| (Arc::clone(doc), doc.state()))
-                .filter(|(_, state)| state.open_in.is_some())
-                .map(|(doc, state)| (doc, Arc::clone(&state.text)))
-                .collect()
-        };
+        let docs: Vec<(Arc<Doc>, Arc<str>)> = self
+            .docs
+            .all()
+            .into_iter()
+            .filter(|doc| doc.path.file.as_path() != saved)
+            .map(|doc| {
+                let state = doc.state();
+                (doc, state)
+            })
+            .filter(|(_, state)| state.lifecycle.generation().is_some())
+            .map(|(doc, state)| (doc, state.text))
+            .collect();
         // The import graph reads the workspace's headers: off the runtime.
         // If that fails, every open document may import the module.
         let (root, module, texts) = (
@@ -668,7 +540,7 @@ impl Runtime {
         let mut marked = 0;
         for ((doc, _), may_import) in docs.iter().zip(verdicts) {
             if may_import {
-                doc.update_state(super::document::DocState::mark_for_reopen);
+                doc.mark_for_reopen();
                 marked += 1;
             }
         }
@@ -692,142 +564,16 @@ impl Runtime {
 
     /// Open documents, for feedback reports.
     pub fn open_documents(&self) -> Vec<String> {
-        let by_file = self.docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-        let mut open: Vec<String> = by_file
-            .values()
-            .filter(|d| !d.is_shadow() && d.state().open_in.is_some())
+        let mut open: Vec<String> = self
+            .docs
+            .all()
+            .iter()
+            .filter(|d| !d.is_shadow() && d.lifecycle().generation().is_some())
             .map(|d| d.path.shown.clone())
             .collect();
         open.sort();
         open
     }
-}
-
-impl Session {
-    /// Room for `doc` to be opened in this Lean server, within
-    /// `LEAN_BEAM_MAX_DOCUMENTS`. Called, with `doc.edit` held, right before
-    /// the document is opened; `reopen`: the caller just closed its last
-    /// opening in this server.
-    ///
-    /// Past the bound, the least recently used idle document is closed: idle
-    /// means no call is in flight on it (no call holds it, see [`DocUse`],
-    /// and its edit lock is free). Each closed document's worker is waited for
-    /// (and killed after [`WORKER_EXIT_WAIT`]), as is the previous worker of
-    /// a reopen when the server is at the bound, so the number of workers
-    /// never goes past it. When no document is idle, a `resourceLimit` error
-    /// says so.
-    /// On success `doc` counts as open.
-    pub async fn admit(&self, doc: &Doc, reopen: bool) -> Result<(), ToolError> {
-        let admission = &self.admission;
-        let _turn = admission.turn.lock().await;
-        loop {
-            let open: Vec<Arc<Doc>> = admission
-                .docs
-                .by_file
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .values()
-                .filter(|d| !std::ptr::eq(d.as_ref(), doc))
-                .filter(|d| d.state().open_in == Some(self.generation))
-                .cloned()
-                .collect();
-            if open.len() < admission.limit {
-                if reopen && open.len() + 1 >= admission.limit {
-                    self.wait_worker_gone(doc).await;
-                }
-                break;
-            }
-            let mut idle: Vec<&Arc<Doc>> = open.iter().filter(|d| d.is_idle()).collect();
-            idle.sort_by_key(|d| d.last_used());
-            let Some((victim, _edit)) = idle
-                .into_iter()
-                .find_map(|d| d.edit.try_lock().ok().map(|edit| (d, edit)))
-            else {
-                return Err(documents_busy(doc, admission.limit, open.len()));
-            };
-            let _ = self.client.notify(
-                "textDocument/didClose",
-                json!({ "textDocument": { "uri": victim.uri } }),
-            );
-            victim.update_state(|s| s.open_in = None);
-            log_debug!(
-                "closed {} (least recently used) to open {} within LEAN_BEAM_MAX_DOCUMENTS={}",
-                victim.path.shown,
-                doc.path.shown,
-                admission.limit
-            );
-            self.wait_worker_gone(victim).await;
-        }
-        doc.update_state(|s| s.open_in = Some(self.generation));
-        Ok(())
-    }
-
-    /// Wait (off the async runtime) until the worker of `doc` is gone: not
-    /// only stopped, but no longer holding its memory (a worker that exits
-    /// still shows in `/proc` while it lets go of hundreds of MiB). Lean has
-    /// let go of it (the document was closed), so one that takes longer than
-    /// [`WORKER_EXIT_WAIT`] is killed.
-    ///
-    /// Lean starts a worker some time after it reads the `didOpen`, which a
-    /// call without a barrier (`lean_update`) does not wait for: a worker
-    /// never seen since the document was opened is first waited for to
-    /// appear (for [`WORKER_EXIT_WAIT`] at most), since one not there yet is
-    /// no worker gone. A fork of the server not yet turned into the program
-    /// it runs counts as a worker being started.
-    pub async fn wait_worker_gone(&self, doc: &Doc) {
-        let client = Arc::clone(&self.client);
-        let uri = doc.uri.to_string();
-        let mut appeared = doc.state().worker.is_some();
-        let _ = tokio::task::spawn_blocking(move || {
-            let deadline = Instant::now() + WORKER_EXIT_WAIT;
-            let mut killed = false;
-            loop {
-                let present = client.tree_has(&uri) || worker_starting(&client.tree_usage());
-                if !present && (appeared || Instant::now() >= deadline) {
-                    return;
-                }
-                appeared |= present;
-                if present && Instant::now() >= deadline && !killed {
-                    if let Some(worker) = client.find_in_tree(&uri) {
-                        client.kill_in_tree(worker);
-                    }
-                    killed = true;
-                }
-                if Instant::now() >= deadline + WORKER_EXIT_WAIT {
-                    crate::log_warn!("the Lean worker of {uri} is still there after it was killed");
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-        .await;
-    }
-}
-
-/// Stop a Lean server and its workers (killed after a grace), and wait until
-/// none of them holds memory any more.
-async fn stop(client: &Arc<LspClient>) {
-    client.shutdown(Duration::from_secs(2)).await;
-    let client = Arc::clone(client);
-    let _ = tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + WORKER_EXIT_WAIT;
-        while !client.process_tree().is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    })
-    .await;
-}
-
-/// Whether a Lean server of the tree has a child that is not yet the
-/// program it will run: a fork still showing the server's own command line,
-/// before its `exec` (a worker being started, whose document cannot be told).
-fn worker_starting(tree: &[crate::process::tree::Usage]) -> bool {
-    tree.iter().any(|child| {
-        child.server
-            && tree
-                .iter()
-                .any(|parent| parent.server && parent.seen.pid == child.ppid)
-    })
 }
 
 /// The file worker that `process` is, or that started it (through any
@@ -844,144 +590,6 @@ fn worker_of<'a>(
         at = tree.iter().find(|u| u.seen.pid == at.ppid)?;
     }
     None
-}
-
-/// No document open in a runtime's Lean server can be closed to open `doc`.
-fn documents_busy(doc: &Doc, limit: usize, open: usize) -> ToolError {
-    resource_limit(
-        "documents",
-        super::launch::env::MAX_DOCUMENTS,
-        limit as u64,
-        open as u64,
-        format!(
-            "cannot open {} in Lean: {open} documents of this workspace are open (each a Lean worker, probe slots included) and every one has a call in flight, so none can be closed to make room. Retry when a call has finished, or close a document with lean_close",
-            doc.path.shown
-        ),
-    )
-}
-
-/// The error of a call whose Lean process was killed for its memory, in place
-/// of the crash it saw: the server's (any call on it) or `doc`'s worker.
-/// Other errors pass unchanged.
-pub fn memory_error(session: &Session, doc: Option<&Doc>, error: ToolError) -> ToolError {
-    if !matches!(
-        error.code,
-        ErrorCode::WorkerCrashed | ErrorCode::WorkerExited
-    ) {
-        return error;
-    }
-    let shown = |doc: &Doc| {
-        let shown = doc.path.shown.as_str();
-        // A probe slot is named after the document it probes.
-        shown
-            .split_once('#')
-            .map_or(shown, |(file, _)| file)
-            .to_string()
-    };
-    let server = *session
-        .memory_kill
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(kill) = server {
-        return kill.error(doc.map(shown).as_deref());
-    }
-    match doc.and_then(|d| d.state().memory_kill.map(|kill| (d, kill))) {
-        Some((doc, kill)) => kill.error(Some(&shown(doc))),
-        None => error,
-    }
-}
-
-/// Apply Lean's notifications to the documents, in arrival order.
-async fn route_events(
-    docs: Arc<Docs>,
-    mut events: mpsc::UnboundedReceiver<ServerEvent>,
-    generation: u64,
-) {
-    while let Some(event) = events.recv().await {
-        match event {
-            ServerEvent::Notification { method, params } if method == SETTLE_MARKER => {
-                if let Some(id) = params.as_u64() {
-                    let waiter = docs
-                        .settle_waiters
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&id);
-                    if let Some(tx) = waiter {
-                        let _ = tx.send(());
-                    }
-                }
-            }
-            ServerEvent::Notification { .. } => {}
-            ServerEvent::Diagnostics(published) => {
-                if let Some(doc) = doc_for(&docs, &published.uri) {
-                    let Some(version) = report_version(published.version) else {
-                        continue;
-                    };
-                    doc.on_diagnostics(version, DiagnosticSet::published(published.diagnostics));
-                }
-            }
-            ServerEvent::FileProgress(progress) => {
-                let document = &progress.text_document;
-                if let Some(doc) = doc_for(&docs, &document.uri) {
-                    let Some(version) = report_version(document.version.map(i64::from)) else {
-                        continue;
-                    };
-                    doc.on_progress(version, &progress.processing);
-                }
-            }
-            ServerEvent::Exited(info) if info.status == Some(0) => {
-                log_info!("Lean server of generation {generation} exited normally");
-                mark_closed(&docs, generation);
-            }
-            ServerEvent::Exited(info) => {
-                log_warn!(
-                    "Lean server exited (status {:?}, signal {:?}); stderr tail: {}",
-                    info.status,
-                    info.signal,
-                    info.stderr_tail.trim()
-                );
-                mark_closed(&docs, generation);
-            }
-        }
-    }
-    // The client is gone: release any settle waiter still queued.
-    docs.settle_waiters
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
-}
-
-/// Lean session `generation` is gone: none of its documents is open any more.
-fn mark_closed(docs: &Docs, generation: u64) {
-    let by_file = docs.by_file.lock().unwrap_or_else(|e| e.into_inner());
-    for doc in by_file.values() {
-        doc.update_state(|s| {
-            if s.open_in == Some(generation) {
-                s.open_in = None;
-            }
-        });
-    }
-}
-
-/// The version a report is for: `Some(None)` when it names none, `None` when
-/// it names one that is not a version (such a report cannot be tied to the
-/// latest version, so it is dropped rather than taken for it).
-fn report_version(version: Option<i64>) -> Option<Option<u64>> {
-    match version.map(u64::try_from).transpose() {
-        Ok(version) => Some(version),
-        Err(_) => {
-            log_warn!("dropped a Lean report for the malformed version {version:?}");
-            None
-        }
-    }
-}
-
-fn doc_for(docs: &Docs, uri: &str) -> Option<Arc<Doc>> {
-    docs.by_uri
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(uri)
-        .cloned()
 }
 
 /// Put the prefix bases' directory on the server's module search path: after

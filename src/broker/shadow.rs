@@ -15,20 +15,17 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::document::{Doc, DocUse, Snapshot};
-use super::runtime::{Runtime, Session};
-use super::sync::{self, Forwarder, Mode};
+use super::docs::Docs;
+use super::document::{Doc, DocUse, SHADOW_MARKER, Snapshot};
+use super::edit::{self, Mode};
+use super::error::Result;
+use super::forward::Forwarder;
+pub use super::placement::{Placement, advance};
+use super::progress::ProgressSink;
+use super::server::LeanServer;
+use super::sync;
 use super::workspace::DocPath;
-use crate::context::CallContext;
-use crate::surface::ToolError;
-
-/// The marker in every shadow URI; results from Lean that name one (references,
-/// symbols) are filtered out, since shadows are the broker's own artifacts.
-pub const SHADOW_MARKER: &str = ".beam-shadow-";
-
-pub fn is_shadow_uri(uri: &str) -> bool {
-    uri.contains(SHADOW_MARKER)
-}
+use crate::util::lock;
 
 /// The virtual path of slot `k` of a document: beside it, never written.
 fn shadow_path(path: &DocPath, k: usize) -> DocPath {
@@ -48,6 +45,8 @@ fn shadow_path(path: &DocPath, k: usize) -> DocPath {
 pub struct Pool {
     path: DocPath,
     capacity: usize,
+    /// The runtime's documents, which the slots are.
+    docs: Arc<Docs>,
     permits: Arc<Semaphore>,
     slots: Mutex<Vec<Arc<Slot>>>,
 }
@@ -60,77 +59,6 @@ struct Slot {
     /// The module header that Lean imported without error in this slot's
     /// current worker.
     confirmed_header: Mutex<Option<String>>,
-}
-
-/// Where a probe's text sits in its shadow and in the user's file. The shadow
-/// is the user's text up to `anchor`, then what the probe put there: its text
-/// from `text` on, standing for the user's position `origin` (after a term,
-/// the rest of the user's declaration from `resume` on). Lean reports
-/// positions in the shadow; agents see them in the user's file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Placement {
-    /// Where the shadow stops being the user's text (shadow coordinates).
-    pub anchor: (u32, u32),
-    /// Where the probe text begins in the shadow (at or after `anchor`).
-    pub text: (u32, u32),
-    /// The position in the user's file the probe text begins at.
-    pub origin: (u32, u32),
-    /// Where the user's text resumes in the shadow after the probe text, and
-    /// where that is in the user's file (a term probe inside a declaration).
-    pub resume: Option<((u32, u32), (u32, u32))>,
-}
-
-impl Placement {
-    /// The probe text is in the user's file exactly where it is in the shadow.
-    pub fn at(position: (u32, u32)) -> Self {
-        Placement {
-            anchor: position,
-            text: position,
-            origin: position,
-            resume: None,
-        }
-    }
-
-    /// A shadow position in the user's coordinates: the user's text where it
-    /// is; the probe text (all steps of a chain) counted from `origin`, later
-    /// lines at the columns the shadow lays them out at.
-    pub fn to_user(&self, p: (u32, u32)) -> (u32, u32) {
-        if p < self.anchor {
-            return p;
-        }
-        if let Some((shadow, user)) = self.resume {
-            if p >= shadow {
-                return shift(p, shadow, user);
-            }
-        }
-        if p < self.text {
-            return self.origin;
-        }
-        shift(p, self.text, self.origin)
-    }
-}
-
-/// `p` (at or after `from`) moved so that `from` lands on `to`.
-fn shift(p: (u32, u32), from: (u32, u32), to: (u32, u32)) -> (u32, u32) {
-    if p.0 == from.0 {
-        (to.0, to.1 + (p.1 - from.1))
-    } else {
-        (to.0 + (p.0 - from.0), p.1)
-    }
-}
-
-/// The position reached from `from` by writing `text` there.
-pub fn advance(from: (u32, u32), text: &str) -> (u32, u32) {
-    match text.rfind('\n') {
-        Some(last) => (
-            from.0 + text.matches('\n').count() as u32,
-            text[last + 1..].chars().map(char::len_utf16).sum::<usize>() as u32,
-        ),
-        None => (
-            from.0,
-            from.1 + text.chars().map(char::len_utf16).sum::<usize>() as u32,
-        ),
-    }
 }
 
 /// The module header of a shadow text (its imports).
@@ -149,11 +77,7 @@ pub struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        *self
-            .slot
-            .last_used
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *lock(&self.slot.last_used) = Instant::now();
         self.slot
             .busy
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -168,20 +92,11 @@ impl SlotGuard {
     /// Record that the header `header` imported without error in the slot's
     /// current worker (or, `None`, that the last one did not).
     pub fn confirm_header(&self, header: Option<&str>) {
-        *self
-            .slot
-            .confirmed_header
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = header.map(str::to_string);
+        *lock(&self.slot.confirmed_header) = header.map(str::to_string);
     }
 
     fn header_confirmed(&self, header: &str) -> bool {
-        self.slot
-            .confirmed_header
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_deref()
-            == Some(header)
+        lock(&self.slot.confirmed_header).as_deref() == Some(header)
     }
 }
 
@@ -190,11 +105,12 @@ fn common_prefix(a: &str, b: &str) -> usize {
 }
 
 impl Pool {
-    pub fn new(path: DocPath, capacity: usize) -> Self {
+    pub fn new(path: DocPath, capacity: usize, docs: Arc<Docs>) -> Self {
         let capacity = capacity.max(1);
         Pool {
             path,
             capacity,
+            docs,
             permits: Arc::new(Semaphore::new(capacity)),
             slots: Mutex::new(Vec::new()),
         }
@@ -203,12 +119,12 @@ impl Pool {
     /// Take an idle slot, preferring the one whose text shares the longest
     /// prefix with `wanted` (least re-elaboration); open a new slot only when
     /// none is idle. Waits while all slots are busy.
-    pub async fn acquire(&self, rt: &Runtime, wanted: &str) -> SlotGuard {
+    pub async fn acquire(&self, wanted: &str) -> SlotGuard {
         let permit = Arc::clone(&self.permits)
             .acquire_owned()
             .await
             .expect("pool semaphore is never closed");
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = lock(&self.slots);
         let idle = slots
             .iter()
             .filter(|s| !s.busy.load(std::sync::atomic::Ordering::SeqCst))
@@ -223,7 +139,7 @@ impl Pool {
                     "a permit guarantees an idle or a new slot"
                 );
                 let slot = Arc::new(Slot {
-                    doc: Arc::clone(&rt.doc(&shadow_path(&self.path, k))),
+                    doc: Arc::clone(&self.docs.doc(&shadow_path(&self.path, k))),
                     busy: std::sync::atomic::AtomicBool::new(false),
                     last_used: Mutex::new(Instant::now()),
                     confirmed_header: Mutex::new(None),
@@ -243,16 +159,11 @@ impl Pool {
     /// Exclusive use of every slot that is open in Lean and has not been
     /// used for `idle` (to close it); never waits for a busy slot.
     pub fn take_idle(&self, idle: Duration) -> Vec<SlotGuard> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = lock(&self.slots);
         let mut taken = Vec::new();
         for slot in slots.iter() {
-            let stale = slot
-                .last_used
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .elapsed()
-                >= idle;
-            if !stale || slot.doc.state().open_in.is_none() {
+            let stale = lock(&slot.last_used).elapsed() >= idle;
+            if !stale || slot.doc.lifecycle().generation().is_none() {
                 continue;
             }
             // A permit first, as `acquire` does, so that a waiting probe
@@ -282,16 +193,14 @@ impl Pool {
 
     /// Slots whose document is open in Lean (each a Lean worker).
     pub fn open_in_lean(&self) -> usize {
-        self.slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(&self.slots)
             .iter()
-            .filter(|s| s.doc.state().open_in.is_some())
+            .filter(|s| s.doc.lifecycle().generation().is_some())
             .count()
     }
 
     pub fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.slots).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -300,9 +209,7 @@ impl Pool {
 
     /// The slot documents (to close them with their document).
     pub fn docs(&self) -> Vec<Arc<Doc>> {
-        self.slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(&self.slots)
             .iter()
             .map(|s| Arc::clone(&s.doc))
             .collect()
@@ -323,59 +230,37 @@ impl Pool {
 /// failed import, so it is taken only while the slot stays open in the same
 /// worker on a header whose import was confirmed (see
 /// [`SlotGuard::confirm_header`]); otherwise the barrier decides. Progress
-/// names the user's file `shown`, never the shadow.
+/// names the user's file `shown`, never the shadow. `limit`: the barrier's
+/// time limit.
 pub async fn elaborate(
-    rt: &Runtime,
-    session: &Session,
-    ctx: &CallContext,
+    server: &LeanServer,
+    limit: Duration,
+    sink: &dyn ProgressSink,
     shown: &str,
     slot: &SlotGuard,
     text: String,
-) -> Result<(u64, Snapshot), ToolError> {
-    let doc = slot.doc();
-    let _edit = doc.edit.lock().await;
+) -> Result<(u64, Snapshot)> {
+    let edit = slot.doc().lock_edit().await;
     let fast = {
-        let old = doc.state();
+        let old = edit.state();
         let header = header(&text);
-        old.open_in == Some(session.generation)
-            && !old.needs_reopen
+        old.lifecycle.is_open_in(server.generation)
             && old.text.starts_with(header)
             && super::outline::header_end(&old.text) == header.len()
             && slot.header_confirmed(header)
     };
-    let applied = sync::apply(session, doc, Arc::from(text), None, Mode::IfChanged).await?;
+    let applied = edit::apply(server, &edit, Arc::from(text), None, Mode::IfChanged).await?;
     let version = applied.version;
-    let mut forwarder = Forwarder::for_probe(ctx, doc, version, shown);
-    let mut live = doc.subscribe();
+    let doc: &Doc = &edit;
+    let mut forwarder = Forwarder::for_probe(sink, doc, version, shown);
     let complete = |snap: &Snapshot| {
         fast && snap.version == version
             && snap.progress.done
             && !snap.progress.fatal
             && snap.published
     };
-    if !complete(&live.borrow_and_update()) {
-        let barrier = sync::barrier(rt, session, doc, version, &mut forwarder);
-        tokio::pin!(barrier);
-        loop {
-            tokio::select! {
-                result = &mut barrier => {
-                    result?;
-                    break;
-                }
-                changed = live.changed() => {
-                    if changed.is_err() {
-                        // The document is gone: only Lean's answer is left.
-                        (&mut barrier).await?;
-                        break;
-                    }
-                    if complete(&live.borrow_and_update()) {
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    rt.settle(session).await;
+    sync::barrier(server, doc, version, limit, &mut forwarder, Some(&complete)).await?;
+    server.settle().await;
     Ok((version, doc.snapshot()))
 }
 

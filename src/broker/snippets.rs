@@ -14,12 +14,14 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::document::Snapshot;
+use super::edit::{self, Mode};
+use super::server::LeanServer;
+use super::shadow::SlotGuard;
 use super::workspace::{DocPath, Root};
 use super::{diagnostics, outline, shadow};
-use crate::surface::{ErrorCode, ToolError};
 
 /// Headers kept warm per workspace runtime, each in its own virtual document.
 pub const HEADERS: usize = 4;
@@ -91,8 +93,8 @@ impl Headers {
 
     /// Claim the document of `header`: the one it already has, else a new
     /// one while fewer than [`HEADERS`] exist, else the least recently used
-    /// one no call holds. When every one is held, a `resourceLimit` error.
-    pub fn claim(&self, header: &str) -> Result<Claim<'_>, ToolError> {
+    /// one no call holds. `None` when every one is held.
+    pub fn claim(&self, header: &str) -> Option<Claim<'_>> {
         let key = key(header);
         let mut entries = self.lock();
         let (index, reused) = if let Some(i) = entries.iter().position(|e| e.key == key) {
@@ -110,28 +112,29 @@ impl Headers {
                 .enumerate()
                 .filter(|(_, e)| e.users == 0)
                 .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)
-                .ok_or_else(|| {
-                    ToolError::new(
-                        ErrorCode::ResourceLimit,
-                        format!(
-                            "{HEADERS} other snippet headers are in use by calls in flight in this workspace; retry when one has finished, or use one of their headers"
-                        ),
-                    )
-                    .with_data(json!({ "kind": "snippetHeaders", "limit": HEADERS, "used": HEADERS }))
-                })?;
+                .map(|(i, _)| i)?;
             entries[i].key = key;
             (i, false)
         };
         let entry = &mut entries[index];
         entry.users += 1;
         entry.last_used = Instant::now();
-        Ok(Claim {
+        Some(Claim {
             headers: self,
             index,
             reused,
         })
     }
+}
+
+/// Give up on a slot's snippet (its time ran out): its text becomes the
+/// header alone, so that Lean stops elaborating the commands, and its header
+/// counts as unconfirmed.
+pub async fn abandon(server: &LeanServer, slot: &SlotGuard, header: &str) -> super::Result<()> {
+    let edit = slot.doc().lock_edit().await;
+    slot.confirm_header(None);
+    edit::apply(server, &edit, header.into(), None, Mode::IfChanged).await?;
+    Ok(())
 }
 
 /// Whether Lean could not take the header of `text`: it stopped processing
@@ -202,8 +205,7 @@ mod tests {
         let taken = headers.claim("import New\n").unwrap();
         assert_eq!(taken.index, free, "the only header no call holds");
         assert!(!taken.reused);
-        let error = headers.claim("import Other\n").err().expect("all held");
-        assert_eq!(error.code, crate::surface::ErrorCode::ResourceLimit);
+        assert!(headers.claim("import Other\n").is_none(), "all held");
         drop(held);
         assert!(headers.claim("import M0\n").unwrap().reused);
     }

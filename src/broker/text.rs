@@ -1,7 +1,5 @@
 //! Document text and LSP positions (zero-based line, UTF-16 column).
 
-use serde_json::{Value, json};
-
 /// Line starts of a text, for position conversions.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
@@ -119,10 +117,6 @@ impl LineIndex {
             .sum();
         (line as u32, character as u32)
     }
-}
-
-pub fn position_json(line: u32, character: u32) -> Value {
-    json!({ "line": line, "character": character })
 }
 
 /// The single edit that turns `old` into `new`: the changed middle between the

@@ -41,6 +41,7 @@ use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
 use crate::mcp::session::Session;
 use crate::surface::Handler;
+use crate::util::lock;
 use crate::{log_error, log_info, log_warn};
 
 pub use auth::Token;
@@ -258,7 +259,7 @@ impl<O: Handler + 'static> Server<O> {
 
     /// Remember a modern call's session for shutdown.
     fn track_modern(&self, session: &Arc<Session>) {
-        let mut live = self.modern_live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = lock(&self.modern_live);
         if live.len() >= 64 && live.len().is_power_of_two() {
             live.retain(|s| s.strong_count() > 0);
         }
@@ -499,10 +500,7 @@ impl<O: Handler + 'static> Server<O> {
 
     /// Cancel every cancellable call, wait for admitted work, end the sessions.
     async fn drain(&self) {
-        let live: Vec<Arc<Session>> = self
-            .modern_live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let live: Vec<Arc<Session>> = lock(&self.modern_live)
             .drain(..)
             .filter_map(|s| s.upgrade())
             .collect();

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::mcp::session::Session;
+use crate::util::lock;
 
 /// Serialized lines queued for one `GET` stream before the writer waits.
 const STREAM_CAPACITY: usize = 256;
@@ -33,7 +34,7 @@ struct State {
 
 impl LegacySession {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Mark one request in flight until the returned guard drops.
@@ -119,7 +120,7 @@ impl Sessions {
     }
 
     fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.map)
     }
 
     /// A new, unregistered session (registered once `initialize` succeeds).

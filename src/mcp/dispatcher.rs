@@ -556,7 +556,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
         let ctx = CallContext::new(
             id.clone(),
             era,
-            tool,
+            tool.into(),
             Some(out.clone()),
             progress_token,
             log_level,
@@ -622,12 +622,12 @@ impl<O: Handler + 'static> Dispatcher<O> {
         admission: Option<Admission>,
         out: Outbound,
     ) {
-        let spec = ctx.tool.spec();
+        let spec = call.tool().spec();
         let path = call.path().map(str::to_owned);
         let work = async {
             if spec.progress != ProgressClass::Quiet && ctx.has_progress_token() {
                 ctx.progress(
-                    &preparation_message(ctx.tool.name(), path.as_deref(), spec.fence),
+                    &preparation_message(ctx.tool.name, path.as_deref(), spec.fence),
                     None,
                 )
                 .await;
@@ -639,12 +639,12 @@ impl<O: Handler + 'static> Dispatcher<O> {
             let outcome = CatchPanic(Box::pin(self.ops.handle(&ctx, call)))
                 .await
                 .unwrap_or_else(|message| {
-                    log_warn!("{} panicked: {message}", ctx.tool.name());
+                    log_warn!("{} panicked: {message}", ctx.tool.name);
                     Err(ToolError::new(
                         ErrorCode::InternalError,
                         format!(
                             "{} failed with an internal error ({message}); this is a bug in lean-beam-mcp, please report it (beam_feedback_report). The server keeps running.",
-                            ctx.tool.name()
+                            ctx.tool.name
                         ),
                     ))
                 });
@@ -660,8 +660,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
                 () = tokio::time::sleep(self.config.status_delay) => {}
             }
             let message = match &path {
-                Some(p) => format!("{} on {p} is still working.", ctx.tool.name()),
-                None => format!("{} is still working.", ctx.tool.name()),
+                Some(p) => format!("{} on {p} is still working.", ctx.tool.name),
+                None => format!("{} is still working.", ctx.tool.name),
             };
             ctx.status_notice("running", path.as_deref(), message).await;
             work.await

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::util::lock;
 use tokio::sync::watch;
 
 #[derive(Debug, Default)]
@@ -114,7 +115,7 @@ pub struct RootFences {
 impl RootFences {
     /// Admit a call on `root`, in the order admissions reach this registry.
     pub fn admit(&self, root: &Path, is_fence: bool) -> Admission {
-        let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        let mut fences = lock(&self.fences);
         // Forget the fences of roots with nothing in flight now and then; an
         // idle fence holds no order (everything it admitted has finished).
         if fences.len() >= 64 && fences.len().is_power_of_two() {
@@ -126,7 +127,7 @@ impl RootFences {
 
     /// Roots with a fence registered (for tests and statistics).
     pub fn roots(&self) -> usize {
-        self.fences.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.fences).len()
     }
 }
 

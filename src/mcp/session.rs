@@ -11,6 +11,7 @@ use super::era::Family;
 use super::fence::FenceScope;
 use super::jsonrpc::RequestId;
 use crate::context::{Cancellation, LogLevel};
+use crate::util::lock;
 
 #[derive(Debug)]
 pub struct Session {
@@ -86,7 +87,7 @@ impl Session {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // No code panics while holding this lock; recover the data if one ever did.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     pub fn family(&self) -> Family {

@@ -4,8 +4,9 @@ use super::Answer;
 use crate::broker::Broker;
 use crate::broker::diagnostics;
 use crate::broker::document::Doc;
+use crate::broker::edit::Mode;
 use crate::broker::runtime::{Runtime, RuntimeUse};
-use crate::broker::sync::{self, Mode, SyncOptions, Synced};
+use crate::broker::sync::{SyncOptions, Synced};
 use crate::broker::workspace::{self, DocPath};
 use crate::results::{
     CloseResult, DropReason, DropResult, SyncDiagnostics, SyncResult, UpdateResult,
@@ -17,7 +18,7 @@ async fn locate(
     workspace: &Workspace,
     path: &str,
 ) -> Result<(RuntimeUse, DocPath), crate::surface::ToolError> {
-    let (root, doc_path) = broker.resolve_document(workspace, path)?;
+    let (root, doc_path) = broker.resolve_document(&workspace.root, path)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     Ok((rt, doc_path))
@@ -26,10 +27,7 @@ async fn locate(
 pub async fn update(broker: &Broker, workspace: &Workspace, path: &str) -> Answer<UpdateResult> {
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
-    let _edit = doc.edit.lock().await;
-    let (text, disk) = sync::read_disk(&doc, rt.max_file_bytes).await?;
-    let session = rt.session().await?;
-    let applied = sync::apply(&session, &doc, text, disk, Mode::IfChanged).await?;
+    let applied = rt.update(&doc).await?;
     Ok(UpdateResult {
         workspace: rt.root.descriptor(),
         path: doc.path.shown.clone(),
@@ -78,14 +76,17 @@ pub async fn sync(
 ) -> Answer<SyncResult> {
     let (rt, doc_path) = locate(broker, workspace, path).await?;
     let doc = rt.doc(&doc_path);
-    let options = SyncOptions { scope, items, mode };
-    let _edit = doc.edit.lock().await;
-    let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
+    let options = SyncOptions {
+        scope: scope.into(),
+        items,
+        mode,
+    };
+    let synced = rt.sync(&doc, ctx, options).await?;
     Ok(sync_result(&rt, &doc, &synced, options))
 }
 
 pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> Answer<CloseResult> {
-    let (root, doc_path) = broker.resolve_document(workspace, path)?;
+    let (root, doc_path) = broker.resolve_document(&workspace.root, path)?;
     let mut result = CloseResult {
         workspace: root.descriptor(),
         path: doc_path.shown.clone(),
@@ -98,22 +99,15 @@ pub async fn close(broker: &Broker, workspace: &Workspace, path: &str) -> Answer
         return Ok(result);
     };
     rt.record_request();
-    let Some(doc) = rt.existing_doc(&doc_path) else {
-        return Ok(result);
-    };
-    let state = doc.state();
-    let session = rt.session_if_running().await.ok();
-    // The document's shadow slots go too: each holds a Lean worker.
-    for shadow in rt.shadow_pool(&doc_path).docs() {
-        sync::close_in_lean(session.as_ref(), &shadow).await;
+    if let Some(closed) = rt.close(&doc_path).await {
+        result.was_open = closed.was_open;
+        result.version = Some(closed.version);
     }
-    result.was_open = sync::close_in_lean(session.as_ref(), &doc).await;
-    result.version = Some(state.version);
     Ok(result)
 }
 
 pub async fn drop_workspace(broker: &Broker, workspace: &Workspace) -> Answer<DropResult> {
-    let root = workspace::resolve_for_eviction(workspace)?;
+    let root = workspace::resolve_for_eviction(&workspace.root)?;
     Ok(match broker.evict(&root).await {
         Some(rt) => DropResult {
             workspace: root.descriptor(),

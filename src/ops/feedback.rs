@@ -290,7 +290,7 @@ fn slug(title: &str) -> String {
 }
 
 pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> Answer<FeedbackResult> {
-    let root = broker.resolve_root(&args.workspace)?;
+    let root = broker.resolve_root(&args.workspace.root)?;
     let bundle_rel = bundle_subdir(&root, args.bundle_dir.as_deref())?;
     let mut warnings = Vec::new();
     let collected = if args.confidential {
@@ -366,7 +366,7 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> Answer<Fe
         })
         .await;
         let target = written.map_err(|e| match e {
-            FsError::WrongType { .. } | FsError::Outside { .. } => e.tool_error(),
+            FsError::WrongType { .. } | FsError::Outside { .. } => super::errors::fs_error(&e),
             _ => ToolError::new(
                 ErrorCode::InternalError,
                 format!("cannot write the bundle: {e}"),

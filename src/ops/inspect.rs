@@ -6,7 +6,6 @@ use serde_json::{Map, Value, json};
 use super::Answer;
 use crate::broker::Broker;
 use crate::broker::goals;
-use crate::broker::shadow;
 use crate::broker::snapshot::{self, Bound};
 use crate::broker::workspace::{self, Root};
 use crate::lsp::uri::uri_to_path;
@@ -112,7 +111,7 @@ fn names_shadow(value: &Value) -> bool {
     ["/uri", "/targetUri", "/location/uri"]
         .iter()
         .filter_map(|p| value.pointer(p).and_then(Value::as_str))
-        .any(shadow::is_shadow_uri)
+        .any(crate::broker::document::is_shadow_uri)
 }
 
 /// A position in a pinned document version, as the snapshot-bound tools name it.
@@ -155,11 +154,11 @@ async fn at_position(
     broker: &Broker,
     ctx: &CallContext,
     at: &At<'_>,
-    method: &str,
+    method: &'static str,
     extra: Option<(&str, Value)>,
     line_text: bool,
 ) -> Answer<(DocHead, Value)> {
-    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let mut params = bound.position_params(at.line, at.character);
     if let Some((key, value)) = extra {
@@ -224,7 +223,7 @@ pub async fn document_symbols(
     path: &str,
     version: u64,
 ) -> Answer<DocumentSymbolsResult> {
-    let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
+    let bound = snapshot::bind(broker, ctx, &ws.root, path, version).await?;
     let request = bound.request(
         "textDocument/documentSymbol",
         json!({ "textDocument": bound.text_document() }),
@@ -244,12 +243,12 @@ pub async fn workspace_symbols(
     ws: &Workspace,
     query: &str,
 ) -> Answer<WorkspaceSymbolsResult> {
-    let root = broker.resolve_root(ws)?;
+    let root = broker.resolve_root(&ws.root)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
-    let session = rt.session().await?;
-    let mut symbols = rt
-        .request(&session, "workspace/symbol", json!({ "query": query }))
+    let server = rt.server().await?;
+    let mut symbols = server
+        .request("workspace/symbol", json!({ "query": query }))
         .await?;
     add_paths(&root, &mut symbols);
     name_symbol_kinds(&mut symbols);
@@ -266,10 +265,10 @@ pub async fn goals(
     mode: GoalsMode,
 ) -> Answer<GoalsResult> {
     let (line, character, version) = (at.line, at.character, at.version);
-    let bound: Bound = snapshot::bind(broker, ctx, at.workspace, at.path, version).await?;
+    let bound: Bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, version).await?;
     bound.check_position(line, character)?;
     let line_text = bound.line_text(line).unwrap_or("");
-    let query = goals::query_position(line_text, character as usize, mode) as u64;
+    let query = goals::query_position(line_text, character as usize, mode.into()) as u64;
     let target = bound.target();
     let (found, disk_changed) =
         tokio::join!(goals::goals(&target, line, query), bound.disk_changed());
@@ -297,7 +296,7 @@ pub async fn code_action_resolve(
     version: u64,
     code_action: &Map<String, Value>,
 ) -> Answer<CodeActionResult> {
-    let bound = snapshot::bind(broker, ctx, ws, path, version).await?;
+    let bound = snapshot::bind(broker, ctx, &ws.root, path, version).await?;
     let request = bound.request("codeAction/resolve", Value::Object(code_action.clone()));
     let (answer, disk_changed) = tokio::join!(request, bound.disk_changed());
     let mut resolved = answer?;

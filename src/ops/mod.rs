@@ -3,6 +3,7 @@
 
 mod bundle;
 mod documents;
+mod errors;
 mod feedback;
 mod inspect;
 mod process;
@@ -16,7 +17,7 @@ mod verify;
 use std::sync::Arc;
 
 use crate::broker::Broker;
-use crate::broker::sync::Mode;
+use crate::broker::edit::Mode;
 use crate::replica::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
@@ -25,6 +26,24 @@ use inspect::At;
 
 /// What each operation answers: its tool's typed result, or a tool error.
 type Answer<T> = Result<T, ToolError>;
+
+impl From<DiagnosticScope> for crate::broker::DiagnosticScope {
+    fn from(scope: DiagnosticScope) -> Self {
+        match scope {
+            DiagnosticScope::Errors => crate::broker::DiagnosticScope::Errors,
+            DiagnosticScope::All => crate::broker::DiagnosticScope::All,
+        }
+    }
+}
+
+impl From<GoalsMode> for crate::broker::GoalsMode {
+    fn from(mode: GoalsMode) -> Self {
+        match mode {
+            GoalsMode::Before => crate::broker::GoalsMode::Before,
+            GoalsMode::After => crate::broker::GoalsMode::After,
+        }
+    }
+}
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {

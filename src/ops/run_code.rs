@@ -2,19 +2,17 @@
 //! elaborated in a header-keyed virtual document of the workspace's Lean
 //! server (see `broker::snippets`), never in a file.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR};
 use crate::broker::shadow::{self, Placement};
 use crate::broker::snippets;
-use crate::broker::sync::{self, Mode};
 use crate::broker::text::LineIndex;
 use crate::results::{HeaderError, Range, RunCodeResult, SnippetBudget, SnippetMessage};
-use crate::surface::{CallContext, ToolError, Workspace};
+use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
 
 pub struct RunCode<'a> {
     pub workspace: &'a Workspace,
@@ -66,22 +64,32 @@ fn snippet_range(range: &Value, placement: Option<&Placement>) -> Range {
     Range::new(at("start"), at("end"))
 }
 
+/// Every snippet header document has a call in flight.
+fn headers_busy() -> ToolError {
+    let n = snippets::HEADERS;
+    ToolError::new(
+        ErrorCode::ResourceLimit,
+        format!("{n} other snippet headers are in use by calls in flight in this workspace; retry when one has finished, or use one of their headers"),
+    )
+    .with_data(json!({ "kind": "snippetHeaders", "limit": n, "used": n }))
+}
+
 pub async fn run_code(
     broker: &Broker,
     ctx: &CallContext,
     args: &RunCode<'_>,
 ) -> Result<RunCodeResult, ToolError> {
-    let root = broker.resolve_root(args.workspace)?;
+    let root = broker.resolve_root(&args.workspace.root)?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     let (text, placement) = budgeted(args.code, args.max_heartbeats);
     let header = shadow::header(&text).to_string();
-    let claim = rt.snippets.claim(&header)?;
-    let session = rt.session().await?;
+    let claim = rt.snippets.claim(&header).ok_or_else(headers_busy)?;
+    let server = rt.server().await?;
     let pool = rt.shadow_pool(&claim.path(&rt.root));
-    let slot = pool.acquire(&rt, &text).await;
+    let slot = pool.acquire(&text).await;
     let shown = "snippet";
-    let elaborate = shadow::elaborate(&rt, &session, ctx, shown, &slot, text.clone());
+    let elaborate = shadow::elaborate(&server, rt.timeouts.sync, ctx, shown, &slot, text.clone());
     let limit = args.timeout_ms.map(Duration::from_millis);
     let outcome = match limit {
         Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),
@@ -95,16 +103,7 @@ pub async fn run_code(
             let doc = slot.doc();
             let snap = doc.snapshot();
             let current = doc.state().version;
-            let _edit = doc.edit.lock().await;
-            slot.confirm_header(None);
-            sync::apply(
-                &session,
-                doc,
-                Arc::from(header.as_str()),
-                None,
-                Mode::IfChanged,
-            )
-            .await?;
+            snippets::abandon(&server, &slot, &header).await?;
             let mut snap = snap;
             if snap.version != current {
                 snap.diagnostics = Default::default();

@@ -4,7 +4,8 @@ use super::Answer;
 use super::documents::sync_result;
 use crate::broker::Broker;
 use crate::broker::checkpoint;
-use crate::broker::sync::{self, Mode, SyncOptions};
+use crate::broker::edit::Mode;
+use crate::broker::sync::SyncOptions;
 use crate::log_debug;
 use crate::results::{CloseSaveResult, SaveResult, SaveSync};
 use crate::surface::{CallContext, DiagnosticScope, ToolError, Workspace};
@@ -19,21 +20,20 @@ async fn save_module(
     path: &str,
     scope: DiagnosticScope,
 ) -> Result<SaveResult, ToolError> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     let module = checkpoint::module_name(&root, &doc_path)?;
     checkpoint::check_setup(&root).await?;
     let rt = broker.runtime(&root).await?;
     rt.record_request();
     let doc = rt.doc(&doc_path);
     let options = SyncOptions {
-        scope,
+        scope: scope.into(),
         items: false,
         mode: Mode::IfChanged,
     };
     // The document stays locked from the barrier to the publish, so no edit
     // through this server can slip between what was checked and what is saved.
-    let _edit = doc.edit.lock().await;
-    let synced = sync::sync_locked(&rt, ctx, &doc, options).await?;
+    let (_edit, synced) = rt.sync_and_hold(&doc, ctx, options).await?;
     let checked = sync_result(&rt, &doc, &synced, options);
     let mut result = SaveResult {
         workspace: checked.workspace,
@@ -73,7 +73,8 @@ async fn save_module(
         rt.max_file_bytes,
         rt.timeouts.sync,
     )
-    .await?;
+    .await
+    .map_err(crate::broker::Error::from)?;
     let shown = |path: std::path::PathBuf| path.to_string_lossy().into_owned();
     let reopened = rt.imports_rebuilt(&doc.path.file, &result.module).await;
     log_debug!(

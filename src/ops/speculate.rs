@@ -8,10 +8,11 @@ use crate::broker::Broker;
 use crate::broker::diagnostics::{self, ERROR, INFORMATION};
 use crate::broker::document::Snapshot;
 use crate::broker::goals::{self, query_position};
-use crate::broker::handles::{HandleState, HandleStore, Shadow};
+use crate::broker::handles::{HandleState, HandleStore, Shadow, Taking};
 use crate::broker::lexer::{self, TokenKind};
 use crate::broker::outline;
-use crate::broker::runtime::{Runtime, Session};
+use crate::broker::runtime::Runtime;
+use crate::broker::server::LeanServer;
 use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
@@ -19,7 +20,7 @@ use crate::broker::text::LineIndex;
 use crate::results::{
     Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult, RunMessage, RunResult,
 };
-use crate::surface::{CallContext, ErrorCode, GoalsMode, ToolError, Workspace};
+use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
 
 /// What a step's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,14 +213,14 @@ struct Asker<'a> {
 /// Elaborate `exec` in `slot` and record whether its header imported.
 async fn elaborate_in(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated, ToolError> {
     let (version, snap) = shadow::elaborate(
-        rt,
         session,
+        rt.timeouts.sync,
         asker.ctx,
         asker.shown,
         &slot,
@@ -241,13 +242,13 @@ async fn elaborate_in(
 /// error on its import line), again on the whole shadow.
 async fn elaborate_step(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
 ) -> Result<Elaborated, ToolError> {
     let exec = exec_text(rt, step);
-    let slot = pool.acquire(rt, &exec.text).await;
+    let slot = pool.acquire(&exec.text).await;
     let done = elaborate_in(rt, session, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
@@ -283,7 +284,7 @@ fn user_range(range: &Value, placement: &Placement) -> Range {
 /// counts from the step's first character.
 async fn run_step(
     rt: &Runtime,
-    session: &Session,
+    session: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
@@ -367,11 +368,10 @@ async fn run_step(
             };
             let (line, character) = index.position(&exec.text, at);
             let target = Target {
-                rt,
                 session,
                 doc: slot.doc(),
                 version,
-                ctx: None,
+                sink: None,
             };
             let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
             Some(ProofState {
@@ -484,7 +484,7 @@ pub async fn run_at(
     at: &RunAt<'_>,
     mint: bool,
 ) -> Answer<RunResult> {
-    let bound = snapshot::bind(broker, ctx, at.workspace, at.path, at.version).await?;
+    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
     let index = &bound.state.index;
@@ -554,7 +554,11 @@ pub async fn run_at(
                 // block above, at that block's column, not at column 0.
                 continuation_column(&text[..line_start])
             } else {
-                query_position(line_text, at.character as usize, GoalsMode::Before)
+                query_position(
+                    line_text,
+                    at.character as usize,
+                    crate::broker::GoalsMode::Before,
+                )
             };
             let after = |head: &str| {
                 // `… by` / `… =>`: the step follows on the same line.
@@ -709,7 +713,7 @@ pub async fn run_with(
     text: &str,
     linear: bool,
 ) -> Answer<RunResult> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
@@ -721,8 +725,15 @@ pub async fn run_with(
         .existing_doc(&doc_path)
         .filter(|doc| doc.state().version != 0)
         .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-    let state = rt.handles.take(handle, linear)?;
-    let session = rt.session().await?;
+    let state = rt.handles.take(
+        handle,
+        if linear {
+            Taking::Consume
+        } else {
+            Taking::Keep
+        },
+    )?;
+    let session = rt.server().await?;
     let doc_state = doc.state();
     HandleStore::check_current(
         handle,
@@ -782,12 +793,12 @@ pub async fn release(
     path: &str,
     handle: &str,
 ) -> Answer<ReleaseResult> {
-    let (root, doc_path) = broker.resolve_document(ws, path)?;
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
         .cached(&root)
         .ok_or_else(|| unknown_runtime(handle))?;
-    let state = rt.handles.take(handle, false)?;
+    let state = rt.handles.take(handle, Taking::Keep)?;
     if state.file != doc_path.file {
         return Err(ToolError::new(
             ErrorCode::InvalidParams,
@@ -797,7 +808,7 @@ pub async fn release(
             ),
         ));
     }
-    rt.handles.take(handle, true)?;
+    rt.handles.take(handle, Taking::Consume)?;
     Ok(ReleaseResult {
         workspace: root.descriptor(),
         path: doc_path.shown,

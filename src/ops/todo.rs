@@ -92,7 +92,7 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
 }
 
 pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> Answer<TodoResult> {
-    let bound = snapshot::bind(broker, ctx, &args.workspace, &args.path, args.version).await?;
+    let bound = snapshot::bind(broker, ctx, &args.workspace.root, &args.path, args.version).await?;
     let start_off = bound.check_position(args.start_line, args.start_character)?;
     let end_off = bound.check_position(args.end_line, args.end_character)?;
     if start_off > end_off {
@@ -108,14 +108,10 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
         bound.disk_changed()
     );
     waited?;
-    bound.rt.settle(&bound.session).await;
+    bound.session.settle().await;
     let snapshot = bound.doc.snapshot();
     if snapshot.version != args.version {
-        return Err(snapshot::version_mismatch(
-            &bound.doc,
-            args.version,
-            snapshot.version,
-        ));
+        return Err(snapshot::version_mismatch(&bound.doc, args.version, snapshot.version).into());
     }
 
     let wanted = |kind: TodoKind| args.kinds.is_empty() || args.kinds.contains(&kind);

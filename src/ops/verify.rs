@@ -180,7 +180,7 @@ pub async fn verify(
     ctx: &CallContext,
     args: &Verify<'_>,
 ) -> Result<VerifyResult, ToolError> {
-    let bound = snapshot::bind(broker, ctx, args.workspace, args.path, args.version).await?;
+    let bound = snapshot::bind(broker, ctx, &args.workspace.root, args.path, args.version).await?;
     let text = std::sync::Arc::clone(&bound.state.text);
     let shown = bound.doc.path.shown.clone();
     let allowed: Vec<String> = if args.allowed_axioms.is_empty() {
@@ -240,10 +240,10 @@ pub async fn verify(
     let root = bound.rt.root.clone();
     let pool = bound.rt.shadow_pool(&bound.doc.path);
     let elaborate = async {
-        let slot = pool.acquire(&bound.rt, &shadow_text).await;
+        let slot = pool.acquire(&shadow_text).await;
         let done = shadow::elaborate(
-            &bound.rt,
             &bound.session,
+            bound.rt.timeouts.sync,
             ctx,
             &shown,
             &slot,

@@ -80,6 +80,15 @@ impl Seen {
     pub fn is_running(&self) -> bool {
         stat_of(self.pid).is_some_and(|stat| stat.start == self.start && stat.runs())
     }
+
+    /// Process `pid` as it is now, if it runs.
+    pub fn of(pid: u32) -> Option<Seen> {
+        let stat = stat_of(pid)?;
+        stat.runs().then_some(Seen {
+            pid,
+            start: stat.start,
+        })
+    }
 }
 
 /// Whether child `pid` of ours runs and will go on running: [`Seen::is_running`]

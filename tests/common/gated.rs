@@ -81,7 +81,7 @@ impl Gated {
     }
 
     async fn run(&self, ctx: &CallContext, root: Option<&str>) -> ToolOutcome {
-        let tool = ctx.tool.name();
+        let tool = ctx.tool.name;
         let id = ctx.request_id.to_value();
         let events = self.events.lock().unwrap().clone();
         {
