@@ -18,7 +18,7 @@ use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::ops::Beam;
 use lean_beam_mcp::replica::{self, ReplicaId};
 use lean_beam_mcp::stats::Stats;
-use lean_beam_mcp::surface::{self, Handler, ParseError, Tool, ToolCall, ToolError};
+use lean_beam_mcp::surface::{Handler, ParseError, Tool, ToolCall, ToolError, ToolSet};
 
 mod cli_progress;
 
@@ -36,6 +36,11 @@ USAGE:
                                            (both eras; ADDR defaults to 127.0.0.1:8765)
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
+
+--tools PROFILE|NAME,... (any command; else LEAN_BEAM_TOOLS; default all):
+    serve, list, validate and call only these tools: profiles of operations.toml
+    (`core`: the everyday proof loop) and tool names, comma-separated; an unknown
+    name stops start-up with the known ones
 
 --http OPTIONS (each also read from the environment variable named; the flag wins):
     --http-token-file PATH   require `Authorization: Bearer <token>` on every request
@@ -110,29 +115,70 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
     }
 }
 
+/// Remove `--tools SPEC` (or `--tools=SPEC`) from `args`, wherever it is.
+fn take_tools_flag(args: &mut Vec<String>) -> Result<Option<String>, String> {
+    let mut spec = None;
+    let mut i = 0;
+    while i < args.len() {
+        let value = if args[i] == "--tools" {
+            if i + 1 == args.len() {
+                return Err("--tools needs a profile or comma-separated tool names".into());
+            }
+            let value = args.remove(i + 1);
+            args.remove(i);
+            value
+        } else if let Some(value) = args[i].strip_prefix("--tools=") {
+            let value = value.to_string();
+            args.remove(i);
+            value
+        } else {
+            i += 1;
+            continue;
+        };
+        if spec.replace(value).is_some() {
+            return Err("--tools given twice".into());
+        }
+    }
+    Ok(spec)
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = match parse_args(&args) {
-        Ok(command) => command,
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let parsed = take_tools_flag(&mut args).and_then(|flag| Ok((flag, parse_args(&args)?)));
+    let (tools_flag, command) = match parsed {
+        Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
             return ExitCode::from(2);
         }
     };
+    if matches!(command, Command::Help | Command::Version) {
+        return match command {
+            Command::Help => print_stdout(USAGE),
+            _ => print_stdout(&format!("{} {}\n", identity::NAME, identity::VERSION)),
+        };
+    }
+    // Chosen before anything runs: an unknown name stops start-up.
+    let tools = match ToolSet::from_flag_or_env(tools_flag.as_deref(), env_var) {
+        Ok(tools) => tools,
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
     match command {
-        Command::Help => print_stdout(USAGE),
-        Command::Version => print_stdout(&format!("{} {}\n", identity::NAME, identity::VERSION)),
-        Command::Tools => print_stdout(&catalog_pretty()),
-        Command::Validate(tool, payload) => validate(&tool, &payload),
-        Command::Call(calls) => runtime().block_on(call_all(&calls)),
-        Command::Serve => stdio_runtime().block_on(serve()),
+        Command::Help | Command::Version => unreachable!("answered above"),
+        Command::Tools => print_stdout(&catalog_pretty(&tools)),
+        Command::Validate(tool, payload) => validate(&tools, &tool, &payload),
+        Command::Call(calls) => runtime().block_on(call_all(&tools, &calls)),
+        Command::Serve => stdio_runtime().block_on(serve(tools)),
         Command::Http(mut args) => {
             // Parsed (and the token file read) before any runtime runs.
             let parsed = replica::take_options(&mut args, env_var)
                 .and_then(|options| Ok((http::parse_cli(&args, env_var)?, options)));
             match parsed {
                 Ok(((addr, config), options)) => {
-                    runtime().block_on(serve_http(addr, config, options))
+                    runtime().block_on(serve_http(addr, config, options, tools))
                 }
                 Err(message) => {
                     eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
@@ -145,11 +191,14 @@ fn main() -> ExitCode {
 
 /// The protocol core's configuration from the environment; a malformed limit
 /// stops start-up with exit status 2.
-fn dispatcher_config() -> Result<Config, ExitCode> {
-    Config::from_env().map_err(|message| {
-        eprintln!("lean-beam-mcp: {message}");
-        ExitCode::from(2)
-    })
+fn dispatcher_config(tools: ToolSet) -> Result<Config, ExitCode> {
+    match Config::from_env() {
+        Ok(config) => Ok(Config { tools, ..config }),
+        Err(message) => {
+            eprintln!("lean-beam-mcp: {message}");
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -188,8 +237,8 @@ fn print_stdout(text: &str) -> ExitCode {
     }
 }
 
-fn catalog_pretty() -> String {
-    let catalog: Value = serde_json::from_str(surface::catalog_json()).expect("catalog is JSON");
+fn catalog_pretty(tools: &ToolSet) -> String {
+    let catalog: Value = serde_json::from_str(tools.catalog_json()).expect("catalog is JSON");
     serde_json::to_string_pretty(&catalog).expect("catalog serializes") + "\n"
 }
 
@@ -203,7 +252,7 @@ fn read_payload(payload: &str) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("the payload is not JSON: {e}"))
 }
 
-fn validate(tool: &str, payload: &str) -> ExitCode {
+fn validate(tools: &ToolSet, tool: &str, payload: &str) -> ExitCode {
     let value = match read_payload(payload) {
         Ok(value) => value,
         Err(message) => {
@@ -211,7 +260,7 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match surface::parse(tool, Some(value)) {
+    match tools.parse(tool, Some(value)) {
         Ok(call) => match descriptor_error(&call) {
             None => print_stdout(&format!(
                 "valid: arguments satisfy the `{tool}` schema and the workspace rules\n"
@@ -224,7 +273,7 @@ fn validate(tool: &str, payload: &str) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Err(ParseError::UnknownTool(name)) => unknown_tool(&name),
+        Err(ParseError::UnknownTool(name)) => unknown_tool(tools, &name),
         Err(ParseError::Invalid(violations)) => {
             let mut report = format!(
                 "invalid: {} violation(s) of the `{tool}` schema\n",
@@ -257,8 +306,16 @@ fn descriptor_error(call: &ToolCall) -> Option<ToolError> {
     checked.err().map(ToolError::from)
 }
 
-fn unknown_tool(name: &str) -> ExitCode {
-    let hint = surface::nearest_tool(name)
+fn unknown_tool(tools: &ToolSet, name: &str) -> ExitCode {
+    if tools.left_out(name).is_some() {
+        eprintln!(
+            "lean-beam-mcp: `{name}` is not in the tool set `{}` (--tools, LEAN_BEAM_TOOLS)",
+            tools.spelling()
+        );
+        return ExitCode::from(2);
+    }
+    let hint = tools
+        .nearest(name)
         .map(|tool| format!("; did you mean `{}`?", tool.name()))
         .unwrap_or_default();
     eprintln!("lean-beam-mcp: unknown tool `{name}`{hint} (see `lean-beam-mcp tools`)");
@@ -283,7 +340,7 @@ fn absolutize_root(value: &mut Value) {
 
 /// Run the calls in order in one in-process session (so that a version returned
 /// by `lean_sync` can be used by the next call), stopping at the first failure.
-async fn call_all(calls: &[(String, String)]) -> ExitCode {
+async fn call_all(tools: &ToolSet, calls: &[(String, String)]) -> ExitCode {
     let replica = match ReplicaId::from_env_or_default(env_var, None) {
         Ok(replica) => replica,
         Err(message) => {
@@ -295,7 +352,7 @@ async fn call_all(calls: &[(String, String)]) -> ExitCode {
     let beam = Beam::new(stats, Broker::from_env()).with_replica(replica);
     let mut status = ExitCode::SUCCESS;
     for (tool, payload) in calls {
-        status = call(&beam, tool, payload).await;
+        status = call(&beam, tools, tool, payload).await;
         if status != ExitCode::SUCCESS {
             break;
         }
@@ -304,7 +361,7 @@ async fn call_all(calls: &[(String, String)]) -> ExitCode {
     status
 }
 
-async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
+async fn call(beam: &Beam, tools: &ToolSet, tool: &str, payload: &str) -> ExitCode {
     let mut value = match read_payload(payload) {
         Ok(value) => value,
         Err(message) => {
@@ -313,9 +370,9 @@ async fn call(beam: &Beam, tool: &str, payload: &str) -> ExitCode {
         }
     };
     absolutize_root(&mut value);
-    let call = match surface::parse(tool, Some(value)) {
+    let call = match tools.parse(tool, Some(value)) {
         Ok(call) => call,
-        Err(ParseError::UnknownTool(name)) => return unknown_tool(&name),
+        Err(ParseError::UnknownTool(name)) => return unknown_tool(tools, &name),
         Err(invalid) => {
             let error = invalid.into_tool_error(tool);
             print_result(
@@ -358,8 +415,8 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-async fn serve() -> ExitCode {
-    let config = match dispatcher_config() {
+async fn serve(tools: ToolSet) -> ExitCode {
+    let config = match dispatcher_config(tools) {
         Ok(config) => config,
         Err(status) => return status,
     };
@@ -383,8 +440,9 @@ async fn serve_http(
     addr: SocketAddr,
     config: http::HttpConfig,
     options: replica::ReplicaOptions,
+    tools: ToolSet,
 ) -> ExitCode {
-    let mut core = match dispatcher_config() {
+    let mut core = match dispatcher_config(tools) {
         Ok(core) => core,
         Err(status) => return status,
     };

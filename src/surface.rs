@@ -20,6 +20,9 @@ mod generated {
 
 pub use generated::*;
 
+mod tool_set;
+pub use tool_set::ToolSet;
+
 impl From<Tool> for CallTool {
     fn from(tool: Tool) -> Self {
         CallTool {
@@ -336,16 +339,20 @@ pub fn catalog_json() -> &'static str {
 /// Warm the validators and the catalog so the first call pays nothing
 /// (start-up, not per call).
 pub fn warm() {
-    LazyLock::force(&VALIDATORS);
-    catalog_json();
+    ToolSet::all().warm();
 }
 
 /// The known tool whose name is nearest to `name`, if one is near enough to be
 /// a likely typo (`lean_synk`, `lean-goals`) or the name without its prefix
 /// (`hover`). Case and `-`/`_` do not count.
 pub fn nearest_tool(name: &str) -> Option<Tool> {
+    nearest_tool_among(name, Tool::ALL)
+}
+
+/// [`nearest_tool`] among `tools` only (a server's tool set).
+fn nearest_tool_among(name: &str, tools: impl IntoIterator<Item = Tool>) -> Option<Tool> {
     let wanted = name.to_ascii_lowercase().replace('-', "_");
-    Tool::ALL
+    tools
         .into_iter()
         .map(|tool| {
             let full = tool.name();

@@ -101,6 +101,69 @@ fn an_unknown_tool_name_suggests_the_nearest_one() {
     }
 }
 
+/// `--tools` (or `LEAN_BEAM_TOOLS`, which the flag overrides) chooses the
+/// tools every command serves: `tools` lists only those, `validate` and
+/// `call` refuse the others by name, and an unknown name stops start-up with
+/// the profiles and tools it could have been.
+#[test]
+fn the_tools_option_chooses_the_served_set_and_refuses_unknown_names() {
+    let listed = |out: &Output| -> Vec<String> {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let catalog: Value = serde_json::from_slice(&out.stdout).expect("tools prints JSON");
+        catalog
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let env = |spec: &str| vec![("LEAN_BEAM_TOOLS".to_string(), spec.to_string())];
+
+    let core = listed(&run(&["tools", "--tools", "core"], &[]));
+    assert!(core.contains(&"lean_sync".to_string()), "{core:?}");
+    assert!(!core.contains(&"lean_update".to_string()), "{core:?}");
+    assert_eq!(listed(&run(&["tools"], &env("core"))), core);
+    // The flag wins over the environment, anywhere on the line.
+    assert_eq!(
+        listed(&run(
+            &["--tools=lean_update,lean_sync", "tools"],
+            &env("core")
+        )),
+        ["lean_update", "lean_sync"]
+    );
+
+    let out = run(&["--tools", "core", "validate", "lean_update", "{}"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("`lean_update` is not in the tool set `core`"),
+        "{stderr}"
+    );
+
+    for args in [&["--tools", "core,lean_synk", "tools"][..], &["tools"][..]] {
+        let out = run(args, &env("nonsense"));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = text(&out.stderr);
+        let unknown = if args.len() > 1 {
+            "lean_synk"
+        } else {
+            "nonsense"
+        };
+        for part in [
+            unknown,
+            "all (every tool)",
+            "core (",
+            "lean_sync",
+            "beam_version",
+        ] {
+            assert!(stderr.contains(part), "{args:?}: {part}: {stderr}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = run(&["tools", "--tools"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// `[####......]  40% <message>` → 40, for the lines that carry a bar.
 fn percent(line: &str) -> Option<u32> {
     let rest = line.split_once("] ")?.1.trim_start();

@@ -156,10 +156,15 @@ fn fields(
             let path = format!("crate::surface::lenient::{f}");
             quote!(#[serde(deserialize_with = #path)])
         });
-        let schema_extra = arg.required_keys.as_ref().map(|keys| {
+        let required_keys = arg.required_keys.as_ref().map(|keys| {
             let keys = keys.iter();
             quote!(#[schemars(extend("required" = [#(#keys),*]))])
         });
+        // The derived schema states the bound the emitted one does.
+        let minimum = arg
+            .minimum
+            .map(|min| quote!(#[schemars(extend("minimum" = #min))]));
+        let schema_extra = quote!(#required_keys #minimum);
         let field = if arg.required {
             quote! { #[doc = #doc] #lenient #schema_extra pub #ident: #rty, }
         } else if let Some(default) = &arg.default {
@@ -323,6 +328,8 @@ pub fn emit(table: &Table) -> String {
         .map(|t| serde_json::to_string(&schema::input_schema(table, t)).expect("schema json"))
         .collect();
 
+    let profiles = crate::profiles::tokens(table);
+
     let file = quote! {
         use crate::surface::{results, CallContext, ParseError, StatusNotice, ToolError, ToolOutcome};
 
@@ -418,11 +425,12 @@ pub fn emit(table: &Table) -> String {
         /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
         pub const INPUT_SCHEMAS: [&str; #count] = [#(#schemas,)*];
 
-        /// The validators, compiled once on first use.
-        pub static VALIDATORS: ::std::sync::LazyLock<::std::vec::Vec<::jsonschema::Validator>> =
-            ::std::sync::LazyLock::new(|| {
-                INPUT_SCHEMAS.iter().map(|s| crate::surface::compile_schema(s)).collect()
-            });
+        /// Each tool's validator, compiled on its first use, so that a server
+        /// serving a tool set compiles only the validators of that set.
+        pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; #count] =
+            [#(::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[#indices])),)*];
+
+        #profiles
 
         /// A parsed, validated tool call.
         #[derive(Debug, Clone, PartialEq)]

@@ -3,6 +3,7 @@
 //! crate pin the table checks.
 
 pub mod emit;
+pub mod profiles;
 pub mod schema;
 pub mod table;
 

@@ -19,6 +19,9 @@ pub struct Table {
     pub progress: BTreeMap<String, ProgressClass>,
     #[serde(default)]
     pub shape: BTreeMap<String, Shape>,
+    /// Named tool sets for `--tools` (see `crate::profiles`).
+    #[serde(default)]
+    pub profile: BTreeMap<String, crate::profiles::Profile>,
     pub tool: Vec<Tool>,
 }
 
@@ -71,6 +74,9 @@ pub struct Tool {
     /// table's `speculative_note` (the IO boundary of the read-only hint).
     #[serde(default)]
     pub speculative: bool,
+    /// The profiles (`[profile.<name>]`) this tool belongs to.
+    #[serde(default)]
+    pub profiles: Vec<String>,
     pub args: Vec<Arg>,
 }
 
@@ -164,6 +170,11 @@ fn entry_at(source: &str, offset: usize) -> Option<String> {
                 "shape",
                 rest.trim_end_matches(']').to_string(),
             ));
+        } else if let Some(rest) = header.strip_prefix("[profile.") {
+            current = Some(Header::Named(
+                "profile",
+                rest.trim_end_matches(']').to_string(),
+            ));
         } else if let Some(rest) = header.strip_prefix("[progress.") {
             current = Some(Header::Named(
                 "progress class",
@@ -202,7 +213,7 @@ enum Header {
     Named(&'static str, String),
 }
 
-fn is_identifier(name: &str) -> bool {
+pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -288,7 +299,7 @@ fn check(table: &Table) -> Result<(), TableError> {
         }
         check_args(table, &entry, &tool.args)?;
     }
-    Ok(())
+    crate::profiles::check(table)
 }
 
 fn check_args(table: &Table, entry: &str, args: &[Arg]) -> Result<(), TableError> {

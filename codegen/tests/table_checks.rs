@@ -48,6 +48,8 @@ fn tool(name: &str, keys: &[&str], args: &[&str]) -> String {
 
 const QUIET: &str = r#"progress = "quiet""#;
 
+const DAILY: &str = "\n[profile.daily]\ndoc = \"The daily tools.\"\n";
+
 /// A table with one mistake, and what the build's message must name.
 struct Case {
     mistake: &'static str,
@@ -164,6 +166,40 @@ fn cases() -> Vec<Case> {
             &["tool `blank`", "argument `path`", "empty doc"],
         ),
         case(
+            "a tool joining a profile that is not declared",
+            table(&tool("joiner", &[QUIET, r#"profiles = ["daily"]"#], &[])),
+            &["tool `joiner`", "unknown profile `daily`"],
+        ),
+        case(
+            "a tool joining a profile twice",
+            table(&format!(
+                "{}{DAILY}",
+                tool("twice", &[QUIET, r#"profiles = ["daily", "daily"]"#], &[])
+            )),
+            &["tool `twice`", "`daily` twice"],
+        ),
+        case(
+            "a profile no tool joins",
+            table(&format!("{}{DAILY}", tool("loner", &[QUIET], &[]))),
+            &["profile `daily`", "no tool names it"],
+        ),
+        case(
+            "a profile called `all`",
+            table(&format!(
+                "{}\n[profile.all]\ndoc = \"Everything.\"\n",
+                tool("member", &[QUIET, r#"profiles = ["all"]"#], &[])
+            )),
+            &["profile `all`", "every tool"],
+        ),
+        case(
+            "a profile named like a tool",
+            table(&format!(
+                "{}\n[profile.good_tool]\ndoc = \"Clash.\"\n",
+                tool("member", &[QUIET, r#"profiles = ["good_tool"]"#], &[])
+            )),
+            &["profile `good_tool`", "share its name with a tool"],
+        ),
+        case(
             "a tool that names no result type",
             table(
                 r#"
@@ -223,6 +259,23 @@ fn each_mistake_stops_the_build_with_a_message_naming_the_entry() {
             );
         }
     }
+}
+
+#[test]
+fn a_profile_lists_the_tools_that_join_it_in_table_order() {
+    let source = table(&format!(
+        "{}{}{DAILY}",
+        tool("first", &[QUIET, r#"profiles = ["daily"]"#], &[]),
+        tool("second", &[QUIET, r#"profiles = ["daily"]"#], &[])
+    ));
+    let code = generate(&source).expect("a profile with two members is valid");
+    let flat: String = code.split_whitespace().collect();
+    assert!(
+        flat.contains(
+            r#"ProfileSpec{name:"daily",doc:"Thedailytools.",tools:&[Tool::First,Tool::Second],}"#
+        ),
+        "{code}"
+    );
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::identity;
 use crate::stats::Stats;
 use crate::surface::{
     self, ErrorCode, Handler, ParseError, ProgressClass, StatusNotice, ToolCall, ToolError,
-    ToolOutcome,
+    ToolOutcome, ToolSet,
 };
 use crate::{log_debug, log_info, log_warn};
 
@@ -38,6 +38,9 @@ pub struct Config {
     /// Past it a stdio reader waits, which pushes back on a client that floods
     /// requests; below it every line is read, cancellations included.
     pub max_admitted_per_stream: usize,
+    /// The tools this server serves (`--tools`, `LEAN_BEAM_TOOLS`): the only
+    /// ones in tools/list and the only ones a call may name.
+    pub tools: ToolSet,
 }
 
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
@@ -51,6 +54,7 @@ impl Default for Config {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_in_flight_per_client: DEFAULT_MAX_IN_FLIGHT_PER_CLIENT,
             max_admitted_per_stream: DEFAULT_MAX_ADMITTED_PER_STREAM,
+            tools: ToolSet::all(),
         }
     }
 }
@@ -108,16 +112,16 @@ struct Cached {
 }
 
 impl Cached {
-    fn new() -> Self {
+    fn new(tools: &ToolSet) -> Self {
         let server_info = identity::server_info();
         let meta = json!({ META_SERVER_INFO: server_info });
         let modern_suffix = format!(r#","resultType":"complete","_meta":{meta}"#);
         let modern_cache = r#","ttlMs":3600000,"cacheScope":"public""#;
         Cached {
-            legacy_tools_list: format!(r#"{{"tools":{}}}"#, surface::catalog_json()),
+            legacy_tools_list: format!(r#"{{"tools":{}}}"#, tools.catalog_json()),
             modern_tools_list: format!(
                 r#"{{"tools":{}{modern_cache}{modern_suffix}}}"#,
-                surface::catalog_json()
+                tools.catalog_json()
             ),
             modern_discover: {
                 let body = json!({
@@ -179,7 +183,8 @@ pub enum Reply {
 
 impl<O: Handler + 'static> Dispatcher<O> {
     pub fn new(ops: Arc<O>, stats: Arc<Stats>, config: Config) -> Arc<Self> {
-        surface::warm();
+        config.tools.warm();
+        let cached = Cached::new(&config.tools);
         Arc::new(Self {
             ops,
             stats,
@@ -187,7 +192,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
             slots: Arc::new(Semaphore::new(config.max_in_flight)),
             admitted: watch::channel(0).0,
             config,
-            cached: Cached::new(),
+            cached,
         })
     }
 
@@ -503,9 +508,11 @@ impl<O: Handler + 'static> Dispatcher<O> {
                 .map(str::to_owned),
             FenceScope::Stream(_) => None,
         };
-        let call = match surface::parse(&name, arguments) {
+        let call = match self.config.tools.parse(&name, arguments) {
             Ok(call) => call,
-            Err(ParseError::UnknownTool(name)) => return Err(unknown_tool(&name)),
+            Err(ParseError::UnknownTool(name)) => {
+                return Err(unknown_tool(&name, &self.config.tools));
+            }
             Err(invalid) => {
                 let tool = surface::Tool::from_name(&name).expect("known tool");
                 self.stats.record_call(tool, era);
@@ -825,8 +832,9 @@ fn validate_initialize(params: Option<&Map<String, Value>>) -> Result<(), RpcErr
 }
 
 /// `-32602` for an unknown tool, pointing raw LSP method names at the tool that
-/// serves that need.
-fn unknown_tool(name: &str) -> RpcError {
+/// serves that need, and a tool left out of this server's set at the option
+/// that serves it.
+fn unknown_tool(name: &str, tools: &ToolSet) -> RpcError {
     const LSP_HINTS: &[(&str, &str)] = &[
         ("textDocument/hover", "lean_hover"),
         ("textDocument/definition", "lean_definition"),
@@ -840,13 +848,19 @@ fn unknown_tool(name: &str) -> RpcError {
         ("textDocument/didChange", "lean_sync"),
     ];
     let hint = LSP_HINTS.iter().find(|(m, _)| *m == name).map(|(_, t)| *t);
-    let message = if let Some(tool) = hint {
+    let message = if let Some(tool) = tools.left_out(name) {
+        format!(
+            "`{}` is not served: this server was started with --tools {} (see tools/list)",
+            tool.name(),
+            tools.spelling()
+        )
+    } else if let Some(tool) = hint.filter(|tool| tools.served(tool)) {
         format!("`{name}` is a raw LSP method, not a tool; use `{tool}`")
     } else if name.contains('/') || name.starts_with('$') {
         format!(
             "`{name}` is a raw LSP method, not a tool; raw LSP methods are not exposed (see tools/list)"
         )
-    } else if let Some(near) = surface::nearest_tool(name) {
+    } else if let Some(near) = tools.nearest(name) {
         format!(
             "unknown tool `{name}`; did you mean `{}`? (see tools/list)",
             near.name()

@@ -222,6 +222,7 @@ pub async fn document_symbols(
     ws: &Workspace,
     path: &str,
     version: u64,
+    signatures: bool,
 ) -> Answer<DocumentSymbolsResult> {
     let bound = snapshot::bind(broker, ctx, &ws.root, path, version).await?;
     let request = bound.request(
@@ -232,6 +233,9 @@ pub async fn document_symbols(
     let mut symbols = answer?;
     add_paths(&bound.rt.root, &mut symbols);
     name_symbol_kinds(&mut symbols);
+    if signatures {
+        crate::broker::signatures::annotate(&bound, &mut symbols).await?;
+    }
     Ok(DocumentSymbolsResult {
         head: head(&bound, None, disk_changed),
         symbols,

@@ -2,9 +2,11 @@
 //! method per tool, grouped by family in the submodules.
 
 mod bundle;
+mod completions;
 mod documents;
 mod errors;
 mod feedback;
+mod handle_edit;
 mod inspect;
 mod process;
 mod redact;
@@ -157,6 +159,14 @@ impl Operations for Beam {
         inspect::signature_help(&self.broker, ctx, &At::from(&args)).await
     }
 
+    async fn lean_completions(
+        &self,
+        ctx: &CallContext,
+        args: LeanCompletionsArgs,
+    ) -> Answer<CompletionsResult> {
+        completions::completions(&self.broker, ctx, &args).await
+    }
+
     async fn lean_definition(
         &self,
         ctx: &CallContext,
@@ -184,8 +194,15 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanDocumentSymbolsArgs,
     ) -> Answer<DocumentSymbolsResult> {
-        inspect::document_symbols(&self.broker, ctx, &args.workspace, &args.path, args.version)
-            .await
+        inspect::document_symbols(
+            &self.broker,
+            ctx,
+            &args.workspace,
+            &args.path,
+            args.version,
+            args.signatures,
+        )
+        .await
     }
 
     async fn lean_workspace_symbols(
@@ -289,6 +306,14 @@ impl Operations for Beam {
             },
         )
         .await
+    }
+
+    async fn lean_handle_edit(
+        &self,
+        _ctx: &CallContext,
+        args: LeanHandleEditArgs,
+    ) -> Answer<HandleEditResult> {
+        handle_edit::handle_edit(&self.broker, &args.workspace, &args.path, &args.handle).await
     }
 
     async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> Answer<UpdateResult> {

@@ -779,7 +779,7 @@ pub async fn run_with(
     Ok(result)
 }
 
-fn unknown_runtime(handle: &str) -> ToolError {
+pub(super) fn unknown_runtime(handle: &str) -> ToolError {
     ToolError::new(
         ErrorCode::InvalidParams,
         format!("handle {handle:?}: this workspace has no live runtime or document for it (dropped, or never used in this server)"),

@@ -44,7 +44,10 @@ pub struct DocumentSymbolsResult {
     #[serde(flatten)]
     pub head: DocHead,
     /// LSP document symbols, nested by `children`, with `kind` named
-    /// (`"namespace"`, `"method"`, …) rather than numbered.
+    /// (`"namespace"`, `"method"`, …) rather than numbered. With `signatures`,
+    /// each also has `declaration_kind` (the keyword: `"def"`, `"theorem"`,
+    /// `"section"`, …) and each declaration its type `signature` as Lean
+    /// prints it.
     pub symbols: Value,
 }
 

@@ -31,6 +31,7 @@
 //! renamed.
 
 mod documents;
+mod edits;
 mod feedback;
 mod inspect;
 mod process;
@@ -39,6 +40,7 @@ mod speculate;
 mod verify;
 
 pub use documents::*;
+pub use edits::*;
 pub use feedback::*;
 pub use inspect::*;
 pub use process::*;

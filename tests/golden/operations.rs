@@ -272,7 +272,7 @@ pub struct EvidenceItem {
 )]
 #[serde(deny_unknown_fields)]
 pub struct Workspace {
-    ///Absolute Lean project root.
+    ///Absolute project root.
     pub root: ::std::string::String,
 }
 ///Arguments of `beam_version`.
@@ -361,7 +361,7 @@ pub struct BeamFeedbackReportArgs {
     ///`bundle`.
     #[serde(default = "defaults::beam_feedback_report_bundle")]
     pub bundle: Bundle,
-    ///Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.
+    ///Folder inside <root>/.lake/beam-feedback (relative to it or absolute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::std::string::String")]
     pub bundle_dir: ::std::option::Option<::std::string::String>,
@@ -402,7 +402,7 @@ pub struct LeanDropWorkspaceArgs {
 pub struct LeanRunAtArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -429,7 +429,7 @@ pub struct LeanRunAtArgs {
 pub struct LeanRunAtHandleArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -456,7 +456,7 @@ pub struct LeanRunAtHandleArgs {
 pub struct LeanHoverArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -481,7 +481,7 @@ pub struct LeanHoverArgs {
 pub struct LeanSignatureHelpArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -492,6 +492,36 @@ pub struct LeanSignatureHelpArgs {
     ///0-based UTF-16 column.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
+}
+///Arguments of `lean_completions`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanCompletionsArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///Root-relative or absolute.
+    pub path: ::std::string::String,
+    ///From lean_sync/lean_update.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub version: u64,
+    ///0-based line.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub line: u64,
+    ///0-based UTF-16 column.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub character: u64,
+    ///`limit`.
+    #[serde(default = "defaults::lean_completions_limit")]
+    #[serde(deserialize_with = "crate::surface::lenient::integer")]
+    #[schemars(extend("minimum" = 1i64))]
+    pub limit: i64,
 }
 ///Arguments of `lean_definition`.
 #[derive(
@@ -506,7 +536,7 @@ pub struct LeanSignatureHelpArgs {
 pub struct LeanDefinitionArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -531,7 +561,7 @@ pub struct LeanDefinitionArgs {
 pub struct LeanReferencesArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -559,11 +589,14 @@ pub struct LeanReferencesArgs {
 pub struct LeanDocumentSymbolsArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
+    ///Adds declaration kinds and signatures.
+    #[serde(default = "defaults::lean_document_symbols_signatures")]
+    pub signatures: bool,
 }
 ///Arguments of `lean_workspace_symbols`.
 #[derive(
@@ -594,7 +627,7 @@ pub struct LeanWorkspaceSymbolsArgs {
 pub struct LeanGoalsArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -621,7 +654,7 @@ pub struct LeanGoalsArgs {
 pub struct LeanTodoArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -658,7 +691,7 @@ pub struct LeanTodoArgs {
 pub struct LeanCodeActionResolveArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -680,7 +713,7 @@ pub struct LeanCodeActionResolveArgs {
 pub struct LeanRunWithArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The Lean file of the handle.
+    ///The handle's file.
     pub path: ::std::string::String,
     ///From an earlier call.
     pub handle: ::std::string::String,
@@ -700,7 +733,7 @@ pub struct LeanRunWithArgs {
 pub struct LeanRunWithLinearArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The Lean file of the handle.
+    ///The handle's file.
     pub path: ::std::string::String,
     ///From an earlier call; consumed.
     pub handle: ::std::string::String,
@@ -720,7 +753,25 @@ pub struct LeanRunWithLinearArgs {
 pub struct LeanReleaseArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The Lean file of the handle.
+    ///The handle's file.
+    pub path: ::std::string::String,
+    ///`handle`.
+    pub handle: ::std::string::String,
+}
+///Arguments of `lean_handle_edit`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanHandleEditArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///The handle's file.
     pub path: ::std::string::String,
     ///`handle`.
     pub handle: ::std::string::String,
@@ -764,7 +815,7 @@ pub struct LeanRunCodeArgs {
 pub struct LeanVerifyArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///From lean_sync/lean_update.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
@@ -789,7 +840,7 @@ pub struct LeanVerifyArgs {
 pub struct LeanUpdateArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
 }
 ///Arguments of `lean_sync`.
@@ -805,7 +856,7 @@ pub struct LeanUpdateArgs {
 pub struct LeanSyncArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///Errors, or all severities (counts are always complete).
     #[serde(default = "defaults::lean_sync_diagnostic_scope")]
@@ -827,7 +878,7 @@ pub struct LeanSyncArgs {
 pub struct LeanRefreshArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///Errors, or all severities (counts are always complete).
     #[serde(default = "defaults::lean_refresh_diagnostic_scope")]
@@ -849,7 +900,7 @@ pub struct LeanRefreshArgs {
 pub struct LeanSaveArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///Errors, or all severities.
     #[serde(default = "defaults::lean_save_diagnostic_scope")]
@@ -868,7 +919,7 @@ pub struct LeanSaveArgs {
 pub struct LeanCloseSaveArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
     ///Errors, or all severities.
     #[serde(default = "defaults::lean_close_save_diagnostic_scope")]
@@ -887,7 +938,7 @@ pub struct LeanCloseSaveArgs {
 pub struct LeanCloseArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///`path`.
+    ///Root-relative or absolute.
     pub path: ::std::string::String,
 }
 mod defaults {
@@ -904,8 +955,14 @@ mod defaults {
     pub(super) fn beam_feedback_report_include_collected() -> bool {
         false
     }
+    pub(super) fn lean_completions_limit() -> i64 {
+        50
+    }
     pub(super) fn lean_references_include_declaration() -> bool {
         true
+    }
+    pub(super) fn lean_document_symbols_signatures() -> bool {
+        false
     }
     pub(super) fn lean_todo_suggest() -> Suggest {
         Suggest::Basic
@@ -974,6 +1031,7 @@ pub enum Tool {
     LeanRunAtHandle,
     LeanHover,
     LeanSignatureHelp,
+    LeanCompletions,
     LeanDefinition,
     LeanReferences,
     LeanDocumentSymbols,
@@ -984,6 +1042,7 @@ pub enum Tool {
     LeanRunWith,
     LeanRunWithLinear,
     LeanRelease,
+    LeanHandleEdit,
     LeanRunCode,
     LeanVerify,
     LeanUpdate,
@@ -994,10 +1053,10 @@ pub enum Tool {
     LeanClose,
 }
 /// The number of tools.
-pub const TOOL_COUNT: usize = 26usize;
+pub const TOOL_COUNT: usize = 28usize;
 impl Tool {
     /// All tools, in tools/list order.
-    pub const ALL: [Tool; 26usize] = [
+    pub const ALL: [Tool; 28usize] = [
         Tool::BeamVersion,
         Tool::BeamStats,
         Tool::BeamFeedbackReport,
@@ -1006,6 +1065,7 @@ impl Tool {
         Tool::LeanRunAtHandle,
         Tool::LeanHover,
         Tool::LeanSignatureHelp,
+        Tool::LeanCompletions,
         Tool::LeanDefinition,
         Tool::LeanReferences,
         Tool::LeanDocumentSymbols,
@@ -1016,6 +1076,7 @@ impl Tool {
         Tool::LeanRunWith,
         Tool::LeanRunWithLinear,
         Tool::LeanRelease,
+        Tool::LeanHandleEdit,
         Tool::LeanRunCode,
         Tool::LeanVerify,
         Tool::LeanUpdate,
@@ -1035,24 +1096,26 @@ impl Tool {
             Tool::LeanRunAtHandle => 5usize,
             Tool::LeanHover => 6usize,
             Tool::LeanSignatureHelp => 7usize,
-            Tool::LeanDefinition => 8usize,
-            Tool::LeanReferences => 9usize,
-            Tool::LeanDocumentSymbols => 10usize,
-            Tool::LeanWorkspaceSymbols => 11usize,
-            Tool::LeanGoals => 12usize,
-            Tool::LeanTodo => 13usize,
-            Tool::LeanCodeActionResolve => 14usize,
-            Tool::LeanRunWith => 15usize,
-            Tool::LeanRunWithLinear => 16usize,
-            Tool::LeanRelease => 17usize,
-            Tool::LeanRunCode => 18usize,
-            Tool::LeanVerify => 19usize,
-            Tool::LeanUpdate => 20usize,
-            Tool::LeanSync => 21usize,
-            Tool::LeanRefresh => 22usize,
-            Tool::LeanSave => 23usize,
-            Tool::LeanCloseSave => 24usize,
-            Tool::LeanClose => 25usize,
+            Tool::LeanCompletions => 8usize,
+            Tool::LeanDefinition => 9usize,
+            Tool::LeanReferences => 10usize,
+            Tool::LeanDocumentSymbols => 11usize,
+            Tool::LeanWorkspaceSymbols => 12usize,
+            Tool::LeanGoals => 13usize,
+            Tool::LeanTodo => 14usize,
+            Tool::LeanCodeActionResolve => 15usize,
+            Tool::LeanRunWith => 16usize,
+            Tool::LeanRunWithLinear => 17usize,
+            Tool::LeanRelease => 18usize,
+            Tool::LeanHandleEdit => 19usize,
+            Tool::LeanRunCode => 20usize,
+            Tool::LeanVerify => 21usize,
+            Tool::LeanUpdate => 22usize,
+            Tool::LeanSync => 23usize,
+            Tool::LeanRefresh => 24usize,
+            Tool::LeanSave => 25usize,
+            Tool::LeanCloseSave => 26usize,
+            Tool::LeanClose => 27usize,
         }
     }
     pub const fn name(self) -> &'static str {
@@ -1065,6 +1128,7 @@ impl Tool {
             Tool::LeanRunAtHandle => "lean_run_at_handle",
             Tool::LeanHover => "lean_hover",
             Tool::LeanSignatureHelp => "lean_signature_help",
+            Tool::LeanCompletions => "lean_completions",
             Tool::LeanDefinition => "lean_definition",
             Tool::LeanReferences => "lean_references",
             Tool::LeanDocumentSymbols => "lean_document_symbols",
@@ -1075,6 +1139,7 @@ impl Tool {
             Tool::LeanRunWith => "lean_run_with",
             Tool::LeanRunWithLinear => "lean_run_with_linear",
             Tool::LeanRelease => "lean_release",
+            Tool::LeanHandleEdit => "lean_handle_edit",
             Tool::LeanRunCode => "lean_run_code",
             Tool::LeanVerify => "lean_verify",
             Tool::LeanUpdate => "lean_update",
@@ -1095,6 +1160,7 @@ impl Tool {
             "lean_run_at_handle" => Some(Tool::LeanRunAtHandle),
             "lean_hover" => Some(Tool::LeanHover),
             "lean_signature_help" => Some(Tool::LeanSignatureHelp),
+            "lean_completions" => Some(Tool::LeanCompletions),
             "lean_definition" => Some(Tool::LeanDefinition),
             "lean_references" => Some(Tool::LeanReferences),
             "lean_document_symbols" => Some(Tool::LeanDocumentSymbols),
@@ -1105,6 +1171,7 @@ impl Tool {
             "lean_run_with" => Some(Tool::LeanRunWith),
             "lean_run_with_linear" => Some(Tool::LeanRunWithLinear),
             "lean_release" => Some(Tool::LeanRelease),
+            "lean_handle_edit" => Some(Tool::LeanHandleEdit),
             "lean_run_code" => Some(Tool::LeanRunCode),
             "lean_verify" => Some(Tool::LeanVerify),
             "lean_update" => Some(Tool::LeanUpdate),
@@ -1139,6 +1206,9 @@ impl Tool {
             Tool::LeanSignatureHelp => {
                 results::output_schema::<results::SignatureHelpResult>()
             }
+            Tool::LeanCompletions => {
+                results::output_schema::<results::CompletionsResult>()
+            }
             Tool::LeanDefinition => results::output_schema::<results::LocationsResult>(),
             Tool::LeanReferences => results::output_schema::<results::LocationsResult>(),
             Tool::LeanDocumentSymbols => {
@@ -1155,6 +1225,7 @@ impl Tool {
             Tool::LeanRunWith => results::output_schema::<results::RunResult>(),
             Tool::LeanRunWithLinear => results::output_schema::<results::RunResult>(),
             Tool::LeanRelease => results::output_schema::<results::ReleaseResult>(),
+            Tool::LeanHandleEdit => results::output_schema::<results::HandleEditResult>(),
             Tool::LeanRunCode => results::output_schema::<results::RunCodeResult>(),
             Tool::LeanVerify => results::output_schema::<results::VerifyResult>(),
             Tool::LeanUpdate => results::output_schema::<results::UpdateResult>(),
@@ -1203,6 +1274,10 @@ impl Tool {
                 ::serde_json::to_value(::schemars::schema_for!(LeanSignatureHelpArgs))
                     .expect("derived schema serializes")
             }
+            Tool::LeanCompletions => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanCompletionsArgs))
+                    .expect("derived schema serializes")
+            }
             Tool::LeanDefinition => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanDefinitionArgs))
                     .expect("derived schema serializes")
@@ -1245,6 +1320,10 @@ impl Tool {
                 ::serde_json::to_value(::schemars::schema_for!(LeanReleaseArgs))
                     .expect("derived schema serializes")
             }
+            Tool::LeanHandleEdit => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanHandleEditArgs))
+                    .expect("derived schema serializes")
+            }
             Tool::LeanRunCode => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanRunCodeArgs))
                     .expect("derived schema serializes")
@@ -1280,7 +1359,7 @@ impl Tool {
         }
     }
 }
-pub static TOOL_SPECS: [ToolSpec; 26usize] = [
+pub static TOOL_SPECS: [ToolSpec; 28usize] = [
     ToolSpec {
         name: "beam_version",
         progress: ProgressClass::Quiet,
@@ -1353,6 +1432,16 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
     },
     ToolSpec {
         name: "lean_signature_help",
+        progress: ProgressClass::Inspection,
+        status_notice: StatusNotice::AfterDelay,
+        workspace_bound: true,
+        snapshot_bound: true,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
+        name: "lean_completions",
         progress: ProgressClass::Inspection,
         status_notice: StatusNotice::AfterDelay,
         workspace_bound: true,
@@ -1462,6 +1551,16 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
         read_only: false,
     },
     ToolSpec {
+        name: "lean_handle_edit",
+        progress: ProgressClass::Quiet,
+        status_notice: StatusNotice::Never,
+        workspace_bound: true,
+        snapshot_bound: false,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
         name: "lean_run_code",
         progress: ProgressClass::LakeAndFile,
         status_notice: StatusNotice::OnSetupOrDelay,
@@ -1543,39 +1642,135 @@ pub static TOOL_SPECS: [ToolSpec; 26usize] = [
     },
 ];
 ///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.
-pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a synced version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
-pub const INPUT_SCHEMAS: [&str; 26usize] = [
+pub const INPUT_SCHEMAS: [&str; 28usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute), default that folder.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The Lean file of the handle.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute Lean project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text (in a proof) or one command (between commands).\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based line.\"},\"character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 column.\"},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"start_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based first line.\"},\"start_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 start column.\"},\"end_line\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based last line.\"},\"end_character\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"0-based UTF-16 end column.\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
-/// The validators, compiled once on first use.
-pub static VALIDATORS: ::std::sync::LazyLock<::std::vec::Vec<::jsonschema::Validator>> = ::std::sync::LazyLock::new(||
-{ INPUT_SCHEMAS.iter().map(|s| crate::surface::compile_schema(s)).collect() });
+/// Each tool's validator, compiled on its first use, so that a server
+/// serving a tool set compiles only the validators of that set.
+pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 28usize] = [
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[0usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[1usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[2usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[3usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[4usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[5usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[6usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[7usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[8usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[9usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[10usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[11usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[12usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[13usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[14usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[15usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[16usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[17usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[18usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[19usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[20usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[21usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[22usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[23usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[24usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[25usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[26usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[27usize])),
+];
+/// A named tool set of the table (`[profile.<name>]`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileSpec {
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Its tools, in tools/list order.
+    pub tools: &'static [Tool],
+}
+/// The profiles, by name. `all` (every tool) is implicit.
+pub const PROFILES: [ProfileSpec; 1usize] = [
+    ProfileSpec {
+        name: "core",
+        doc: "The everyday proof loop: sync, goals, probes and handles, hover, definition, todo, save.",
+        tools: &[
+            Tool::LeanRunAt,
+            Tool::LeanRunAtHandle,
+            Tool::LeanHover,
+            Tool::LeanDefinition,
+            Tool::LeanGoals,
+            Tool::LeanTodo,
+            Tool::LeanRunWith,
+            Tool::LeanRunWithLinear,
+            Tool::LeanRelease,
+            Tool::LeanHandleEdit,
+            Tool::LeanRunCode,
+            Tool::LeanVerify,
+            Tool::LeanSync,
+            Tool::LeanSave,
+        ],
+    },
+];
 /// A parsed, validated tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolCall {
@@ -1587,6 +1782,7 @@ pub enum ToolCall {
     LeanRunAtHandle(LeanRunAtHandleArgs),
     LeanHover(LeanHoverArgs),
     LeanSignatureHelp(LeanSignatureHelpArgs),
+    LeanCompletions(LeanCompletionsArgs),
     LeanDefinition(LeanDefinitionArgs),
     LeanReferences(LeanReferencesArgs),
     LeanDocumentSymbols(LeanDocumentSymbolsArgs),
@@ -1597,6 +1793,7 @@ pub enum ToolCall {
     LeanRunWith(LeanRunWithArgs),
     LeanRunWithLinear(LeanRunWithLinearArgs),
     LeanRelease(LeanReleaseArgs),
+    LeanHandleEdit(LeanHandleEditArgs),
     LeanRunCode(LeanRunCodeArgs),
     LeanVerify(LeanVerifyArgs),
     LeanUpdate(LeanUpdateArgs),
@@ -1617,6 +1814,7 @@ impl ToolCall {
             ToolCall::LeanRunAtHandle(_) => Tool::LeanRunAtHandle,
             ToolCall::LeanHover(_) => Tool::LeanHover,
             ToolCall::LeanSignatureHelp(_) => Tool::LeanSignatureHelp,
+            ToolCall::LeanCompletions(_) => Tool::LeanCompletions,
             ToolCall::LeanDefinition(_) => Tool::LeanDefinition,
             ToolCall::LeanReferences(_) => Tool::LeanReferences,
             ToolCall::LeanDocumentSymbols(_) => Tool::LeanDocumentSymbols,
@@ -1627,6 +1825,7 @@ impl ToolCall {
             ToolCall::LeanRunWith(_) => Tool::LeanRunWith,
             ToolCall::LeanRunWithLinear(_) => Tool::LeanRunWithLinear,
             ToolCall::LeanRelease(_) => Tool::LeanRelease,
+            ToolCall::LeanHandleEdit(_) => Tool::LeanHandleEdit,
             ToolCall::LeanRunCode(_) => Tool::LeanRunCode,
             ToolCall::LeanVerify(_) => Tool::LeanVerify,
             ToolCall::LeanUpdate(_) => Tool::LeanUpdate,
@@ -1644,6 +1843,7 @@ impl ToolCall {
             ToolCall::LeanRunAtHandle(args) => Some(args.path.as_str()),
             ToolCall::LeanHover(args) => Some(args.path.as_str()),
             ToolCall::LeanSignatureHelp(args) => Some(args.path.as_str()),
+            ToolCall::LeanCompletions(args) => Some(args.path.as_str()),
             ToolCall::LeanDefinition(args) => Some(args.path.as_str()),
             ToolCall::LeanReferences(args) => Some(args.path.as_str()),
             ToolCall::LeanDocumentSymbols(args) => Some(args.path.as_str()),
@@ -1653,6 +1853,7 @@ impl ToolCall {
             ToolCall::LeanRunWith(args) => Some(args.path.as_str()),
             ToolCall::LeanRunWithLinear(args) => Some(args.path.as_str()),
             ToolCall::LeanRelease(args) => Some(args.path.as_str()),
+            ToolCall::LeanHandleEdit(args) => Some(args.path.as_str()),
             ToolCall::LeanVerify(args) => Some(args.path.as_str()),
             ToolCall::LeanUpdate(args) => Some(args.path.as_str()),
             ToolCall::LeanSync(args) => Some(args.path.as_str()),
@@ -1672,6 +1873,7 @@ impl ToolCall {
             ToolCall::LeanRunAtHandle(args) => Some(&args.workspace),
             ToolCall::LeanHover(args) => Some(&args.workspace),
             ToolCall::LeanSignatureHelp(args) => Some(&args.workspace),
+            ToolCall::LeanCompletions(args) => Some(&args.workspace),
             ToolCall::LeanDefinition(args) => Some(&args.workspace),
             ToolCall::LeanReferences(args) => Some(&args.workspace),
             ToolCall::LeanDocumentSymbols(args) => Some(&args.workspace),
@@ -1682,6 +1884,7 @@ impl ToolCall {
             ToolCall::LeanRunWith(args) => Some(&args.workspace),
             ToolCall::LeanRunWithLinear(args) => Some(&args.workspace),
             ToolCall::LeanRelease(args) => Some(&args.workspace),
+            ToolCall::LeanHandleEdit(args) => Some(&args.workspace),
             ToolCall::LeanRunCode(args) => Some(&args.workspace),
             ToolCall::LeanVerify(args) => Some(&args.workspace),
             ToolCall::LeanUpdate(args) => Some(&args.workspace),
@@ -1723,6 +1926,9 @@ pub fn parse(
         Tool::LeanSignatureHelp => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanSignatureHelp)
         }
+        Tool::LeanCompletions => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanCompletions)
+        }
         Tool::LeanDefinition => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanDefinition)
         }
@@ -1748,6 +1954,9 @@ pub fn parse(
         }
         Tool::LeanRelease => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanRelease)
+        }
+        Tool::LeanHandleEdit => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanHandleEdit)
         }
         Tool::LeanRunCode => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanRunCode)
@@ -1794,7 +2003,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::FeedbackResult, ToolError>,
     > + Send;
-    ///`lean_drop_workspace`: Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Accepts an echoed canonical descriptor even if its directory is gone.
+    ///`lean_drop_workspace`: Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone.
     fn lean_drop_workspace(
         &self,
         ctx: &CallContext,
@@ -1802,7 +2011,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::DropResult, ToolError>,
     > + Send;
-    ///`lean_run_at`: Try tactic, term or command text at a position of a synced version, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync.
+    ///`lean_run_at`: Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync.
     fn lean_run_at(
         &self,
         ctx: &CallContext,
@@ -1818,7 +2027,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_hover`: Type and docstring at a position of a synced version.
+    ///`lean_hover`: Type and docstring at a position.
     fn lean_hover(
         &self,
         ctx: &CallContext,
@@ -1826,13 +2035,21 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::HoverResult, ToolError>,
     > + Send;
-    ///`lean_signature_help`: Signature of the function applied at a position of a synced version.
+    ///`lean_signature_help`: Signature of the function applied at a position.
     fn lean_signature_help(
         &self,
         ctx: &CallContext,
         args: LeanSignatureHelpArgs,
     ) -> impl ::std::future::Future<
         Output = Result<results::SignatureHelpResult, ToolError>,
+    > + Send;
+    ///`lean_completions`: Completions at a position: label, kind, type, edit.
+    fn lean_completions(
+        &self,
+        ctx: &CallContext,
+        args: LeanCompletionsArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::CompletionsResult, ToolError>,
     > + Send;
     ///`lean_definition`: Where the constant at a position is declared.
     fn lean_definition(
@@ -1850,7 +2067,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::LocationsResult, ToolError>,
     > + Send;
-    ///`lean_document_symbols`: The nested symbols of a synced version.
+    ///`lean_document_symbols`: The nested symbols of a version.
     fn lean_document_symbols(
         &self,
         ctx: &CallContext,
@@ -1866,7 +2083,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::WorkspaceSymbolsResult, ToolError>,
     > + Send;
-    ///`lean_goals`: Structured goals (name, target, hypotheses) at a position of a synced version, before or after the tactic there.
+    ///`lean_goals`: Structured goals (name, target, hypotheses) at a position, before or after the tactic there.
     fn lean_goals(
         &self,
         ctx: &CallContext,
@@ -1874,7 +2091,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::GoalsResult, ToolError>,
     > + Send;
-    ///`lean_todo`: Unfinished work in a range of a synced version: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at.
+    ///`lean_todo`: Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a run_at_position and run_at_text to try with lean_run_at.
     fn lean_todo(
         &self,
         ctx: &CallContext,
@@ -1914,6 +2131,14 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::ReleaseResult, ToolError>,
     > + Send;
+    ///`lean_handle_edit`: Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.
+    fn lean_handle_edit(
+        &self,
+        ctx: &CallContext,
+        args: LeanHandleEditArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::HandleEditResult, ToolError>,
+    > + Send;
     ///`lean_run_code`: Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm.
     fn lean_run_code(
         &self,
@@ -1946,7 +2171,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::SyncResult, ToolError>,
     > + Send;
-    ///`lean_refresh`: Like lean_sync, but re-elaborates an unchanged file too (e.g. after a dependency was rebuilt).
+    ///`lean_refresh`: Like lean_sync, but re-elaborates an unchanged file too.
     fn lean_refresh(
         &self,
         ctx: &CallContext,
@@ -2017,6 +2242,9 @@ impl<O: Operations + ?Sized> Handler for O {
             ToolCall::LeanSignatureHelp(args) => {
                 crate::surface::structured(&self.lean_signature_help(ctx, args).await?)
             }
+            ToolCall::LeanCompletions(args) => {
+                crate::surface::structured(&self.lean_completions(ctx, args).await?)
+            }
             ToolCall::LeanDefinition(args) => {
                 crate::surface::structured(&self.lean_definition(ctx, args).await?)
             }
@@ -2050,6 +2278,9 @@ impl<O: Operations + ?Sized> Handler for O {
             }
             ToolCall::LeanRelease(args) => {
                 crate::surface::structured(&self.lean_release(ctx, args).await?)
+            }
+            ToolCall::LeanHandleEdit(args) => {
+                crate::surface::structured(&self.lean_handle_edit(ctx, args).await?)
             }
             ToolCall::LeanRunCode(args) => {
                 crate::surface::structured(&self.lean_run_code(ctx, args).await?)
@@ -2098,7 +2329,9 @@ macro_rules! for_each_tool {
         lean_hover : $crate::surface::LeanHoverArgs =>
         $crate::surface::results::HoverResult, lean_signature_help :
         $crate::surface::LeanSignatureHelpArgs =>
-        $crate::surface::results::SignatureHelpResult, lean_definition :
+        $crate::surface::results::SignatureHelpResult, lean_completions :
+        $crate::surface::LeanCompletionsArgs =>
+        $crate::surface::results::CompletionsResult, lean_definition :
         $crate::surface::LeanDefinitionArgs => $crate::surface::results::LocationsResult,
         lean_references : $crate::surface::LeanReferencesArgs =>
         $crate::surface::results::LocationsResult, lean_document_symbols :
@@ -2115,12 +2348,14 @@ macro_rules! for_each_tool {
         lean_run_with_linear : $crate::surface::LeanRunWithLinearArgs =>
         $crate::surface::results::RunResult, lean_release :
         $crate::surface::LeanReleaseArgs => $crate::surface::results::ReleaseResult,
-        lean_run_code : $crate::surface::LeanRunCodeArgs =>
-        $crate::surface::results::RunCodeResult, lean_verify :
-        $crate::surface::LeanVerifyArgs => $crate::surface::results::VerifyResult,
-        lean_update : $crate::surface::LeanUpdateArgs =>
-        $crate::surface::results::UpdateResult, lean_sync : $crate::surface::LeanSyncArgs
-        => $crate::surface::results::SyncResult, lean_refresh :
+        lean_handle_edit : $crate::surface::LeanHandleEditArgs =>
+        $crate::surface::results::HandleEditResult, lean_run_code :
+        $crate::surface::LeanRunCodeArgs => $crate::surface::results::RunCodeResult,
+        lean_verify : $crate::surface::LeanVerifyArgs =>
+        $crate::surface::results::VerifyResult, lean_update :
+        $crate::surface::LeanUpdateArgs => $crate::surface::results::UpdateResult,
+        lean_sync : $crate::surface::LeanSyncArgs =>
+        $crate::surface::results::SyncResult, lean_refresh :
         $crate::surface::LeanRefreshArgs => $crate::surface::results::SyncResult,
         lean_save : $crate::surface::LeanSaveArgs =>
         $crate::surface::results::SaveResult, lean_close_save :

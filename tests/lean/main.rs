@@ -10,11 +10,14 @@ mod common;
 
 mod bounds;
 mod broker;
+mod completions;
 mod contract;
 mod faults;
+mod handle_edit;
 mod inspect;
 mod lake_setup;
 mod lsp_client;
+mod outline;
 mod prefix_bases;
 mod replicas;
 mod safe_fs;
