@@ -35,14 +35,18 @@ mod edits;
 mod feedback;
 mod inspect;
 mod process;
+mod run_code;
 mod speculate;
+mod verify;
 
 pub use documents::*;
 pub use edits::*;
 pub use feedback::*;
 pub use inspect::*;
 pub use process::*;
+pub use run_code::*;
 pub use speculate::*;
+pub use verify::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

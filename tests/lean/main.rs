@@ -22,4 +22,6 @@ mod prefix_bases;
 mod replicas;
 mod safe_fs;
 mod save_feedback;
+mod snippets;
 mod speculate;
+mod verify;
