@@ -9,7 +9,8 @@ use std::task::{Context, Poll, Waker};
 
 use divan::Bencher;
 use lean_beam_mcp::context::CallContext;
-use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher, Reply};
+use lean_beam_mcp::mcp::config::Config;
+use lean_beam_mcp::mcp::dispatcher::{Dispatcher, Reply};
 use lean_beam_mcp::mcp::session::Session;
 use lean_beam_mcp::stats::Stats;
 use lean_beam_mcp::surface::{self, Operations, ToolError};

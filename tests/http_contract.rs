@@ -1568,7 +1568,8 @@ fn official_python_client_calls_lean_sync_over_http() {
 
 use common::gated::{Event, Gated};
 use lean_beam_mcp::http::{self, HttpConfig};
-use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
+use lean_beam_mcp::mcp::config::Config;
+use lean_beam_mcp::mcp::dispatcher::Dispatcher;
 use lean_beam_mcp::stats::Stats;
 
 /// `lean-beam-mcp --http` served in this process over gated operations.

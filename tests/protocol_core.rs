@@ -13,7 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher};
+use lean_beam_mcp::mcp::config::Config;
+use lean_beam_mcp::mcp::dispatcher::Dispatcher;
 use lean_beam_mcp::mcp::stdio;
 use lean_beam_mcp::stats::Stats;
 use serde_json::{Value, json};

@@ -41,6 +41,11 @@ pub struct Runtime {
     pub max_file_bytes: u64,
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
+    /// The header-keyed virtual documents of `lean_run_code`.
+    pub snippets: super::snippets::Headers,
+    /// `lean --version` of the workspace's toolchain, once read (a toolchain
+    /// change needs `lean_drop_workspace` anyway).
+    pub lean_version: tokio::sync::OnceCell<String>,
     bases: Bases,
     pub handles: HandleStore,
     /// The compiled imports Lean loaded, to notice checkpoints written by
@@ -108,6 +113,8 @@ impl Runtime {
             max_file_bytes: limits.max_file_bytes,
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
+            snippets: Default::default(),
+            lean_version: Default::default(),
             bases,
             handles,
             import_stamps,

@@ -9,9 +9,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use super::catch_panic::CatchPanic;
+use super::config::Config;
 use super::era::{self, Family, LEGACY_VERSION, META_SERVER_INFO, SUPPORTED_MODERN};
 use super::fence::{Admission, FenceScope, RootFences};
 use super::jsonrpc::{self, Incoming, RequestId, RpcError};
+use super::params::{check_tools_list, only_members, unknown_tool, validate_initialize};
 use super::session::{CancelOutcome, Limits, Session};
 use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
@@ -21,85 +24,6 @@ use crate::surface::{
     ToolOutcome, ToolSet,
 };
 use crate::{log_debug, log_info, log_warn};
-
-/// Tunables of the protocol core.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// How long a call without a progress token may run before its one
-    /// `beam.status` notice.
-    pub status_delay: Duration,
-    /// Calls running at once across every client (the global cap). A call
-    /// admitted beyond it waits for a slot, still cancellable.
-    pub max_in_flight: usize,
-    /// Calls one HTTP client (a legacy session) may run at once, so that one
-    /// client's slow calls leave slots for the others.
-    pub max_in_flight_per_client: usize,
-    /// Calls one stream may hold admitted (running or waiting for a slot).
-    /// Past it a stdio reader waits, which pushes back on a client that floods
-    /// requests; below it every line is read, cancellations included.
-    pub max_admitted_per_stream: usize,
-    /// The tools this server serves (`--tools`, `LEAN_BEAM_TOOLS`): the only
-    /// ones in tools/list and the only ones a call may name.
-    pub tools: ToolSet,
-}
-
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
-pub const DEFAULT_MAX_IN_FLIGHT_PER_CLIENT: usize = 64;
-pub const DEFAULT_MAX_ADMITTED_PER_STREAM: usize = 1024;
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            status_delay: Duration::from_secs(2),
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            max_in_flight_per_client: DEFAULT_MAX_IN_FLIGHT_PER_CLIENT,
-            max_admitted_per_stream: DEFAULT_MAX_ADMITTED_PER_STREAM,
-            tools: ToolSet::all(),
-        }
-    }
-}
-
-impl Config {
-    /// Defaults, with `LEAN_BEAM_STATUS_DELAY_MS` (tests shorten it),
-    /// `LEAN_BEAM_MAX_IN_FLIGHT`, `LEAN_BEAM_MAX_ADMITTED` and
-    /// `LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT` honoured.
-    pub fn from_env() -> Result<Self, String> {
-        let mut config = Self::default();
-        if let Some(ms) = std::env::var("LEAN_BEAM_STATUS_DELAY_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            config.status_delay = Duration::from_millis(ms);
-        }
-        for (name, field) in [
-            ("LEAN_BEAM_MAX_IN_FLIGHT", &mut config.max_in_flight),
-            (
-                "LEAN_BEAM_MAX_ADMITTED",
-                &mut config.max_admitted_per_stream,
-            ),
-            (
-                "LEAN_BEAM_HTTP_MAX_IN_FLIGHT_PER_CLIENT",
-                &mut config.max_in_flight_per_client,
-            ),
-        ] {
-            if let Some(value) = positive_env(name)? {
-                *field = value;
-            }
-        }
-        Ok(config)
-    }
-}
-
-/// A positive integer from the environment; `Err` names the variable.
-fn positive_env(name: &str) -> Result<Option<usize>, String> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(text) => match text.trim().parse::<usize>() {
-            Ok(n) if n > 0 && n <= Semaphore::MAX_PERMITS => Ok(Some(n)),
-            _ => Err(format!("{name} takes a positive integer, not `{text}`")),
-        },
-    }
-}
 
 /// Results that never change, serialized once.
 #[derive(Debug)]
@@ -742,32 +666,6 @@ impl<O: Handler + 'static> Dispatcher<O> {
     }
 }
 
-/// Runs a future, turning a panic while polling it into `Err(message)`.
-struct CatchPanic<F>(std::pin::Pin<Box<F>>);
-
-impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
-    type Output = Result<F::Output, String>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let future = self.0.as_mut();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Ok(std::task::Poll::Ready(output)) => std::task::Poll::Ready(Ok(output)),
-            Err(payload) => {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "panic".to_string());
-                std::task::Poll::Ready(Err(message))
-            }
-        }
-    }
-}
-
 /// The canonical form of a root, as the key of its fence: symlinked aliases
 /// meet. A root that cannot be resolved (gone, or a file system that does not
 /// answer within the limit) is its own key, lexically normalized.
@@ -785,88 +683,4 @@ fn preparation_message(tool: &str, path: Option<&str>, fence: bool) -> String {
         (Some(path), false) => format!("{tool}: preparing {path}"),
         (None, false) => format!("{tool}: preparing"),
     }
-}
-
-fn only_members(params: Option<&Map<String, Value>>, allowed: &[&str]) -> Result<(), RpcError> {
-    if let Some(extra) = params.and_then(|p| p.keys().find(|k| !allowed.contains(&k.as_str()))) {
-        return Err(RpcError::invalid_params(format!(
-            "undeclared params member `{extra}` (allowed: {})",
-            allowed.join(", ")
-        )));
-    }
-    Ok(())
-}
-
-fn check_tools_list(params: Option<&Map<String, Value>>) -> Result<(), RpcError> {
-    only_members(params, &["cursor", "_meta"])?;
-    if params.is_some_and(|p| p.contains_key("cursor")) {
-        return Err(RpcError::invalid_params(
-            "invalid cursor: tools/list returns every tool in one page and never issues a cursor",
-        ));
-    }
-    Ok(())
-}
-
-fn validate_initialize(params: Option<&Map<String, Value>>) -> Result<(), RpcError> {
-    let params = params.ok_or_else(|| RpcError::invalid_params("initialize needs params"))?;
-    if !params.get("protocolVersion").is_some_and(Value::is_string) {
-        return Err(RpcError::invalid_params(
-            "initialize needs a string `protocolVersion`",
-        ));
-    }
-    if !params.get("capabilities").is_some_and(Value::is_object) {
-        return Err(RpcError::invalid_params(
-            "initialize needs a `capabilities` object",
-        ));
-    }
-    let info_ok = params
-        .get("clientInfo")
-        .and_then(Value::as_object)
-        .is_some_and(|info| info.get("name").is_some_and(Value::is_string));
-    if !info_ok {
-        return Err(RpcError::invalid_params(
-            "initialize needs `clientInfo` with a string `name`",
-        ));
-    }
-    Ok(())
-}
-
-/// `-32602` for an unknown tool, pointing raw LSP method names at the tool that
-/// serves that need, and a tool left out of this server's set at the option
-/// that serves it.
-fn unknown_tool(name: &str, tools: &ToolSet) -> RpcError {
-    const LSP_HINTS: &[(&str, &str)] = &[
-        ("textDocument/hover", "lean_hover"),
-        ("textDocument/definition", "lean_definition"),
-        ("textDocument/references", "lean_references"),
-        ("textDocument/documentSymbol", "lean_document_symbols"),
-        ("textDocument/signatureHelp", "lean_signature_help"),
-        ("workspace/symbol", "lean_workspace_symbols"),
-        ("$/lean/plainGoal", "lean_goals"),
-        ("textDocument/codeAction", "lean_todo"),
-        ("textDocument/didOpen", "lean_sync"),
-        ("textDocument/didChange", "lean_sync"),
-    ];
-    let hint = LSP_HINTS.iter().find(|(m, _)| *m == name).map(|(_, t)| *t);
-    let message = if let Some(tool) = tools.left_out(name) {
-        format!(
-            "`{}` is not served: this server was started with --tools {} (see tools/list)",
-            tool.name(),
-            tools.spelling()
-        )
-    } else if let Some(tool) = hint.filter(|tool| tools.served(tool)) {
-        format!("`{name}` is a raw LSP method, not a tool; use `{tool}`")
-    } else if name.contains('/') || name.starts_with('$') {
-        format!(
-            "`{name}` is a raw LSP method, not a tool; raw LSP methods are not exposed (see tools/list)"
-        )
-    } else if let Some(near) = tools.nearest(name) {
-        format!(
-            "unknown tool `{name}`; did you mean `{}`? (see tools/list)",
-            near.name()
-        )
-    } else {
-        format!("unknown tool `{name}` (see tools/list)")
-    };
-    RpcError::invalid_params(message)
 }

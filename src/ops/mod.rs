@@ -11,10 +11,12 @@ mod handle_edit;
 mod inspect;
 mod process;
 mod redact;
+mod run_code;
 mod save;
 mod speculate;
 mod term_goal;
 mod todo;
+mod verify;
 
 use std::sync::Arc;
 
@@ -326,6 +328,39 @@ impl Operations for Beam {
         args: LeanReleaseArgs,
     ) -> Answer<ReleaseResult> {
         speculate::release(&self.broker, &args.workspace, &args.path, &args.handle).await
+    }
+
+    async fn lean_run_code(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunCodeArgs,
+    ) -> Answer<RunCodeResult> {
+        run_code::run_code(
+            &self.broker,
+            ctx,
+            &run_code::RunCode {
+                workspace: &args.workspace,
+                code: &args.code,
+                max_heartbeats: args.max_heartbeats,
+                timeout_ms: args.timeout_ms,
+            },
+        )
+        .await
+    }
+
+    async fn lean_verify(&self, ctx: &CallContext, args: LeanVerifyArgs) -> Answer<VerifyResult> {
+        verify::verify(
+            &self.broker,
+            ctx,
+            &verify::Verify {
+                workspace: &args.workspace,
+                path: &args.path,
+                version: args.version,
+                declarations: &args.declarations,
+                allowed_axioms: &args.allowed_axioms,
+            },
+        )
+        .await
     }
 
     async fn lean_handle_edit(

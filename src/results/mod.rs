@@ -36,7 +36,9 @@ mod edits;
 mod feedback;
 mod inspect;
 mod process;
+mod run_code;
 mod speculate;
+mod verify;
 
 pub use batch::*;
 pub use documents::*;
@@ -44,7 +46,9 @@ pub use edits::*;
 pub use feedback::*;
 pub use inspect::*;
 pub use process::*;
+pub use run_code::*;
 pub use speculate::*;
+pub use verify::*;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

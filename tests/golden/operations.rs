@@ -221,6 +221,24 @@ impl TodoKind {
         }
     }
 }
+///To certify.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    ///`name`.
+    pub name: ::std::string::String,
+    ///Type it must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "::std::string::String")]
+    pub reference: ::std::option::Option<::std::string::String>,
+}
 ///One piece of evidence attached to a feedback report.
 #[derive(
     Debug,
@@ -876,6 +894,57 @@ pub struct LeanHandleEditArgs {
     ///`handle`.
     pub handle: ::std::string::String,
 }
+///Arguments of `lean_run_code`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanRunCodeArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///`code`.
+    pub code: ::std::string::String,
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
+}
+///Arguments of `lean_verify`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanVerifyArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///Root-relative or absolute.
+    pub path: ::std::string::String,
+    ///From lean_sync/lean_update.
+    #[serde(deserialize_with = "crate::surface::lenient::natural")]
+    pub version: u64,
+    ///`declarations`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declarations: ::std::vec::Vec<Declaration>,
+    ///Default propext, Classical.choice, Quot.sound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_axioms: ::std::vec::Vec<::std::string::String>,
+}
 ///Arguments of `lean_update`.
 #[derive(
     Debug,
@@ -1100,6 +1169,8 @@ pub enum Tool {
     LeanRunWithLinear,
     LeanRelease,
     LeanHandleEdit,
+    LeanRunCode,
+    LeanVerify,
     LeanUpdate,
     LeanSync,
     LeanRefresh,
@@ -1108,10 +1179,10 @@ pub enum Tool {
     LeanClose,
 }
 /// The number of tools.
-pub const TOOL_COUNT: usize = 28usize;
+pub const TOOL_COUNT: usize = 30usize;
 impl Tool {
     /// All tools, in tools/list order.
-    pub const ALL: [Tool; 28usize] = [
+    pub const ALL: [Tool; 30usize] = [
         Tool::BeamVersion,
         Tool::BeamStats,
         Tool::BeamFeedbackReport,
@@ -1134,6 +1205,8 @@ impl Tool {
         Tool::LeanRunWithLinear,
         Tool::LeanRelease,
         Tool::LeanHandleEdit,
+        Tool::LeanRunCode,
+        Tool::LeanVerify,
         Tool::LeanUpdate,
         Tool::LeanSync,
         Tool::LeanRefresh,
@@ -1165,12 +1238,14 @@ impl Tool {
             Tool::LeanRunWithLinear => 19usize,
             Tool::LeanRelease => 20usize,
             Tool::LeanHandleEdit => 21usize,
-            Tool::LeanUpdate => 22usize,
-            Tool::LeanSync => 23usize,
-            Tool::LeanRefresh => 24usize,
-            Tool::LeanSave => 25usize,
-            Tool::LeanCloseSave => 26usize,
-            Tool::LeanClose => 27usize,
+            Tool::LeanRunCode => 22usize,
+            Tool::LeanVerify => 23usize,
+            Tool::LeanUpdate => 24usize,
+            Tool::LeanSync => 25usize,
+            Tool::LeanRefresh => 26usize,
+            Tool::LeanSave => 27usize,
+            Tool::LeanCloseSave => 28usize,
+            Tool::LeanClose => 29usize,
         }
     }
     pub const fn name(self) -> &'static str {
@@ -1197,6 +1272,8 @@ impl Tool {
             Tool::LeanRunWithLinear => "lean_run_with_linear",
             Tool::LeanRelease => "lean_release",
             Tool::LeanHandleEdit => "lean_handle_edit",
+            Tool::LeanRunCode => "lean_run_code",
+            Tool::LeanVerify => "lean_verify",
             Tool::LeanUpdate => "lean_update",
             Tool::LeanSync => "lean_sync",
             Tool::LeanRefresh => "lean_refresh",
@@ -1229,6 +1306,8 @@ impl Tool {
             "lean_run_with_linear" => Some(Tool::LeanRunWithLinear),
             "lean_release" => Some(Tool::LeanRelease),
             "lean_handle_edit" => Some(Tool::LeanHandleEdit),
+            "lean_run_code" => Some(Tool::LeanRunCode),
+            "lean_verify" => Some(Tool::LeanVerify),
             "lean_update" => Some(Tool::LeanUpdate),
             "lean_sync" => Some(Tool::LeanSync),
             "lean_refresh" => Some(Tool::LeanRefresh),
@@ -1283,6 +1362,8 @@ impl Tool {
             Tool::LeanRunWithLinear => results::output_schema::<results::RunResult>(),
             Tool::LeanRelease => results::output_schema::<results::ReleaseResult>(),
             Tool::LeanHandleEdit => results::output_schema::<results::HandleEditResult>(),
+            Tool::LeanRunCode => results::output_schema::<results::RunCodeResult>(),
+            Tool::LeanVerify => results::output_schema::<results::VerifyResult>(),
             Tool::LeanUpdate => results::output_schema::<results::UpdateResult>(),
             Tool::LeanSync => results::output_schema::<results::SyncResult>(),
             Tool::LeanRefresh => results::output_schema::<results::SyncResult>(),
@@ -1387,6 +1468,14 @@ impl Tool {
                 ::serde_json::to_value(::schemars::schema_for!(LeanHandleEditArgs))
                     .expect("derived schema serializes")
             }
+            Tool::LeanRunCode => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanRunCodeArgs))
+                    .expect("derived schema serializes")
+            }
+            Tool::LeanVerify => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanVerifyArgs))
+                    .expect("derived schema serializes")
+            }
             Tool::LeanUpdate => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanUpdateArgs))
                     .expect("derived schema serializes")
@@ -1414,7 +1503,7 @@ impl Tool {
         }
     }
 }
-pub static TOOL_SPECS: [ToolSpec; 28usize] = [
+pub static TOOL_SPECS: [ToolSpec; 30usize] = [
     ToolSpec {
         name: "beam_version",
         progress: ProgressClass::Quiet,
@@ -1636,6 +1725,26 @@ pub static TOOL_SPECS: [ToolSpec; 28usize] = [
         read_only: true,
     },
     ToolSpec {
+        name: "lean_run_code",
+        progress: ProgressClass::LakeAndFile,
+        status_notice: StatusNotice::OnSetupOrDelay,
+        workspace_bound: true,
+        snapshot_bound: false,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
+        name: "lean_verify",
+        progress: ProgressClass::Inspection,
+        status_notice: StatusNotice::AfterDelay,
+        workspace_bound: true,
+        snapshot_bound: true,
+        cancellable: true,
+        fence: false,
+        read_only: true,
+    },
+    ToolSpec {
         name: "lean_update",
         progress: ProgressClass::Preparation,
         status_notice: StatusNotice::AfterDelay,
@@ -1697,9 +1806,9 @@ pub static TOOL_SPECS: [ToolSpec; 28usize] = [
     },
 ];
 ///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.
-pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"1-32 candidates in parallel at a lean_run_at position or a handle; per candidate: outcome, proof_state, fingerprint, same_as, diff, handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 candidates at once at a lean_run_at position or a handle: outcome, proof_state, fingerprint, same_as, diff, handle each. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
-pub const INPUT_SCHEMAS: [&str; 28usize] = [
+pub const INPUT_SCHEMAS: [&str; 30usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
@@ -1722,6 +1831,8 @@ pub const INPUT_SCHEMAS: [&str; 28usize] = [
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Type it must have.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
@@ -1731,7 +1842,7 @@ pub const INPUT_SCHEMAS: [&str; 28usize] = [
 ];
 /// Each tool's validator, compiled on its first use, so that a server
 /// serving a tool set compiles only the validators of that set.
-pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 28usize] = [
+pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 30usize] = [
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[0usize])),
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[1usize])),
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[2usize])),
@@ -1793,7 +1904,13 @@ pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 28usize]
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
         INPUT_SCHEMAS[26usize],
     )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[27usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[27usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[28usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[29usize])),
 ];
 /// A named tool set of the table (`[profile.<name>]`).
 #[derive(Debug, Clone, Copy)]
@@ -1815,12 +1932,13 @@ pub const PROFILES: [ProfileSpec; 1usize] = [
             Tool::LeanHover,
             Tool::LeanDefinition,
             Tool::LeanGoals,
-            Tool::LeanTermGoal,
             Tool::LeanTodo,
             Tool::LeanRunWith,
             Tool::LeanRunWithLinear,
             Tool::LeanRelease,
             Tool::LeanHandleEdit,
+            Tool::LeanRunCode,
+            Tool::LeanVerify,
             Tool::LeanSync,
             Tool::LeanSave,
         ],
@@ -1851,6 +1969,8 @@ pub enum ToolCall {
     LeanRunWithLinear(LeanRunWithLinearArgs),
     LeanRelease(LeanReleaseArgs),
     LeanHandleEdit(LeanHandleEditArgs),
+    LeanRunCode(LeanRunCodeArgs),
+    LeanVerify(LeanVerifyArgs),
     LeanUpdate(LeanUpdateArgs),
     LeanSync(LeanSyncArgs),
     LeanRefresh(LeanRefreshArgs),
@@ -1883,6 +2003,8 @@ impl ToolCall {
             ToolCall::LeanRunWithLinear(_) => Tool::LeanRunWithLinear,
             ToolCall::LeanRelease(_) => Tool::LeanRelease,
             ToolCall::LeanHandleEdit(_) => Tool::LeanHandleEdit,
+            ToolCall::LeanRunCode(_) => Tool::LeanRunCode,
+            ToolCall::LeanVerify(_) => Tool::LeanVerify,
             ToolCall::LeanUpdate(_) => Tool::LeanUpdate,
             ToolCall::LeanSync(_) => Tool::LeanSync,
             ToolCall::LeanRefresh(_) => Tool::LeanRefresh,
@@ -1911,6 +2033,7 @@ impl ToolCall {
             ToolCall::LeanRunWithLinear(args) => Some(args.path.as_str()),
             ToolCall::LeanRelease(args) => Some(args.path.as_str()),
             ToolCall::LeanHandleEdit(args) => Some(args.path.as_str()),
+            ToolCall::LeanVerify(args) => Some(args.path.as_str()),
             ToolCall::LeanUpdate(args) => Some(args.path.as_str()),
             ToolCall::LeanSync(args) => Some(args.path.as_str()),
             ToolCall::LeanRefresh(args) => Some(args.path.as_str()),
@@ -1943,6 +2066,8 @@ impl ToolCall {
             ToolCall::LeanRunWithLinear(args) => Some(&args.workspace),
             ToolCall::LeanRelease(args) => Some(&args.workspace),
             ToolCall::LeanHandleEdit(args) => Some(&args.workspace),
+            ToolCall::LeanRunCode(args) => Some(&args.workspace),
+            ToolCall::LeanVerify(args) => Some(&args.workspace),
             ToolCall::LeanUpdate(args) => Some(&args.workspace),
             ToolCall::LeanSync(args) => Some(&args.workspace),
             ToolCall::LeanRefresh(args) => Some(&args.workspace),
@@ -2020,6 +2145,10 @@ pub fn parse(
         Tool::LeanHandleEdit => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanHandleEdit)
         }
+        Tool::LeanRunCode => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanRunCode)
+        }
+        Tool::LeanVerify => ::serde_json::from_value(arguments).map(ToolCall::LeanVerify),
         Tool::LeanUpdate => ::serde_json::from_value(arguments).map(ToolCall::LeanUpdate),
         Tool::LeanSync => ::serde_json::from_value(arguments).map(ToolCall::LeanSync),
         Tool::LeanRefresh => {
@@ -2085,7 +2214,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_batch`: 1-32 candidates in parallel at a lean_run_at position or a handle; per candidate: outcome, proof_state, fingerprint, same_as, diff, handle.
+    ///`lean_run_batch`: Try 1-32 candidates at once at a lean_run_at position or a handle: outcome, proof_state, fingerprint, same_as, diff, handle each.
     fn lean_run_batch(
         &self,
         ctx: &CallContext,
@@ -2212,6 +2341,22 @@ pub trait Operations: Send + Sync {
         args: LeanHandleEditArgs,
     ) -> impl ::std::future::Future<
         Output = Result<results::HandleEditResult, ToolError>,
+    > + Send;
+    ///`lean_run_code`: Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm.
+    fn lean_run_code(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunCodeArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::RunCodeResult, ToolError>,
+    > + Send;
+    ///`lean_verify`: Certify declarations of a synced version (default: its theorems): axioms vs allowlist, escape hatches in file and imports, reference types; tied to source hashes.
+    fn lean_verify(
+        &self,
+        ctx: &CallContext,
+        args: LeanVerifyArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::VerifyResult, ToolError>,
     > + Send;
     ///`lean_update`: Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them).
     fn lean_update(
@@ -2346,6 +2491,12 @@ impl<O: Operations + ?Sized> Handler for O {
             ToolCall::LeanHandleEdit(args) => {
                 crate::surface::structured(&self.lean_handle_edit(ctx, args).await?)
             }
+            ToolCall::LeanRunCode(args) => {
+                crate::surface::structured(&self.lean_run_code(ctx, args).await?)
+            }
+            ToolCall::LeanVerify(args) => {
+                crate::surface::structured(&self.lean_verify(ctx, args).await?)
+            }
             ToolCall::LeanUpdate(args) => {
                 crate::surface::structured(&self.lean_update(ctx, args).await?)
             }
@@ -2409,7 +2560,10 @@ macro_rules! for_each_tool {
         $crate::surface::results::RunResult, lean_release :
         $crate::surface::LeanReleaseArgs => $crate::surface::results::ReleaseResult,
         lean_handle_edit : $crate::surface::LeanHandleEditArgs =>
-        $crate::surface::results::HandleEditResult, lean_update :
+        $crate::surface::results::HandleEditResult, lean_run_code :
+        $crate::surface::LeanRunCodeArgs => $crate::surface::results::RunCodeResult,
+        lean_verify : $crate::surface::LeanVerifyArgs =>
+        $crate::surface::results::VerifyResult, lean_update :
         $crate::surface::LeanUpdateArgs => $crate::surface::results::UpdateResult,
         lean_sync : $crate::surface::LeanSyncArgs =>
         $crate::surface::results::SyncResult, lean_refresh :

@@ -706,7 +706,8 @@ lean_beam_mcp::for_each_tool!(panicking_operations);
 /// structured internal error; its id is retired and its slot released.
 #[tokio::test]
 async fn a_panicking_tool_still_answers_its_request_once() {
-    use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher, Reply};
+    use lean_beam_mcp::mcp::config::Config;
+    use lean_beam_mcp::mcp::dispatcher::{Dispatcher, Reply};
     use lean_beam_mcp::mcp::session::Session;
     use std::sync::Arc;
 

@@ -23,4 +23,6 @@ mod prefix_bases;
 mod replicas;
 mod safe_fs;
 mod save_feedback;
+mod snippets;
 mod speculate;
+mod verify;

@@ -1,0 +1,50 @@
+//! The result of `lean_run_code`.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{Range, Severity, WorkspaceEcho};
+
+/// One message Lean gave about a snippet; `range` counts from the snippet's
+/// first character (line 0 is its first line).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SnippetMessage {
+    pub severity: Severity,
+    pub text: String,
+    pub range: Range,
+}
+
+/// The snippet's header did not import: nothing after it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct HeaderError {
+    /// The module that failed, when Lean's report names one of the header's.
+    pub import: Option<String>,
+    pub message: String,
+}
+
+/// What Lean said about a snippet.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunCodeResult {
+    pub workspace: WorkspaceEcho,
+    /// No error, the header imported, and it finished within `timeout_ms`.
+    pub success: bool,
+    /// A declaration of the snippet uses `sorry`.
+    pub sorry: bool,
+    pub messages: Vec<SnippetMessage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_error: Option<HeaderError>,
+    /// Present when a budget ran out (then `success` is false): for
+    /// `timeout`, `messages` holds what Lean had reported by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exhausted: Option<SnippetBudget>,
+}
+
+/// A `lean_run_code` budget that ran out (the names the probe tools use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SnippetBudget {
+    /// Lean's `maxHeartbeats` (its "maximum number of heartbeats" error).
+    Heartbeats,
+    /// `timeout_ms`: the snippet was abandoned and Lean told to stop.
+    Timeout,
+}
