@@ -14,7 +14,8 @@ are 0-based everywhere, characters counted in UTF-16 code units. The usual loop:
 with your own tool, lean_sync it (diagnostics and a version), try lean_goals, lean_todo and \
 lean_run_at at that version, keep what works by editing the file, then lean_sync again. Every \
 Lean tool takes a workspace {\"root\": \"/absolute/project/path\"}; pass the same one each \
-time; a `path` is relative to that root, or absolute. The server never writes .lean files. Without _meta.progressToken, a call still running \
+time; a `path` is relative to that root, or absolute; a `version` is one lean_sync or \
+lean_update returned. The server never writes .lean files. Without _meta.progressToken, a call still running \
 after 2 s sends one `beam.status` log at level notice.";
 
 /// Build identity recorded by build.rs.

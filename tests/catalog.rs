@@ -20,10 +20,10 @@ fn catalog() -> Vec<Value> {
 }
 
 #[test]
-fn catalog_lists_28_tools_in_table_order() {
+fn catalog_lists_30_tools_in_table_order() {
     let tools = catalog();
-    assert_eq!(tools.len(), 28);
-    assert_eq!(TOOL_COUNT, 28);
+    assert_eq!(tools.len(), 30);
+    assert_eq!(TOOL_COUNT, 30);
     for (i, (entry, tool)) in tools.iter().zip(Tool::ALL).enumerate() {
         assert_eq!(entry["name"], tool.name(), "tool {i}");
         assert_eq!(Tool::from_name(tool.name()), Some(tool));
@@ -291,7 +291,8 @@ fn tools_list_result_is_at_most_22_kb_without_output_schemas() {
 const CORE_INTENT: &[&str] = &[
     "lean_sync",
     "lean_goals",
-    "lean_term_goal",
+    // lean_term_goal (issue 18 names it) would take core past 12 KB; it
+    // stays in `all` until core's descriptions are shortened.
     "lean_run_at",
     "lean_run_batch",
     "lean_run_at_handle",
@@ -468,6 +469,7 @@ fn speculative_tools_state_the_io_boundary() {
     let speculative = [
         "lean_run_at",
         "lean_run_at_handle",
+        "lean_run_batch",
         "lean_run_with",
         "lean_run_with_linear",
         "lean_run_code",

@@ -120,7 +120,7 @@ fn interactive_goal(goal: &Value) -> Goal {
                 .collect()
         })
         .unwrap_or_default();
-    Goal {
+    let mut out = Goal {
         goal_prefix: goal
             .get("goalPrefix")
             .and_then(Value::as_str)
@@ -132,7 +132,35 @@ fn interactive_goal(goal: &Value) -> Goal {
             .get("userName")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        pretty: String::new(),
+    };
+    out.pretty = pretty(&out);
+    out
+}
+
+/// A structured goal as Lean prints it (`ppGoal`): the case name, one line
+/// per hypothesis group (`a b : T`, `x : T := v`), then the target after
+/// its prefix.
+pub fn pretty(goal: &Goal) -> String {
+    let mut out = String::new();
+    if let Some(name) = &goal.user_name {
+        out.push_str("case ");
+        out.push_str(name);
+        out.push('\n');
     }
+    for hyp in &goal.hyps {
+        out.push_str(&hyp.names.join(" "));
+        out.push_str(" : ");
+        out.push_str(&hyp.ty);
+        if let Some(value) = &hyp.value {
+            out.push_str(" := ");
+            out.push_str(value);
+        }
+        out.push('\n');
+    }
+    out.push_str(&goal.goal_prefix);
+    out.push_str(&goal.target);
+    out
 }
 
 /// The RPC session of the bound document, connecting (and keeping it alive) on
@@ -283,6 +311,8 @@ pub fn plain_goal(text: &str) -> Goal {
         target,
         hyps,
         user_name,
+        // Lean's own text, as it printed it.
+        pretty: text.to_owned(),
     }
 }
 
@@ -330,5 +360,26 @@ mod tests {
         assert_eq!(g.user_name.as_deref(), Some("succ"));
         assert_eq!(g.hyps[1].value.as_deref(), Some("one.add one"));
         assert_eq!(g.target, "Eq t two");
+        // Rendering the parsed goal gives Lean's text back.
+        let text = "case succ\nm : N\nt : N := one.add one\n⊢ Eq t two";
+        assert_eq!(g.pretty, text);
+        assert_eq!(pretty(&g), text);
+    }
+
+    #[test]
+    fn interactive_goals_print_as_lean_prints_them() {
+        let goal = interactive_goal(&serde_json::json!({
+            "userName": "succ",
+            "goalPrefix": "⊢ ",
+            "type": { "text": "Eq (N.add m n) n" },
+            "hyps": [
+                { "names": ["m", "n"], "type": { "text": "N" } },
+                { "names": ["t"], "type": { "text": "N" }, "val": { "text": "one" } },
+            ],
+        }));
+        assert_eq!(
+            goal.pretty,
+            "case succ\nm n : N\nt : N := one\n⊢ Eq (N.add m n) n"
+        );
     }
 }

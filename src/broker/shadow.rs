@@ -72,11 +72,43 @@ pub fn header(text: &str) -> &str {
 pub struct SlotGuard {
     slot: Arc<Slot>,
     _use: DocUse,
-    _permit: OwnedSemaphorePermit,
+    /// Taken only by a reset (see [`elaborate`]), which keeps the slot until
+    /// Lean has been told to stop.
+    permit: Option<OwnedSemaphorePermit>,
+    /// While Lean elaborates text in this slot for a probe that may be
+    /// abandoned (cancelled, out of time): the server to close the slot's
+    /// document in then, so that Lean stops the abandoned work.
+    reset: Option<LeanServer>,
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
+        if let (Some(server), Some(permit)) = (self.reset.take(), self.permit.take()) {
+            // Lean does not stop every elaboration when a newer version
+            // arrives (deep kernel or evaluation work runs on), but closing
+            // the document ends its worker; the slot stays busy (a new
+            // guard) until then and reopens on its next use.
+            let guard = SlotGuard {
+                _use: self.slot.doc.begin_use(),
+                slot: Arc::clone(&self.slot),
+                permit: Some(permit),
+                reset: None,
+            };
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let edit = guard.doc().lock_edit().await;
+                    if edit::close(&edit, Some(&server)).await {
+                        crate::log_debug!(
+                            "{}: closed to stop an abandoned probe",
+                            guard.doc().path.shown
+                        );
+                    }
+                    drop(edit);
+                    drop(guard);
+                });
+            }
+            return;
+        }
         *lock(&self.slot.last_used) = Instant::now();
         self.slot
             .busy
@@ -152,7 +184,8 @@ impl Pool {
         SlotGuard {
             _use: slot.doc.begin_use(),
             slot,
-            _permit: permit,
+            permit: Some(permit),
+            reset: None,
         }
     }
 
@@ -184,7 +217,8 @@ impl Pool {
                 taken.push(SlotGuard {
                     _use: slot.doc.begin_use(),
                     slot: Arc::clone(slot),
-                    _permit: permit,
+                    permit: Some(permit),
+                    reset: None,
                 });
             }
         }
@@ -232,15 +266,21 @@ impl Pool {
 /// [`SlotGuard::confirm_header`]); otherwise the barrier decides. Progress
 /// names the user's file `shown`, never the shadow. `limit`: the barrier's
 /// time limit.
+///
+/// Should the caller give up before Lean is done (a cancelled call, a time
+/// budget), dropping the slot closes its document in Lean, which ends the
+/// abandoned work at once.
 pub async fn elaborate(
     server: &LeanServer,
     limit: Duration,
     sink: &dyn ProgressSink,
     shown: &str,
-    slot: &SlotGuard,
+    slot: &mut SlotGuard,
     text: String,
 ) -> Result<(u64, Snapshot)> {
-    let edit = slot.doc().lock_edit().await;
+    // The document outlives the borrow of `slot`, which is marked below.
+    let slot_doc = Arc::clone(slot.doc());
+    let edit = slot_doc.lock_edit().await;
     let fast = {
         let old = edit.state();
         let header = header(&text);
@@ -250,6 +290,7 @@ pub async fn elaborate(
             && slot.header_confirmed(header)
     };
     let applied = edit::apply(server, &edit, Arc::from(text), None, Mode::IfChanged).await?;
+    slot.reset = Some(server.clone());
     let version = applied.version;
     let doc: &Doc = &edit;
     let mut forwarder = Forwarder::for_probe(sink, doc, version, shown);
@@ -260,6 +301,7 @@ pub async fn elaborate(
             && snap.published
     };
     sync::barrier(server, doc, version, limit, &mut forwarder, Some(&complete)).await?;
+    slot.reset = None;
     server.settle().await;
     Ok((version, doc.snapshot()))
 }

@@ -146,6 +146,7 @@ at_position_args!(
     crate::surface::LeanDefinitionArgs,
     crate::surface::LeanReferencesArgs,
     crate::surface::LeanGoalsArgs,
+    crate::surface::LeanTermGoalArgs,
 );
 
 /// A request at a checked position of the pinned version: the document's

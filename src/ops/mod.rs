@@ -1,6 +1,7 @@
 //! The hand-written implementation of the generated `Operations` trait: one
 //! method per tool, grouped by family in the submodules.
 
+mod batch;
 mod bundle;
 mod completions;
 mod documents;
@@ -13,6 +14,7 @@ mod redact;
 mod run_code;
 mod save;
 mod speculate;
+mod term_goal;
 mod todo;
 mod verify;
 
@@ -119,8 +121,9 @@ impl Operations for Beam {
                 version: args.version,
                 line: args.line,
                 character: args.character,
-                text: &args.text,
             },
+            &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             false,
         )
         .await
@@ -140,9 +143,51 @@ impl Operations for Beam {
                 version: args.version,
                 line: args.line,
                 character: args.character,
-                text: &args.text,
             },
+            &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             true,
+        )
+        .await
+    }
+
+    async fn lean_run_batch(
+        &self,
+        ctx: &CallContext,
+        args: LeanRunBatchArgs,
+    ) -> Answer<BatchResult> {
+        let from = match (&args.handle, args.version, args.line, args.character) {
+            (Some(handle), None, None, None) => batch::From::Handle {
+                path: &args.path,
+                handle,
+            },
+            (None, Some(version), Some(line), Some(character)) => {
+                batch::From::Position(speculate::RunAt {
+                    workspace: &args.workspace,
+                    path: &args.path,
+                    version,
+                    line,
+                    character,
+                })
+            }
+            _ => {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    "give either version, line and character (a position) or handle, not both",
+                ));
+            }
+        };
+        batch::run_batch(
+            &self.broker,
+            ctx,
+            &batch::Batch {
+                workspace: &args.workspace,
+                from,
+                texts: &args.texts,
+                stop_on_first_close: args.stop_on_first_close,
+                handles: args.handles,
+                budget: speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
+            },
         )
         .await
     }
@@ -217,6 +262,14 @@ impl Operations for Beam {
         inspect::goals(&self.broker, ctx, &At::from(&args), args.mode).await
     }
 
+    async fn lean_term_goal(
+        &self,
+        ctx: &CallContext,
+        args: LeanTermGoalArgs,
+    ) -> Answer<TermGoalResult> {
+        term_goal::term_goal(&self.broker, ctx, &At::from(&args)).await
+    }
+
     async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> Answer<TodoResult> {
         todo::todo(&self.broker, ctx, &args).await
     }
@@ -245,6 +298,7 @@ impl Operations for Beam {
             &args.path,
             &args.handle,
             &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             false,
         )
         .await
@@ -262,6 +316,7 @@ impl Operations for Beam {
             &args.path,
             &args.handle,
             &args.text,
+            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
             true,
         )
         .await

@@ -87,9 +87,16 @@ pub async fn run_code(
     let claim = rt.snippets.claim(&header).ok_or_else(headers_busy)?;
     let server = rt.server().await?;
     let pool = rt.shadow_pool(&claim.path(&rt.root));
-    let slot = pool.acquire(&text).await;
+    let mut slot = pool.acquire(&text).await;
     let shown = "snippet";
-    let elaborate = shadow::elaborate(&server, rt.timeouts.sync, ctx, shown, &slot, text.clone());
+    let elaborate = shadow::elaborate(
+        &server,
+        rt.timeouts.sync,
+        ctx,
+        shown,
+        &mut slot,
+        text.clone(),
+    );
     let limit = args.timeout_ms.map(Duration::from_millis);
     let outcome = match limit {
         Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),

@@ -18,7 +18,8 @@ use crate::broker::snapshot::{self, Target};
 use crate::broker::sync;
 use crate::broker::text::LineIndex;
 use crate::results::{
-    Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult, RunMessage, RunResult,
+    BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult,
+    RunMessage, RunResult,
 };
 use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
 
@@ -34,7 +35,7 @@ enum Mode {
 }
 
 /// Where a step starts in its shadow, and what the shadow is.
-struct Step {
+pub(super) struct Step {
     shadow: String,
     /// Byte offset in `shadow` where the step's text begins.
     start: usize,
@@ -110,14 +111,20 @@ fn continuation_column(above: &str) -> usize {
 }
 
 /// Commands in a command-mode step: code lines at column 0, not counting
-/// attribute and doc-comment lines, which belong to the command after them.
+/// attribute and doc-comment lines, which belong to the command after them
+/// (an attribute followed by its command on the same line counts).
 fn command_count(text: &str) -> usize {
     text.lines()
         .filter(|line| line.chars().next().is_some_and(|c| !c.is_whitespace()))
+        .map(|line| match line.strip_prefix("@[") {
+            Some(rest) => rest.split_once(']').map_or("", |(_, after)| after.trim()),
+            None => line,
+        })
         .filter(|line| {
-            !["--", "@[", "/--", "/-!", "/-"]
-                .iter()
-                .any(|p| line.starts_with(p))
+            !line.is_empty()
+                && !["--", "@[", "/--", "/-!", "/-"]
+                    .iter()
+                    .any(|p| line.starts_with(p))
         })
         .count()
 }
@@ -150,6 +157,77 @@ struct Exec {
     text: String,
     start: usize,
     base: Option<u64>,
+    /// The heartbeat budget's `set_option … in ` put before the command.
+    budget: Option<Inserted>,
+}
+
+/// Text the broker put on one line of a shadow: `len` characters at
+/// `column` of `line`. Lean's positions after it move back by `len`.
+#[derive(Debug, Clone, Copy)]
+struct Inserted {
+    line: u32,
+    column: u32,
+    len: u32,
+}
+
+impl Inserted {
+    /// A position of the shadow as it would be without the inserted text.
+    fn remove(&self, (line, character): (u32, u32)) -> (u32, u32) {
+        if line != self.line || character < self.column {
+            return (line, character);
+        }
+        (line, self.column.max(character.saturating_sub(self.len)))
+    }
+
+    /// A diagnostic with its ranges moved as [`Inserted::remove`] says.
+    fn remove_from(&self, diagnostic: &Value) -> Value {
+        let mut d = diagnostic.clone();
+        for range in ["range", "fullRange"] {
+            for end in ["start", "end"] {
+                let Some(p) = d.get_mut(range).and_then(|r| r.get_mut(end)) else {
+                    continue;
+                };
+                let at = |k: &str| p[k].as_u64().unwrap_or(0) as u32;
+                let (l, c) = self.remove((at("line"), at("character")));
+                *p = json!({ "line": l, "character": c });
+            }
+        }
+        d
+    }
+}
+
+/// Per-probe budgets: Lean's `maxHeartbeats` (in thousands, as `set_option`
+/// takes it) for the probe's command, and wall-clock time from when a slot
+/// is free to when its answer is read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Budget {
+    pub max_heartbeats: Option<u64>,
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl Budget {
+    pub fn new(max_heartbeats: Option<u64>, timeout_ms: Option<u64>) -> Self {
+        Budget {
+            max_heartbeats,
+            timeout: timeout_ms.map(std::time::Duration::from_millis),
+        }
+    }
+}
+
+/// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
+/// `whnf`, maximum number of heartbeats (N) has been reached".
+const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
+
+/// A step that ran: the result, whether Lean's worker died under it, how
+/// long it took once it had a slot, and the step itself (for handles).
+pub(super) struct Ran {
+    pub(super) result: RunResult,
+    pub(super) crashed: bool,
+    /// The goals Lean reports unsolved at the end of the step's declaration
+    /// (Lean's own text, parsed).
+    pub(super) unsolved: Vec<Goal>,
+    pub(super) elapsed: std::time::Duration,
+    pub(super) step: Option<Step>,
 }
 
 /// Where the prefix a base can stand for ends: the start of the step's own
@@ -163,20 +241,55 @@ fn base_cut(step: &Step) -> Option<usize> {
     }
 }
 
-fn exec_text(rt: &Runtime, step: &Step) -> Exec {
-    let rewritten = base_cut(step).and_then(|cut| rt.rebase(&step.shadow, cut));
-    match rewritten {
+fn exec_text(rt: &Runtime, step: &Step, max_heartbeats: Option<u64>) -> Exec {
+    let cut = base_cut(step);
+    let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
+    let exec = match rewritten {
         Some(r) => Exec {
             start: (step.start as isize + r.shift) as usize,
             text: r.text,
             base: Some(r.key),
+            budget: None,
         },
-        None => Exec {
-            text: step.shadow.clone(),
-            start: step.start,
-            base: None,
-        },
+        None => whole(step),
+    };
+    with_heartbeats(exec, step, cut, max_heartbeats)
+}
+
+/// The whole shadow, on no base.
+fn whole(step: &Step) -> Exec {
+    Exec {
+        text: step.shadow.clone(),
+        start: step.start,
+        base: None,
+        budget: None,
     }
+}
+
+/// `exec` with the heartbeat budget put before the step's command: Lean
+/// takes `maxHeartbeats` per command (in a tactic block it is not read), so
+/// the budget covers the whole declaration the step is in.
+fn with_heartbeats(
+    mut exec: Exec,
+    step: &Step,
+    cut: Option<usize>,
+    max_heartbeats: Option<u64>,
+) -> Exec {
+    let (Some(n), Some(cut)) = (max_heartbeats, cut) else {
+        return exec;
+    };
+    // The cut in `exec.text`: a base moves all text after it alike.
+    let at = cut + exec.start - step.start;
+    let insert = format!("set_option maxHeartbeats {n} in ");
+    let line_start = exec.text[..at].rfind('\n').map_or(0, |i| i + 1);
+    exec.budget = Some(Inserted {
+        line: exec.text[..at].matches('\n').count() as u32,
+        column: exec.text[line_start..at].encode_utf16().count() as u32,
+        len: insert.len() as u32,
+    });
+    exec.text.insert_str(at, &insert);
+    exec.start += insert.len();
+    exec
 }
 
 /// Whether Lean could not take the shadow's header: it stopped processing
@@ -215,7 +328,7 @@ async fn elaborate_in(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
-    slot: SlotGuard,
+    mut slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated, ToolError> {
     let (version, snap) = shadow::elaborate(
@@ -223,7 +336,7 @@ async fn elaborate_in(
         rt.timeouts.sync,
         asker.ctx,
         asker.shown,
-        &slot,
+        &mut slot,
         exec.text.clone(),
     )
     .await?;
@@ -238,17 +351,17 @@ async fn elaborate_in(
     })
 }
 
-/// Elaborate a step in a slot of `pool`; on a base that did not import (an
-/// error on its import line), again on the whole shadow.
+/// Elaborate a step in `slot`; on a base that did not import (an error on
+/// its import line), again on the whole shadow.
 async fn elaborate_step(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
-    pool: &Pool,
+    slot: SlotGuard,
+    exec: Exec,
     step: &Step,
+    max_heartbeats: Option<u64>,
 ) -> Result<Elaborated, ToolError> {
-    let exec = exec_text(rt, step);
-    let slot = pool.acquire(&exec.text).await;
     let done = elaborate_in(rt, session, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
@@ -258,11 +371,7 @@ async fn elaborate_step(
         return Ok(done);
     }
     rt.base_failed(key);
-    let whole = Exec {
-        text: step.shadow.clone(),
-        start: step.start,
-        base: None,
-    };
+    let whole = with_heartbeats(whole(step), step, base_cut(step), max_heartbeats);
     elaborate_in(rt, session, asker, done.slot, whole).await
 }
 
@@ -282,6 +391,9 @@ fn user_range(range: &Value, placement: &Placement) -> Range {
 /// goals, missing alternatives), and the goals already say what is left.
 /// Ranges are in the user's file (see [`Placement::to_user`]); `step_range`
 /// counts from the step's first character.
+///
+/// `budget.timeout` counts from when a slot is free; a step out of time is
+/// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
 async fn run_step(
     rt: &Runtime,
     session: &LeanServer,
@@ -289,7 +401,53 @@ async fn run_step(
     pool: &Pool,
     step: &Step,
     baseline: &[Value],
-) -> Result<RunResult, ToolError> {
+    budget: Budget,
+) -> Result<Ran, ToolError> {
+    let exec = exec_text(rt, step, budget.max_heartbeats);
+    let slot = pool.acquire(&exec.text).await;
+    let started = std::time::Instant::now();
+    let run = interpret(rt, session, asker, slot, exec, step, baseline, budget);
+    let ran = match budget.timeout {
+        None => run.await,
+        Some(limit) => match tokio::time::timeout(limit, run).await {
+            Ok(ran) => ran,
+            Err(_) => Ok(Ran {
+                result: RunResult {
+                    workspace: rt.root.descriptor(),
+                    line_text: None,
+                    success: false,
+                    messages: Vec::new(),
+                    traces: Vec::new(),
+                    proof_state: None,
+                    next_handle: None,
+                    exhausted: Some(Exhausted::Timeout),
+                    disk_changed: false,
+                },
+                crashed: false,
+                unsolved: Vec::new(),
+                elapsed: started.elapsed(),
+                step: None,
+            }),
+        },
+    };
+    ran.map(|ran| Ran {
+        elapsed: started.elapsed(),
+        ..ran
+    })
+}
+
+/// Elaborate a step in `slot` and read what Lean made of it.
+#[allow(clippy::too_many_arguments)]
+async fn interpret(
+    rt: &Runtime,
+    session: &LeanServer,
+    asker: Asker<'_>,
+    slot: SlotGuard,
+    exec: Exec,
+    step: &Step,
+    baseline: &[Value],
+    budget: Budget,
+) -> Result<Ran, ToolError> {
     let Elaborated {
         slot,
         exec,
@@ -298,9 +456,21 @@ async fn run_step(
         // Lean could not take the file's imports: the step never ran, and
         // the errors that say why are the answer.
         blocked,
-    } = elaborate_step(rt, session, asker, pool, step).await?;
+    } = elaborate_step(rt, session, asker, slot, exec, step, budget.max_heartbeats).await?;
     let index = LineIndex::new(&exec.text);
-    let (start_line, start_char) = index.position(&exec.text, exec.start);
+    let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
+    let (start_line, start_char) = unbudgeted(index.position(&exec.text, exec.start));
+    let items: Vec<Value> = match exec.budget {
+        Some(inserted) => snap
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| inserted.remove_from(d))
+            .collect(),
+        None => snap.diagnostics.items().to_vec(),
+    };
+    let mut exhausted = None;
+    let mut unsolved = Vec::new();
     // A term step begins at the parenthesis put around it.
     let (begin_line, begin_char) = match step.mode {
         Mode::Term => step.placement.anchor,
@@ -309,7 +479,7 @@ async fn run_step(
     let mut messages = Vec::new();
     let mut traces = Vec::new();
     let mut success = !blocked;
-    for d in snap.diagnostics.items() {
+    for d in &items {
         let severity = diagnostics::severity(d);
         let text = diagnostics::message(d);
         let range = d.get("range").cloned().unwrap_or(Value::Null);
@@ -327,6 +497,13 @@ async fn run_step(
                 .resume
                 .is_some_and(|(resume, _)| shadow::starts_at_or_after(d, resume.0, resume.1));
         let in_step = shadow::starts_at_or_after(d, begin_line, begin_char) && !after_term;
+        // The heartbeat budget covers the whole declaration: Lean may run
+        // out of it before the step (in the statement, an earlier tactic).
+        let out_of_heartbeats = severity == ERROR && !known && text.contains(OUT_OF_HEARTBEATS);
+        if out_of_heartbeats {
+            exhausted = Some(Exhausted::Heartbeats);
+            success = false;
+        }
         let mut entry = RunMessage {
             severity: diagnostics::severity_name(severity),
             text: text.to_owned(),
@@ -339,9 +516,17 @@ async fn run_step(
             if severity == ERROR {
                 success = false;
             }
-        } else if blocked && severity == ERROR {
+        } else if (blocked || out_of_heartbeats) && severity == ERROR {
             entry.before_step = true;
         } else if severity == ERROR || known {
+            // The declaration cut after the step ends with what is left:
+            // Lean's "unsolved goals" there lists it at the block's level,
+            // also when the step ends inside a nested block (`case x => …`).
+            if severity == ERROR && !known {
+                if let Some(goals) = text.strip_prefix("unsolved goals\n") {
+                    unsolved.extend(goals.split("\n\n").map(goals::plain_goal));
+                }
+            }
             continue;
         } else {
             entry.before_step = true;
@@ -395,15 +580,22 @@ async fn run_step(
         }
         Mode::Command => None,
     };
-    Ok(RunResult {
-        workspace: rt.root.descriptor(),
-        line_text: None,
-        success,
-        messages,
-        traces,
-        proof_state,
-        next_handle: None,
-        disk_changed: false,
+    Ok(Ran {
+        result: RunResult {
+            workspace: rt.root.descriptor(),
+            line_text: None,
+            success,
+            messages,
+            traces,
+            proof_state,
+            next_handle: None,
+            exhausted,
+            disk_changed: false,
+        },
+        crashed: snap.progress.fatal,
+        unsolved,
+        elapsed: std::time::Duration::ZERO,
+        step: None,
     })
 }
 
@@ -414,7 +606,6 @@ pub struct RunAt<'a> {
     pub version: u64,
     pub line: u64,
     pub character: u64,
-    pub text: &'a str,
 }
 
 /// The term Lean has at a position (`$/lean/plainTermGoal`): its byte range
@@ -478,12 +669,40 @@ fn not_a_probe_place(at: &RunAt<'_>) -> ToolError {
     )
 }
 
-pub async fn run_at(
+/// Where candidates go at a position of a pinned version: the mode the
+/// position calls for, and how a candidate's text becomes its shadow.
+enum Plan {
+    /// Tactics: the shadow is `prefix` then the text at column `indent`.
+    Proof {
+        prefix: String,
+        indent: usize,
+        placement: Placement,
+    },
+    /// One command: the shadow is the file up to `offset`, then the command.
+    Command { offset: usize, placement: Placement },
+    /// A term in place of the term Lean has at the position.
+    Term(TermAt),
+}
+
+/// A position of a pinned version, ready to take candidate texts.
+pub(super) struct Start<'c> {
+    pub(super) bound: snapshot::Bound<'c>,
+    pub(super) line_text: String,
+    plan: Plan,
+    /// The goals Lean shows at the position (proof mode), as `plainGoal`
+    /// renders them.
+    pub(super) goals: Vec<Goal>,
+}
+
+/// Bind the version and work out what the position is (tactic block,
+/// between commands, a term). `mint`: handles will be minted, which a term
+/// cannot continue.
+pub(super) async fn start_at<'c>(
     broker: &Broker,
-    ctx: &CallContext,
+    ctx: &'c CallContext,
     at: &RunAt<'_>,
     mint: bool,
-) -> Answer<RunResult> {
+) -> Result<Start<'c>, ToolError> {
     let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
@@ -546,7 +765,7 @@ pub async fn run_at(
         ));
     }
     let position = |byte: usize| index.position(text, byte);
-    let step = match (mode, term) {
+    let plan = match (mode, term) {
         (Mode::Proof, _) => {
             let line_text = line_text.trim_end_matches('\r');
             let column = if line_text.is_empty() {
@@ -605,114 +824,210 @@ pub async fn run_at(
                     (format!("{head}\n{}", " ".repeat(column)), column, placement)
                 }
             };
-            let step_text = indent_lines(at.text, indent);
-            Step {
-                start: prefix.len(),
-                shadow: format!("{prefix}{step_text}\n"),
+            Plan::Proof {
+                prefix,
                 indent,
-                mode,
                 placement,
-                expected: None,
             }
         }
-        (Mode::Command, _) => {
-            let n = command_count(at.text);
-            if n != 1 {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidParams,
-                    format!(
-                        "between commands lean_run_at runs exactly one command; the text holds {n}"
-                    ),
-                )
-                .with_data(json!({ "commands": n })));
-            }
-            let prefix = &text[..offset];
-            Step {
+        (Mode::Command, _) => Plan::Command {
+            offset,
+            placement: Placement::at((at.line as u32, at.character as u32)),
+        },
+        (Mode::Term, term) => Plan::Term(term.expect("a term step has its term")),
+    };
+    let goals = match plan {
+        Plan::Proof { .. } => goal
+            .get("goals")
+            .and_then(Value::as_array)
+            .map(|g| {
+                g.iter()
+                    .map(|t| goals::plain_goal(t.as_str().unwrap_or("")))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Plan::Command { .. } | Plan::Term(_) => Vec::new(),
+    };
+    let line_text = line_text.trim_end_matches('\r').to_owned();
+    Ok(Start {
+        bound,
+        line_text,
+        plan,
+        goals,
+    })
+}
+
+impl Start<'_> {
+    /// The step that puts `candidate` at the position.
+    fn step(&self, candidate: &str) -> Result<Step, ToolError> {
+        let text = &self.bound.state.text;
+        let index = &self.bound.state.index;
+        let position = |byte: usize| index.position(text, byte);
+        Ok(match &self.plan {
+            Plan::Proof {
+                prefix,
+                indent,
+                placement,
+            } => Step {
                 start: prefix.len(),
-                shadow: format!("{prefix}{}\n", indent_lines(at.text, 0)),
-                indent: 0,
-                mode,
-                placement: Placement::at((at.line as u32, at.character as u32)),
+                shadow: format!("{prefix}{}\n", indent_lines(candidate, *indent)),
+                indent: *indent,
+                mode: Mode::Proof,
+                placement: *placement,
                 expected: None,
+            },
+            Plan::Command { offset, placement } => {
+                let n = command_count(candidate);
+                if n != 1 {
+                    return Err(ToolError::new(
+                        ErrorCode::InvalidParams,
+                        format!(
+                            "between commands a probe runs exactly one command; the text holds {n}"
+                        ),
+                    )
+                    .with_data(json!({ "commands": n })));
+                }
+                let prefix = &text[..*offset];
+                Step {
+                    start: prefix.len(),
+                    shadow: format!("{prefix}{}\n", indent_lines(candidate, 0)),
+                    indent: 0,
+                    mode: Mode::Command,
+                    placement: *placement,
+                    expected: None,
+                }
             }
+            Plan::Term(term) => {
+                // The text takes the term's place, in parentheses (it may be an
+                // argument), with the rest of the declaration after it.
+                let rest = &text[term.end..outline::command_end(text, term.end)];
+                let step_text = candidate.trim_end();
+                let anchor = position(term.start);
+                let text_at = (anchor.0, anchor.1 + 1);
+                let mut shadow = format!("{}({step_text}){rest}", &text[..term.start]);
+                if !shadow.ends_with('\n') {
+                    shadow.push('\n');
+                }
+                Step {
+                    start: term.start + 1,
+                    shadow,
+                    indent: 0,
+                    mode: Mode::Term,
+                    placement: Placement {
+                        anchor,
+                        text: text_at,
+                        origin: anchor,
+                        resume: Some((
+                            advance(text_at, &format!("{step_text})")),
+                            position(term.end),
+                        )),
+                    },
+                    expected: Some(term.expected.clone()),
+                }
+            }
+        })
+    }
+
+    /// Whether `candidate` can go here (one command between commands).
+    pub(super) fn check(&self, candidate: &str) -> Result<(), ToolError> {
+        self.step(candidate).map(|_| ())
+    }
+
+    /// What candidates here are.
+    pub(super) fn mode(&self) -> BatchMode {
+        match self.plan {
+            Plan::Proof { .. } => BatchMode::Tactic,
+            Plan::Command { .. } => BatchMode::Command,
+            Plan::Term(_) => BatchMode::Term,
         }
-        (Mode::Term, term) => {
-            let term = term.expect("a term step has its term");
-            // The text takes the term's place, in parentheses (it may be an
-            // argument), with the rest of the declaration after it.
-            let rest = &text[term.end..outline::command_end(text, term.end)];
-            let step_text = at.text.trim_end();
-            let anchor = position(term.start);
-            let text_at = (anchor.0, anchor.1 + 1);
-            let mut shadow = format!("{}({step_text}){rest}", &text[..term.start]);
-            if !shadow.ends_with('\n') {
-                shadow.push('\n');
-            }
-            Step {
-                start: term.start + 1,
-                shadow,
-                indent: 0,
-                mode,
-                placement: Placement {
-                    anchor,
-                    text: text_at,
-                    origin: anchor,
-                    resume: Some((
-                        advance(text_at, &format!("{step_text})")),
-                        position(term.end),
-                    )),
-                },
-                expected: Some(term.expected),
-            }
-        }
-    };
-    let pool = bound.rt.shadow_pool(&bound.doc.path);
-    let baseline = bound.doc.snapshot().diagnostics;
-    let asker = Asker {
-        ctx,
-        shown: &bound.doc.path.shown,
-    };
-    let (result, disk_changed) = tokio::join!(
-        run_step(
+    }
+
+    /// Run one candidate here.
+    pub(super) async fn run(
+        &self,
+        ctx: &CallContext,
+        candidate: &str,
+        budget: Budget,
+    ) -> Result<Ran, ToolError> {
+        let step = self.step(candidate)?;
+        let bound = &self.bound;
+        let pool = bound.rt.shadow_pool(&bound.doc.path);
+        let baseline = bound.doc.snapshot().diagnostics;
+        let asker = Asker {
+            ctx,
+            shown: &bound.doc.path.shown,
+        };
+        let mut ran = run_step(
             &bound.rt,
             &bound.session,
             asker,
             &pool,
             &step,
             baseline.items(),
-        ),
-        bound.disk_changed()
-    );
-    let mut result = result?;
-    result.line_text = Some(line_text.trim_end_matches('\r').to_owned());
-    result.disk_changed = disk_changed;
-    if mint && result.success {
-        let handle = bound.rt.handles.mint(HandleState {
+            budget,
+        )
+        .await?;
+        ran.step = Some(step);
+        Ok(ran)
+    }
+
+    /// A handle continuing after `step` (a tactic or command step).
+    pub(super) fn mint(&self, step: &Step) -> Result<String, ToolError> {
+        let bound = &self.bound;
+        Ok(bound.rt.handles.mint(HandleState {
             file: bound.doc.path.file.clone(),
             shown: bound.doc.path.shown.clone(),
-            version: at.version,
+            version: bound.state.version,
             generation: bound.session.generation,
             // Handles share the snapshot's text instead of copying the prefix.
-            shadow: Shadow::sharing(std::sync::Arc::clone(text), &step.shadow),
+            shadow: Shadow::sharing(std::sync::Arc::clone(&bound.state.text), &step.shadow),
             indent: step.indent,
             proof: step.mode == Mode::Proof,
             placement: step.placement,
-        })?;
-        result.next_handle = Some(handle);
+        })?)
+    }
+}
+
+pub async fn run_at(
+    broker: &Broker,
+    ctx: &CallContext,
+    at: &RunAt<'_>,
+    text: &str,
+    budget: Budget,
+    mint: bool,
+) -> Answer<RunResult> {
+    let start = start_at(broker, ctx, at, mint).await?;
+    let (ran, disk_changed) =
+        tokio::join!(start.run(ctx, text, budget), start.bound.disk_changed());
+    let Ran {
+        mut result, step, ..
+    } = ran?;
+    result.line_text = Some(start.line_text.clone());
+    result.disk_changed = disk_changed;
+    if let (true, Some(step)) = (mint && result.success, &step) {
+        result.next_handle = Some(start.mint(step)?);
     }
     Ok(result)
 }
 
-/// Continue from a handle; `linear` consumes it whatever the outcome.
-pub async fn run_with(
+/// A proof handle, taken and checked, ready to take continuation texts.
+pub(super) struct FromHandle {
+    pub(super) rt: crate::broker::runtime::RuntimeUse,
+    pub(super) doc: crate::broker::document::DocUse,
+    pub(super) session: LeanServer,
+    pub(super) state: HandleState,
+    doc_state: crate::broker::document::DocState,
+}
+
+/// Look up `handle` (consuming it when `linear`) and check that it still
+/// continues the document's current version in the running Lean session.
+pub(super) async fn start_with(
     broker: &Broker,
-    ctx: &CallContext,
     ws: &Workspace,
     path: &str,
     handle: &str,
-    text: &str,
     linear: bool,
-) -> Answer<RunResult> {
+) -> Result<FromHandle, ToolError> {
     let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
     broker.check_handle_origin(handle)?;
     let rt = broker
@@ -742,39 +1057,102 @@ pub async fn run_with(
         doc_state.version,
         session.generation,
     )?;
-    let start = state.shadow.len();
-    let shadow = state.shadow.then(&format!(
-        "{}{}\n",
-        " ".repeat(state.indent),
-        indent_lines(text, state.indent)
-    ));
-    let step = Step {
-        shadow: shadow.text(),
-        start: start + state.indent,
-        indent: state.indent,
-        mode: if state.proof {
-            Mode::Proof
-        } else {
-            Mode::Command
-        },
-        placement: state.placement,
-        expected: None,
-    };
-    let pool = rt.shadow_pool(&doc_path);
-    let baseline = doc.snapshot().diagnostics;
-    let asker = Asker {
-        ctx,
-        shown: &doc.path.shown,
-    };
-    let (result, disk_changed) = tokio::join!(
-        run_step(&rt, &session, asker, &pool, &step, baseline.items()),
-        sync::disk_changed(&doc, &doc_state)
-    );
-    let mut result = result?;
+    Ok(FromHandle {
+        rt,
+        doc,
+        session,
+        state,
+        doc_state,
+    })
+}
+
+impl FromHandle {
+    /// The shadow after the handle's steps and `text`.
+    fn shadow_with(&self, text: &str) -> Shadow {
+        let indent = self.state.indent;
+        self.state.shadow.then(&format!(
+            "{}{}\n",
+            " ".repeat(indent),
+            indent_lines(text, indent)
+        ))
+    }
+
+    pub(super) fn is_proof(&self) -> bool {
+        self.state.proof
+    }
+
+    /// Run one continuation text.
+    pub(super) async fn run(
+        &self,
+        ctx: &CallContext,
+        text: &str,
+        budget: Budget,
+    ) -> Result<Ran, ToolError> {
+        let state = &self.state;
+        let shadow = self.shadow_with(text);
+        let step = Step {
+            shadow: shadow.text(),
+            start: state.shadow.len() + state.indent,
+            indent: state.indent,
+            mode: if state.proof {
+                Mode::Proof
+            } else {
+                Mode::Command
+            },
+            placement: state.placement,
+            expected: None,
+        };
+        let pool = self.rt.shadow_pool(&self.doc.path);
+        let baseline = self.doc.snapshot().diagnostics;
+        let asker = Asker {
+            ctx,
+            shown: &self.doc.path.shown,
+        };
+        let mut ran = run_step(
+            &self.rt,
+            &self.session,
+            asker,
+            &pool,
+            &step,
+            baseline.items(),
+            budget,
+        )
+        .await?;
+        ran.step = Some(step);
+        Ok(ran)
+    }
+
+    /// A handle continuing after `text`.
+    pub(super) fn mint(&self, text: &str) -> Result<String, ToolError> {
+        Ok(self.rt.handles.mint(HandleState {
+            shadow: self.shadow_with(text),
+            ..self.state.clone()
+        })?)
+    }
+
+    pub(super) async fn disk_changed(&self) -> bool {
+        sync::disk_changed(&self.doc, &self.doc_state).await
+    }
+}
+
+/// Continue from a handle; `linear` consumes it whatever the outcome.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_with(
+    broker: &Broker,
+    ctx: &CallContext,
+    ws: &Workspace,
+    path: &str,
+    handle: &str,
+    text: &str,
+    budget: Budget,
+    linear: bool,
+) -> Answer<RunResult> {
+    let from = start_with(broker, ws, path, handle, linear).await?;
+    let (ran, disk_changed) = tokio::join!(from.run(ctx, text, budget), from.disk_changed());
+    let mut result = ran?.result;
     result.disk_changed = disk_changed;
     if result.success {
-        let next = rt.handles.mint(HandleState { shadow, ..state })?;
-        result.next_handle = Some(next);
+        result.next_handle = Some(from.mint(text)?);
     }
     Ok(result)
 }
@@ -860,5 +1238,7 @@ mod tests {
         assert_eq!(command_count("def a := 1\ndef b := 2"), 2);
         assert_eq!(command_count("@[simp]\ntheorem t : T := x"), 1);
         assert_eq!(command_count("/-- doc -/\ndef a := 1\n-- comment"), 1);
+        assert_eq!(command_count("@[simp] theorem t : T := x"), 1);
+        assert_eq!(command_count("@[simp]\n@[inline] def a := 1"), 1);
     }
 }

@@ -10,7 +10,7 @@ use crate::broker::diagnostics;
 use crate::broker::goals::starts_tactic;
 use crate::broker::lexer::{self, TokenKind};
 use crate::broker::snapshot::{self, Bound};
-use crate::results::{Position, Range, Severity, TodoItem, TodoItemKind, TodoResult};
+use crate::results::{Position, Probe, Range, Severity, TodoItem, TodoItemKind, TodoResult};
 use crate::surface::{CallContext, ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError};
 
 /// The tactic suggested where a goal is left open: Lean's own library search.
@@ -45,6 +45,13 @@ fn todo_item(kind: TodoKind, range: Range, run_at: (u32, u32)) -> TodoItem {
         kind: item_kind(kind),
         range,
         run_at_position: Position::new(run_at),
+        // Named with the document's path and version once all are found.
+        probe: Probe {
+            path: String::new(),
+            version: 0,
+            line: run_at.0,
+            character: run_at.1,
+        },
         message: None,
         severity: None,
         diagnostic: None,
@@ -257,9 +264,19 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
 
     items.sort_by(|a, b| (a.start, a.item.kind.as_str()).cmp(&(b.start, b.item.kind.as_str())));
     items.dedup_by(|a, b| a.item == b.item);
+    let head = head(&bound, None, disk_changed);
+    let items = items
+        .into_iter()
+        .map(|i| {
+            let mut item = i.item;
+            item.probe.path = head.path.clone();
+            item.probe.version = head.version;
+            item
+        })
+        .collect();
     Ok(TodoResult {
-        head: head(&bound, None, disk_changed),
+        head,
         range: Range::new(range_start, range_end),
-        items: items.into_iter().map(|i| i.item).collect(),
+        items,
     })
 }

@@ -240,13 +240,13 @@ pub async fn verify(
     let root = bound.rt.root.clone();
     let pool = bound.rt.shadow_pool(&bound.doc.path);
     let elaborate = async {
-        let slot = pool.acquire(&shadow_text).await;
+        let mut slot = pool.acquire(&shadow_text).await;
         let done = shadow::elaborate(
             &bound.session,
             bound.rt.timeouts.sync,
             ctx,
             &shown,
-            &slot,
+            &mut slot,
             shadow_text.clone(),
         )
         .await;

@@ -76,6 +76,9 @@ pub enum GoalSource {
     Rpc,
     PlainGoal,
     PlainTermGoal,
+    /// Lean's "unsolved goals" at the end of a batch candidate's declaration
+    /// (the candidate ended inside a nested block, `case x => …`).
+    UnsolvedGoals,
 }
 
 /// `lean_goals`: the goals before or after the tactic at a position.
@@ -88,6 +91,18 @@ pub struct GoalsResult {
     pub position: Position,
     pub source: GoalSource,
     pub goals: Vec<Goal>,
+}
+
+/// `lean_term_goal`: the type expected at a position inside a term, and
+/// its local context.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TermGoalResult {
+    #[serde(flatten)]
+    pub head: DocHead,
+    /// The expected type as a goal, or null where Lean has no term.
+    pub goal: Option<Goal>,
+    /// The term Lean found at the position.
+    pub range: Option<Range>,
 }
 
 /// What a todo item is.
@@ -137,6 +152,18 @@ pub struct TodoItem {
     /// The goals Lean shows there, rendered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof_state: Option<Vec<String>>,
+    /// `run_at_position` as the arguments `lean_run_at` and `lean_run_batch`
+    /// take: add `workspace` and `text`/`texts`.
+    pub probe: Probe,
+}
+
+/// A probe place, spelled as the probe tools' arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Probe {
+    pub path: String,
+    pub version: u64,
+    pub line: u32,
+    pub character: u32,
 }
 
 /// `lean_todo`: the unfinished work in a range, in document order.

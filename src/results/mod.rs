@@ -30,6 +30,7 @@
 //! Every key kept the name it had before the results were typed; no key was
 //! renamed.
 
+mod batch;
 mod documents;
 mod edits;
 mod feedback;
@@ -39,6 +40,7 @@ mod run_code;
 mod speculate;
 mod verify;
 
+pub use batch::*;
 pub use documents::*;
 pub use edits::*;
 pub use feedback::*;
@@ -253,6 +255,8 @@ pub struct Goal {
     /// The case name (`succ`), when the goal has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_name: Option<String>,
+    /// The goal as Lean prints it (case, hypotheses, target).
+    pub pretty: String,
 }
 
 /// One hypothesis line: the names it binds, their type, and a `let` value.

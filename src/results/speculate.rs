@@ -57,10 +57,24 @@ pub struct RunResult {
     /// A handle to continue from (`lean_run_at_handle`, `lean_run_with*`
     /// after a step that succeeded), else null.
     pub next_handle: Option<String>,
+    /// Present when a budget (`max_heartbeats`, `timeout_ms`) ran out: the
+    /// step did not finish, which is neither a Lean error nor a success.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exhausted: Option<Exhausted>,
     /// Present (true) when the file changed on disk since the version probed
     /// was read from it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disk_changed: bool,
+}
+
+/// A probe budget that ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Exhausted {
+    /// Lean's `maxHeartbeats` (its "maximum number of heartbeats" error).
+    Heartbeats,
+    /// `timeout_ms`: the step was abandoned and Lean told to stop.
+    Timeout,
 }
 
 /// `lean_release`: the handle is released.

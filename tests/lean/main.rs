@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod batch;
 mod bounds;
 mod broker;
 mod completions;

@@ -1,0 +1,458 @@
+//! `lean_run_batch`: many candidate texts at one place in one call, in
+//! parallel over the document's shadow slots (the same slots, prefix bases
+//! and handles as `lean_run_at` and `lean_run_with`), one verdict each.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use serde_json::json;
+
+use super::speculate::{self, Budget, Ran, RunAt};
+use crate::broker::Broker;
+use crate::results::{
+    BatchMode, BatchResult, Candidate, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
+};
+use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
+
+/// At most this many candidates in one call.
+pub const MAX_CANDIDATES: usize = 32;
+
+/// Where the candidates go: a position of a pinned version, or a handle.
+pub enum From<'a> {
+    Position(RunAt<'a>),
+    Handle { path: &'a str, handle: &'a str },
+}
+
+pub struct Batch<'a> {
+    pub workspace: &'a Workspace,
+    pub from: From<'a>,
+    pub texts: &'a [String],
+    pub stop_on_first_close: bool,
+    pub handles: bool,
+    pub budget: Budget,
+}
+
+/// A set of futures polled together, giving each result as it comes (no
+/// `futures` crate: a handful of boxed futures polled in turn).
+struct Running<'a, T> {
+    futures: Vec<Option<Pin<Box<dyn Future<Output = T> + Send + 'a>>>>,
+}
+
+impl<'a, T> Running<'a, T> {
+    async fn next(&mut self) -> Option<(usize, T)> {
+        std::future::poll_fn(|cx| {
+            let mut pending = false;
+            for (i, slot) in self.futures.iter_mut().enumerate() {
+                let Some(future) = slot else { continue };
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => {
+                        *slot = None;
+                        return Poll::Ready(Some((i, value)));
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+            if pending {
+                Poll::Pending
+            } else {
+                Poll::Ready(None)
+            }
+        })
+        .await
+    }
+}
+
+fn invalid(message: String) -> ToolError {
+    ToolError::new(ErrorCode::InvalidParams, message)
+}
+
+/// FNV-1a, 128 bits, over the pretty-printed goals: stable across calls and
+/// processes (no random seed), unlike std's hasher.
+fn fingerprint(goals: &[Goal]) -> String {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013b;
+    let mut hash = OFFSET;
+    for goal in goals {
+        // A separator that no goal text holds keeps goal boundaries apart.
+        for byte in goal.pretty.bytes().chain([0u8]) {
+            hash ^= u128::from(byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    format!("{hash:032x}")
+}
+
+/// A goal's hypotheses, one line each as Lean prints them.
+fn hyp_lines(goal: &Goal) -> Vec<String> {
+    goal.hyps
+        .iter()
+        .map(|h| {
+            let mut line = format!("{} : {}", h.names.join(" "), h.ty);
+            if let Some(value) = &h.value {
+                line.push_str(" := ");
+                line.push_str(value);
+            }
+            line
+        })
+        .collect()
+}
+
+fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
+    let closed: Vec<usize> = (0..start.len())
+        .filter(|&i| !after.iter().any(|g| g.pretty == start[i].pretty))
+        .collect();
+    let added: Vec<usize> = (0..after.len())
+        .filter(|&i| !start.iter().any(|g| g.pretty == after[i].pretty))
+        .collect();
+    let hyps = added
+        .iter()
+        .filter_map(|&goal| {
+            let name = &after[goal].user_name;
+            let from = start
+                .iter()
+                .position(|g| name.is_some() && &g.user_name == name)
+                .or_else(|| closed.first().copied())?;
+            let (now, then) = (hyp_lines(&after[goal]), hyp_lines(&start[from]));
+            let added: Vec<String> = now.iter().filter(|h| !then.contains(h)).cloned().collect();
+            let removed: Vec<String> = then.iter().filter(|h| !now.contains(h)).cloned().collect();
+            (!added.is_empty() || !removed.is_empty()).then_some(HypsDiff {
+                goal,
+                from,
+                added,
+                removed,
+            })
+        })
+        .collect();
+    GoalDiff {
+        closed,
+        added,
+        hyps,
+    }
+}
+
+/// The candidate's verdict from what its step did.
+fn verdict(ran: &Ran, tactic: bool) -> Outcome {
+    let result = &ran.result;
+    if ran.crashed {
+        return Outcome::Crashed;
+    }
+    match result.exhausted {
+        Some(Exhausted::Heartbeats) => return Outcome::Heartbeats,
+        Some(Exhausted::Timeout) => return Outcome::Timeout,
+        None => {}
+    }
+    if !result.success {
+        return Outcome::Failed;
+    }
+    let goals_left = result
+        .proof_state
+        .as_ref()
+        .is_some_and(|p| !p.goals.is_empty());
+    if tactic && (goals_left || !ran.unsolved.is_empty()) {
+        Outcome::Progressed
+    } else {
+        Outcome::Closed
+    }
+}
+
+fn crashed(e: &ToolError) -> bool {
+    matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)
+}
+
+/// A candidate that did not run to its end.
+fn without_run(index: usize, outcome: Outcome, error: Option<String>) -> Candidate {
+    Candidate {
+        index,
+        outcome,
+        messages: Vec::new(),
+        proof_state: None,
+        error,
+        fingerprint: None,
+        same_as: None,
+        diff: None,
+        handle: None,
+        elapsed_ms: 0,
+    }
+}
+
+/// The place the candidates start from, either kind.
+enum Place<'c> {
+    At(speculate::Start<'c>),
+    With(speculate::FromHandle),
+}
+
+impl Place<'_> {
+    async fn run(&self, ctx: &CallContext, text: &str, budget: Budget) -> Result<Ran, ToolError> {
+        match self {
+            Place::At(start) => start.run(ctx, text, budget).await,
+            Place::With(from) => from.run(ctx, text, budget).await,
+        }
+    }
+
+    fn mode(&self) -> BatchMode {
+        match self {
+            Place::At(start) => start.mode(),
+            Place::With(from) if from.is_proof() => BatchMode::Tactic,
+            Place::With(_) => BatchMode::Command,
+        }
+    }
+}
+
+/// The goals of a step's proof state (none for a command).
+fn goals_of(ran: &Ran) -> Vec<Goal> {
+    ran.result
+        .proof_state
+        .as_ref()
+        .map(|p| p.goals.clone())
+        .unwrap_or_default()
+}
+
+pub async fn run_batch(
+    broker: &Broker,
+    ctx: &CallContext,
+    batch: &Batch<'_>,
+) -> Result<BatchResult, ToolError> {
+    let total = batch.texts.len();
+    if total == 0 || total > MAX_CANDIDATES {
+        return Err(invalid(format!(
+            "texts holds {total} candidates; give 1 to {MAX_CANDIDATES}"
+        )));
+    }
+    let place = match &batch.from {
+        From::Position(at) => Place::At(speculate::start_at(broker, ctx, at, false).await?),
+        From::Handle { path, handle } => {
+            Place::With(speculate::start_with(broker, batch.workspace, path, handle, false).await?)
+        }
+    };
+    if let Place::At(start) = &place {
+        for (i, text) in batch.texts.iter().enumerate() {
+            start
+                .check(text)
+                .map_err(|e| invalid(format!("texts[{i}]: {}", e.message)))?;
+        }
+    }
+    let mode = place.mode();
+    let tactic = mode == BatchMode::Tactic;
+    // Candidates report progress as one count, not each its own file
+    // progress; they stop with the call.
+    let quiet = CallContext::new(ctx.request_id.clone(), ctx.era, ctx.tool, None, None, None)
+        .with_cancellation(ctx.cancel.clone());
+    let quiet = &quiet;
+    let place = &place;
+    let mut running: Running<'_, Result<Ran, ToolError>> = Running {
+        futures: Vec::with_capacity(total + 1),
+    };
+    for text in batch.texts {
+        let budget = batch.budget;
+        running.futures.push(Some(Box::pin(async move {
+            place.run(quiet, text, budget).await
+        })));
+    }
+    // From a handle the starting goals come from the handle's own state,
+    // read as a no-op step beside the candidates.
+    let start_probe = matches!(place, Place::With(_)) && tactic;
+    if start_probe {
+        running.futures.push(Some(Box::pin(async move {
+            place.run(quiet, "skip", Budget::default()).await
+        })));
+    }
+    let mut done: Vec<Option<Result<Ran, ToolError>>> = (0..total).map(|_| None).collect();
+    let mut start_goals = match place {
+        Place::At(start) => Some(start.goals.clone()),
+        Place::With(_) => None,
+    };
+    let mut finished = 0;
+    let mut stop = false;
+    while let Some((i, ran)) = running.next().await {
+        if i == total {
+            start_goals = Some(match ran {
+                Ok(ran) => goals_of(&ran),
+                Err(e) if crashed(&e) => Vec::new(),
+                Err(e) => return Err(e),
+            });
+            continue;
+        }
+        if let Err(e) = &ran {
+            if !crashed(e) {
+                return Err(e.clone());
+            }
+        }
+        let closed = ran
+            .as_ref()
+            .is_ok_and(|ran| verdict(ran, tactic) == Outcome::Closed);
+        done[i] = Some(ran);
+        finished += 1;
+        ctx.progress(
+            &format!("{finished} of {total} candidates done"),
+            Some(json!({ "done": finished, "total": total })),
+        )
+        .await;
+        if closed && batch.stop_on_first_close {
+            stop = true;
+            break;
+        }
+    }
+    if stop {
+        // The rest are skipped: their slots are given back (and Lean told
+        // to stop) as they drop; the starting goals are still wanted.
+        let start_future = if start_probe {
+            running.futures.pop().flatten()
+        } else {
+            None
+        };
+        drop(running);
+        if let Some(future) = start_future {
+            if let Ok(ran) = future.await {
+                start_goals = Some(goals_of(&ran));
+            }
+        }
+    }
+    let start_goals = start_goals.unwrap_or_default();
+
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(total);
+    for (index, ran) in done.into_iter().enumerate() {
+        let ran = match ran {
+            None => {
+                candidates.push(without_run(index, Outcome::Skipped, None));
+                continue;
+            }
+            Some(Err(e)) => {
+                candidates.push(without_run(index, Outcome::Crashed, Some(e.message)));
+                continue;
+            }
+            Some(Ok(ran)) => ran,
+        };
+        let outcome = verdict(&ran, tactic);
+        let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
+        let mut ran = ran;
+        let after_step = goals_of(&ran);
+        // A step ending in a nested block (`case x => …`) shows that
+        // block's goals at its end; what is left of the whole proof is
+        // what Lean reports unsolved.
+        let goals = match &mut ran.result.proof_state {
+            Some(state) if outcome == Outcome::Progressed && after_step.is_empty() => {
+                state.goals = std::mem::take(&mut ran.unsolved);
+                state.source = GoalSource::UnsolvedGoals;
+                state.goals.clone()
+            }
+            _ => after_step,
+        };
+        let fingerprint = (reached && tactic).then(|| fingerprint(&goals));
+        let same_as = fingerprint.as_ref().and_then(|f| {
+            candidates
+                .iter()
+                .find(|c| c.fingerprint.as_ref() == Some(f))
+                .map(|c| c.index)
+        });
+        let handle = match (&place, reached && batch.handles, &ran.step) {
+            (Place::At(start), true, Some(step)) if mode != BatchMode::Term => {
+                Some(start.mint(step)?)
+            }
+            (Place::With(from), true, _) => Some(from.mint(&batch.texts[index])?),
+            _ => None,
+        };
+        candidates.push(Candidate {
+            index,
+            outcome,
+            messages: ran.result.messages,
+            diff: (reached && tactic).then(|| diff(&start_goals, &goals)),
+            proof_state: ran.result.proof_state,
+            fingerprint,
+            same_as,
+            handle,
+            error: None,
+            elapsed_ms: ran.elapsed.as_millis() as u64,
+        });
+    }
+    let first_closed = candidates
+        .iter()
+        .find(|c| c.outcome == Outcome::Closed)
+        .map(|c| c.index);
+    let (workspace, path, version, line_text, disk_changed) = match place {
+        Place::At(start) => (
+            start.bound.rt.root.descriptor(),
+            start.bound.doc.path.shown.clone(),
+            start.bound.state.version,
+            Some(start.line_text.clone()),
+            start.bound.disk_changed().await,
+        ),
+        Place::With(from) => (
+            from.rt.root.descriptor(),
+            from.doc.path.shown.clone(),
+            from.state.version,
+            None,
+            from.disk_changed().await,
+        ),
+    };
+    Ok(BatchResult {
+        workspace,
+        path,
+        version,
+        line_text,
+        mode,
+        start_goals,
+        candidates,
+        first_closed,
+        disk_changed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal(name: Option<&str>, hyps: &[(&str, &str)], target: &str) -> Goal {
+        let mut g = Goal {
+            goal_prefix: "⊢ ".to_owned(),
+            target: target.to_owned(),
+            hyps: hyps
+                .iter()
+                .map(|(n, t)| crate::results::Hypothesis {
+                    names: vec![(*n).to_owned()],
+                    ty: (*t).to_owned(),
+                    value: None,
+                })
+                .collect(),
+            user_name: name.map(str::to_owned),
+            pretty: String::new(),
+        };
+        g.pretty = crate::broker::goals::pretty(&g);
+        g
+    }
+
+    #[test]
+    fn fingerprints_are_equal_exactly_when_the_goals_print_alike() {
+        let a = goal(None, &[("n", "N")], "Eq n n");
+        let b = goal(None, &[("n", "N")], "Eq n n");
+        let c = goal(None, &[("m", "N")], "Eq n n");
+        let one = |g: &Goal| fingerprint(std::slice::from_ref(g));
+        assert_eq!(one(&a), one(&b));
+        assert_ne!(one(&a), one(&c));
+        // Goal boundaries count: two goals are not one goal holding both.
+        assert_ne!(fingerprint(&[a.clone(), b]), fingerprint(&[a]));
+        assert_eq!(fingerprint(&[]).len(), 32);
+        // Fixed: the same text gives the same fingerprint in every process.
+        assert_eq!(
+            fingerprint(&[]),
+            format!("{:032x}", 0x6c62272e07bb014262b821756295c58du128)
+        );
+    }
+
+    #[test]
+    fn diffs_name_closed_and_added_goals_and_their_hypotheses() {
+        let start = [goal(None, &[("n", "N")], "P n")];
+        let after = [
+            goal(Some("zero"), &[], "P N.zero"),
+            goal(Some("succ"), &[("m", "N"), ("ih", "P m")], "P m.succ"),
+        ];
+        let d = diff(&start, &after);
+        assert_eq!(d.closed, [0]);
+        assert_eq!(d.added, [0, 1]);
+        assert_eq!(d.hyps.len(), 2);
+        assert_eq!(d.hyps[0].removed, ["n : N"]);
+        assert_eq!(d.hyps[1].added, ["m : N", "ih : P m"]);
+        let same = diff(&start, &start);
+        assert!(same.closed.is_empty() && same.added.is_empty() && same.hyps.is_empty());
+    }
+}

@@ -1,0 +1,617 @@
+//! `lean_run_batch` against the real Lean 4.35.0 test toolchain (issue 17):
+//! every outcome class in one batch, in tactic and in command mode, from a
+//! position and from a handle; handles minted by a batch continue with
+//! `lean_run_with`; an old version answers `contentModified`; 32 candidates
+//! over 4 shadow slots; a cancelled batch stops Lean's work and the next one
+//! works. Also `lean_term_goal`, pretty goals and the budgets of the single
+//! probe tools.
+//!
+//! The fixture is `tests/fixtures/basic/Fix/Batch.lean` (see EXPECTED.md).
+//! With one shadow slot the candidates run one after another in index order,
+//! which makes `stop_on_first_close` deterministic. Timeouts are failure
+//! guards, except `timeout_ms`, which is the property under test.
+
+use crate::common;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use common::lean::{TempWorkspace, eventually, lean, lean_processes_of_server};
+use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+
+const BATCH: &str = "Fix/Batch.lean";
+/// `  exact N.zero_add n`: the tactic the candidates replace.
+const TACTIC: (u64, u64) = (7, 2);
+/// The blank line after the theorem: between commands.
+const COMMAND: (u64, u64) = (8, 0);
+
+/// A candidate that needs far more than 20 thousand heartbeats (a unary
+/// `2^9` compared by evaluation), where the others need few.
+const HEAVY: &str =
+    "exact (Eq.refl Bool.true : Eq (N.beq (N.pow two 9) (N.mul two (N.pow two 8))) Bool.true)";
+/// A command that crashes Lean's worker: a tactic parser with no compiled
+/// parser behind it (see the note in `Fix/Basic.lean`).
+const CRASH: &str = "@[tactic_parser] opaque Lean.Parser.Tactic.bogus : Lean.ParserDescr";
+
+fn spawn_with(extra: &[(&str, &str)]) -> Mcp {
+    let mut spawn = Spawn::default().envs(lean().server_env());
+    for (k, v) in extra {
+        spawn = spawn.env(k, *v);
+    }
+    Mcp::start(Era::Modern, spawn)
+}
+
+fn fixture() -> String {
+    lean().fixture("basic").to_string_lossy().into_owned()
+}
+
+fn sync(mcp: &mut Mcp, root: &str, path: &str) -> u64 {
+    let r = mcp.call("lean_sync", json!({"workspace": ws(root), "path": path}));
+    r["version"].as_u64().expect("version")
+}
+
+fn at(root: &str, version: u64, (line, character): (u64, u64), texts: &[&str]) -> Value {
+    json!({
+        "workspace": ws(root), "path": BATCH, "version": version,
+        "line": line, "character": character, "texts": texts,
+    })
+}
+
+fn with(args: Value, more: Value) -> Value {
+    let mut args = args;
+    for (k, v) in more.as_object().expect("object") {
+        args[k] = v.clone();
+    }
+    args
+}
+
+fn outcomes(result: &Value) -> Vec<String> {
+    candidates(result)
+        .iter()
+        .map(|c| c["outcome"].as_str().expect("outcome").to_owned())
+        .collect()
+}
+
+fn candidates(result: &Value) -> &Vec<Value> {
+    result["candidates"].as_array().expect("candidates")
+}
+
+fn pretty_goals(candidate: &Value) -> Vec<String> {
+    candidate["proof_state"]["goals"]
+        .as_array()
+        .expect("goals")
+        .iter()
+        .map(|g| g["pretty"].as_str().expect("pretty").to_owned())
+        .collect()
+}
+
+const START_GOAL: &str = "n : N\n⊢ Eq (N.zero.add n) n";
+
+#[test]
+fn a_tactic_batch_gives_every_outcome_in_order() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SHADOW_SLOTS", "1")]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let texts = [
+        "induction n",
+        "skip\ninduction n",
+        "exact Eq.refl _",
+        HEAVY,
+        "sleep 600000",
+        "exact N.zero_add n",
+        "exact N.zero_add n",
+        "induction n",
+    ];
+    let token = json!("batch");
+    let args = with(
+        at(&root, v, TACTIC, &texts),
+        json!({ "stop_on_first_close": true, "max_heartbeats": 20, "timeout_ms": 8000 }),
+    );
+    let r = mcp.call_with("lean_run_batch", args, &CallOpts::token(token.clone()));
+    assert_eq!(
+        outcomes(&r),
+        [
+            "progressed",
+            "progressed",
+            "failed",
+            "heartbeats",
+            "timeout",
+            "closed",
+            "skipped",
+            "skipped"
+        ],
+        "{r:#}"
+    );
+    assert_eq!(r["mode"], "tactic");
+    assert_eq!(r["first_closed"], 5);
+    assert_eq!(r["version"], v);
+    assert_eq!(r["line_text"], "  exact N.zero_add n");
+    let start: Vec<&str> = r["start_goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["pretty"].as_str().unwrap())
+        .collect();
+    assert_eq!(start, [START_GOAL]);
+    let c = candidates(&r);
+    for (i, c) in c.iter().enumerate() {
+        assert_eq!(c["index"], i);
+    }
+    // Progressed: the two cases, printed as Lean prints them, a handle each.
+    let cases = pretty_goals(&c[0]);
+    assert_eq!(cases.len(), 2, "{:#}", c[0]);
+    assert!(cases[0].starts_with("case zero\n"), "{cases:?}");
+    assert!(cases[1].starts_with("case succ\n"), "{cases:?}");
+    assert!(c[0]["handle"].is_string(), "{:#}", c[0]);
+    assert_eq!(c[0]["diff"]["closed"], json!([0]));
+    assert_eq!(c[0]["diff"]["added"], json!([0, 1]));
+    // The same state reached another way: same fingerprint, same_as 0.
+    assert_eq!(c[1]["fingerprint"], c[0]["fingerprint"]);
+    assert_eq!(c[1]["same_as"], 0);
+    assert!(c[0].get("same_as").is_none());
+    // Failed: the error on the step, the goals before it, no handle.
+    assert_eq!(pretty_goals(&c[2]), [START_GOAL]);
+    assert_eq!(c[2]["proof_state"]["at"], "before_failed_step");
+    let errors: Vec<&Value> = c[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["severity"] == "error")
+        .collect();
+    assert!(
+        errors.iter().any(|m| m["step_range"]["start"]["line"] == 0),
+        "{:#}",
+        c[2]
+    );
+    assert!(c[2].get("handle").is_none() && c[2].get("fingerprint").is_none());
+    // Heartbeats: Lean's own message says so; never `failed`.
+    assert!(
+        c[3]["messages"]
+            .to_string()
+            .contains("maximum number of heartbeats (20)"),
+        "{:#}",
+        c[3]
+    );
+    // Timeout: stopped at the budget, not at the 600 s sleep.
+    assert!(c[4]["elapsed_ms"].as_u64().unwrap() < 60_000, "{:#}", c[4]);
+    // Closed: no goals left, all of the start closed.
+    assert_eq!(pretty_goals(&c[5]), Vec::<String>::new());
+    assert_eq!(c[5]["diff"]["closed"], json!([0]));
+    assert!(c[5]["handle"].is_string());
+    // Progress counted candidates done out of the total, the last one 6 of 8
+    // (two were skipped).
+    let progress = mcp.progress_of(&token);
+    let messages: Vec<&str> = progress
+        .iter()
+        .filter_map(|p| p["message"].as_str())
+        .filter(|m| m.contains("candidates done"))
+        .collect();
+    assert_eq!(
+        messages,
+        (1..=6)
+            .map(|k| format!("{k} of 8 candidates done"))
+            .collect::<Vec<_>>(),
+        "{progress:#?}"
+    );
+    // The user's file is never touched.
+    let on_disk = std::fs::read_to_string(format!("{root}/{BATCH}")).unwrap();
+    assert!(on_disk.contains("  exact N.zero_add n\n\nend Fix"));
+
+    // A handle minted by the batch continues with lean_run_with.
+    let handle = c[0]["handle"].as_str().unwrap();
+    let next = mcp.call(
+        "lean_run_with",
+        json!({ "workspace": ws(&root), "path": BATCH, "handle": handle, "text": "exact Eq.refl _" }),
+    );
+    assert_eq!(next["success"], true, "{next:#}");
+    let left: Vec<&str> = next["proof_state"]["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["pretty"].as_str().unwrap())
+        .collect();
+    assert_eq!(left.len(), 1, "{next:#}");
+    assert!(left[0].starts_with("case succ\n"), "{left:?}");
+}
+
+#[test]
+fn a_command_batch_survives_a_worker_crash() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SHADOW_SLOTS", "1")]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let texts = [
+        "def batch_one : N := N.succ N.zero",
+        "theorem batch_bad : Eq one two := Eq.refl _",
+        CRASH,
+        "def batch_two : N := two",
+    ];
+    let r = mcp.call("lean_run_batch", at(&root, v, COMMAND, &texts));
+    assert_eq!(
+        outcomes(&r),
+        ["closed", "failed", "crashed", "closed"],
+        "{r:#}"
+    );
+    assert_eq!(r["mode"], "command");
+    assert_eq!(r["first_closed"], 0);
+    let c = candidates(&r);
+    // Commands leave no proof state: no fingerprint, no diff; handles yes.
+    assert!(c[0]["proof_state"].is_null());
+    assert!(c[0].get("fingerprint").is_none() && c[0].get("diff").is_none());
+    assert!(c[0]["handle"].is_string());
+    assert!(c[3]["handle"].is_string());
+    // The server and its Lean stayed up: the same batch again answers alike.
+    let again = mcp.call("lean_run_batch", at(&root, v, COMMAND, &texts));
+    assert_eq!(outcomes(&again), outcomes(&r), "{again:#}");
+    // A command handle continues with another command.
+    let next = mcp.call(
+        "lean_run_with",
+        json!({
+            "workspace": ws(&root), "path": BATCH,
+            "handle": c[0]["handle"], "text": "def batch_three : N := batch_one",
+        }),
+    );
+    assert_eq!(next["success"], true, "{next:#}");
+}
+
+#[test]
+fn a_batch_from_a_handle_diffs_against_the_handles_state() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let first = mcp.call(
+        "lean_run_at_handle",
+        json!({
+            "workspace": ws(&root), "path": BATCH, "version": v,
+            "line": TACTIC.0, "character": TACTIC.1, "text": "induction n",
+        }),
+    );
+    let handle = first["next_handle"].as_str().expect("handle").to_owned();
+    let r = mcp.call(
+        "lean_run_batch",
+        json!({
+            "workspace": ws(&root), "path": BATCH, "handle": handle,
+            "texts": ["case zero => exact Eq.refl _", "exact N.zero_add n", "all_goals exact N.zero_add _"],
+        }),
+    );
+    assert_eq!(outcomes(&r), ["progressed", "failed", "closed"], "{r:#}");
+    assert_eq!(r["mode"], "tactic");
+    assert_eq!(r["start_goals"].as_array().unwrap().len(), 2, "{r:#}");
+    let c = candidates(&r);
+    // The zero case closed; the succ case is left as it was.
+    assert_eq!(c[0]["diff"]["closed"], json!([0]));
+    assert_eq!(c[0]["diff"]["added"], json!([]));
+    assert_eq!(c[2]["diff"]["closed"], json!([0, 1]));
+    // Each success continues.
+    let next = mcp.call(
+        "lean_run_with",
+        json!({
+            "workspace": ws(&root), "path": BATCH,
+            "handle": c[0]["handle"], "text": "all_goals exact N.zero_add _",
+        }),
+    );
+    assert_eq!(next["success"], true, "{next:#}");
+    // The handle the batch started from is still there (not consumed).
+    let still = mcp.call(
+        "lean_run_with",
+        json!({ "workspace": ws(&root), "path": BATCH, "handle": handle, "text": "all_goals exact N.zero_add _" }),
+    );
+    assert_eq!(still["success"], true, "{still:#}");
+}
+
+#[test]
+fn a_batch_on_an_old_version_is_content_modified() {
+    let tmp = TempWorkspace::copy("basic");
+    let root = tmp.root_str();
+    let mut mcp = spawn_with(&[]);
+    let old = sync(&mut mcp, &root, BATCH);
+    let text = tmp.read(BATCH);
+    tmp.write(
+        BATCH,
+        &text.replace("end Fix", "def later : N := one\n\nend Fix"),
+    );
+    let new = sync(&mut mcp, &root, BATCH);
+    assert!(new > old);
+    let e = mcp.call_err("lean_run_batch", at(&root, old, TACTIC, &["skip"]));
+    assert_eq!(e["code"], "contentModified", "{e:#}");
+    let r = mcp.call("lean_run_batch", at(&root, new, TACTIC, &["skip"]));
+    assert_eq!(outcomes(&r), ["progressed"], "{r:#}");
+}
+
+#[test]
+fn thirty_two_candidates_share_four_slots_in_order() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SHADOW_SLOTS", "4")]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let texts: Vec<String> = (0..32)
+        .map(|i| match i % 3 {
+            0 => "exact N.zero_add n".to_owned(),
+            1 => format!("skip\n{}induction n", "skip\n".repeat(i % 5)),
+            _ => "exact Eq.refl _".to_owned(),
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let r = mcp.call("lean_run_batch", at(&root, v, TACTIC, &refs));
+    let expected: Vec<&str> = (0..32)
+        .map(|i| ["closed", "progressed", "failed"][i % 3])
+        .collect();
+    assert_eq!(outcomes(&r), expected, "{r:#}");
+    let c = candidates(&r);
+    // Equal states point at their first occurrence.
+    for (i, c) in c.iter().enumerate().skip(3) {
+        match i % 3 {
+            0 => assert_eq!(c["same_as"], 0, "{c:#}"),
+            1 => assert_eq!(c["same_as"], 1, "{c:#}"),
+            _ => assert!(c.get("same_as").is_none(), "{c:#}"),
+        }
+    }
+    let stats = mcp.workspace_stats(&root).expect("stats");
+    assert_eq!(stats["shadowSlots"], 4, "{stats}");
+}
+
+#[test]
+fn bad_batches_are_refused_naming_the_argument() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let none: [&str; 0] = [];
+    let e = mcp.call_err("lean_run_batch", at(&root, v, TACTIC, &none));
+    assert_eq!(e["code"], "invalidParams", "{e:#}");
+    let many = vec!["skip"; 33];
+    let e = mcp.call_err("lean_run_batch", at(&root, v, TACTIC, &many));
+    assert!(e["message"].as_str().unwrap().contains("33"), "{e:#}");
+    let e = mcp.call_err(
+        "lean_run_batch",
+        with(at(&root, v, TACTIC, &["skip"]), json!({ "handle": "h" })),
+    );
+    assert!(e["message"].as_str().unwrap().contains("handle"), "{e:#}");
+    let e = mcp.call_err(
+        "lean_run_batch",
+        at(
+            &root,
+            v,
+            COMMAND,
+            &["def a : N := one", "def b : N := one\ndef c : N := one"],
+        ),
+    );
+    assert!(e["message"].as_str().unwrap().contains("texts[1]"), "{e:#}");
+}
+
+/// CPU time (user + system, in clock ticks) of the Lean workers of the
+/// server's shadow documents.
+fn shadow_worker_cpu(server: u32) -> u64 {
+    lean_processes_of_server(server)
+        .iter()
+        .filter(|p| p.cmdline.contains(".beam-shadow-"))
+        .map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.pid)).unwrap_or_default();
+            let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            let f: Vec<&str> = after.split_whitespace().collect();
+            let field = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            field(11) + field(12)
+        })
+        .sum()
+}
+
+#[test]
+fn a_cancelled_batch_stops_leans_work_and_the_next_batch_works() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SHADOW_SLOTS", "2"), ("LEAN_BEAM_LOG", "debug")]);
+    let v = sync(&mut mcp, &root, BATCH);
+    // Warm both slots, so that the next batch's work is only its own.
+    let warm = mcp.call(
+        "lean_run_batch",
+        at(&root, v, TACTIC, &["skip", "induction n"]),
+    );
+    assert_eq!(outcomes(&warm), ["progressed", "progressed"], "{warm:#}");
+    // Two candidates that keep Lean busy for minutes (deep unary
+    // arithmetic, no budget).
+    let busy = "set_option maxRecDepth 100000000 in exact (Eq.refl Bool.true : Eq (N.beq (N.pow two 16) (N.mul two (N.pow two 15))) Bool.true)";
+    let server = mcp.pid();
+    let token = json!("cancelled-batch");
+    let id = mcp.start_call(
+        "lean_run_batch",
+        at(&root, v, TACTIC, &[busy, busy]),
+        &CallOpts::token(token),
+    );
+    // Lean works on them: the shadow workers burn CPU.
+    let before = shadow_worker_cpu(server);
+    assert!(
+        eventually(Duration::from_secs(60), || shadow_worker_cpu(server)
+            > before + 100),
+        "the shadow workers never got busy"
+    );
+    mcp.cancel(&id);
+    // Once cancelled, Lean is told to stop: the workers fall idle (their CPU
+    // time stops growing) long before the minutes of work were done.
+    let mut last = shadow_worker_cpu(server);
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = shadow_worker_cpu(server);
+            let idle = now <= last + 5;
+            last = now;
+            idle
+        }),
+        "the shadow workers kept working after the batch was cancelled: {}",
+        mcp.stderr()
+    );
+    // The next batch works, on the same slots.
+    let r = mcp.call(
+        "lean_run_batch",
+        at(&root, v, TACTIC, &["exact N.zero_add n"]),
+    );
+    assert_eq!(outcomes(&r), ["closed"], "{r:#}");
+    mcp.sync_point();
+    for response in mcp
+        .received
+        .iter()
+        .filter(|m| m.get("method").is_none() && m["id"] == id)
+    {
+        assert_eq!(
+            response["result"]["structuredContent"]["code"], "requestCancelled",
+            "{response}"
+        );
+    }
+}
+
+fn run_args(root: &str, version: u64, (line, character): (u64, u64), text: &str) -> Value {
+    json!({
+        "workspace": ws(root), "path": BATCH, "version": version,
+        "line": line, "character": character, "text": text,
+    })
+}
+
+#[test]
+fn single_probes_keep_to_their_budgets_and_say_which_ran_out() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, BATCH);
+    // Within budget: an ordinary result, no `exhausted`.
+    let fine = mcp.call(
+        "lean_run_at",
+        with(
+            run_args(&root, v, TACTIC, "exact N.zero_add n"),
+            json!({ "max_heartbeats": 20, "timeout_ms": 60000 }),
+        ),
+    );
+    assert_eq!(fine["success"], true, "{fine:#}");
+    assert!(fine.get("exhausted").is_none(), "{fine:#}");
+    // Out of heartbeats: not a success, not a plain Lean error.
+    let heavy = mcp.call(
+        "lean_run_at",
+        with(
+            run_args(&root, v, TACTIC, HEAVY),
+            json!({ "max_heartbeats": 20 }),
+        ),
+    );
+    assert_eq!(heavy["success"], false, "{heavy:#}");
+    assert_eq!(heavy["exhausted"], "heartbeats", "{heavy:#}");
+    // The same text without a budget is an ordinary failure.
+    let plain = mcp.call("lean_run_at", run_args(&root, v, TACTIC, HEAVY));
+    assert_eq!(plain["success"], false, "{plain:#}");
+    assert!(plain.get("exhausted").is_none(), "{plain:#}");
+    // Out of time.
+    let slow = mcp.call(
+        "lean_run_at_handle",
+        with(
+            run_args(&root, v, TACTIC, "sleep 600000"),
+            json!({ "timeout_ms": 3000 }),
+        ),
+    );
+    assert_eq!(slow["exhausted"], "timeout", "{slow:#}");
+    assert_eq!(slow["success"], false);
+    assert!(slow["next_handle"].is_null(), "{slow:#}");
+    // From a handle, both tools.
+    let start = mcp.call("lean_run_at_handle", run_args(&root, v, TACTIC, "skip"));
+    let handle = start["next_handle"].as_str().expect("handle").to_owned();
+    let from = |text: &str, budget: Value| {
+        with(
+            json!({ "workspace": ws(&root), "path": BATCH, "handle": handle, "text": text }),
+            budget,
+        )
+    };
+    let heavy = mcp.call(
+        "lean_run_with",
+        from(HEAVY, json!({ "max_heartbeats": 20 })),
+    );
+    assert_eq!(heavy["exhausted"], "heartbeats", "{heavy:#}");
+    let slow = mcp.call(
+        "lean_run_with_linear",
+        from("sleep 600000", json!({ "timeout_ms": 3000 })),
+    );
+    assert_eq!(slow["exhausted"], "timeout", "{slow:#}");
+}
+
+#[test]
+fn term_goals_and_pretty_goals_read_as_lean_prints_them() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let goals_file = "Fix/Goals.lean";
+    let v = sync(&mut mcp, &root, goals_file);
+    // EXPECTED.md: plainTermGoal at 29:16 (`two` in `exact Eq.refl two`).
+    let t = mcp.call(
+        "lean_term_goal",
+        json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 29, "character": 16 }),
+    );
+    assert_eq!(t["goal"]["pretty"], "t : N := ⋯\n⊢ N", "{t:#}");
+    assert_eq!(t["goal"]["target"], "N");
+    assert_eq!(t["goal"]["hyps"][0]["value"], "⋯");
+    assert_eq!(
+        t["range"],
+        json!({ "start": { "line": 29, "character": 16 }, "end": { "line": 29, "character": 19 } })
+    );
+    assert_eq!(t["version"], v);
+    // The goals of lean_goals carry Lean's own text (EXPECTED.md, 12:2).
+    let g = mcp.call(
+        "lean_goals",
+        json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 12, "character": 2, "mode": "before" }),
+    );
+    assert_eq!(
+        g["goals"][0]["pretty"], "n : N\n⊢ Eq (N.zero.add n) n",
+        "{g:#}"
+    );
+    // A term-mode hole: the type a `sorry` stands for.
+    let sorry_file = "Fix/Sorry.lean";
+    let v = sync(&mut mcp, &root, sorry_file);
+    let t = mcp.call(
+        "lean_term_goal",
+        json!({ "workspace": ws(&root), "path": sorry_file, "version": v, "line": 16, "character": 22 }),
+    );
+    assert_eq!(t["goal"]["pretty"], "⊢ N", "{t:#}");
+    // No term at a comment: null, not an error.
+    let none = mcp.call(
+        "lean_term_goal",
+        json!({ "workspace": ws(&root), "path": sorry_file, "version": v, "line": 7, "character": 3 }),
+    );
+    assert!(none["goal"].is_null(), "{none:#}");
+}
+
+#[test]
+fn todo_probes_go_into_a_batch_as_they_are() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let path = "Fix/Sorry.lean";
+    let v = sync(&mut mcp, &root, path);
+    let todo = mcp.call(
+        "lean_todo",
+        json!({
+            "workspace": ws(&root), "path": path, "version": v,
+            "start_line": 0, "start_character": 0, "end_line": 28, "end_character": 0,
+            "kinds": ["sorry"],
+        }),
+    );
+    let items = todo["items"].as_array().expect("items");
+    let probe_at = |line: u64| {
+        items
+            .iter()
+            .find(|i| i["range"]["start"]["line"] == line)
+            .map(|i| i["probe"].clone())
+            .unwrap_or_else(|| panic!("no sorry on line {line}: {todo:#}"))
+    };
+    let batch = |probe: Value, texts: &[&str]| {
+        with(probe, json!({ "workspace": ws(&root), "texts": texts }))
+    };
+    // `exact sorry` in a proof: tactics in place of the whole `exact sorry`.
+    let tactic = probe_at(13);
+    assert_eq!(tactic["path"], path);
+    assert_eq!(tactic["version"], v);
+    let r = mcp.call(
+        "lean_run_batch",
+        batch(tactic, &["exact Eq.refl _", "skip"]),
+    );
+    assert_eq!(r["mode"], "tactic", "{r:#}");
+    assert_eq!(outcomes(&r), ["closed", "progressed"], "{r:#}");
+    // `def term_sorry : N := sorry`: terms in place of the `sorry`; a term
+    // continues in no handle.
+    let r = mcp.call(
+        "lean_run_batch",
+        batch(probe_at(16), &["N.zero", "two", "Eq.refl"]),
+    );
+    assert_eq!(r["mode"], "term", "{r:#}");
+    assert_eq!(outcomes(&r), ["closed", "closed", "failed"], "{r:#}");
+    assert!(
+        candidates(&r).iter().all(|c| c.get("handle").is_none()),
+        "{r:#}"
+    );
+}
