@@ -1,0 +1,170 @@
+//! The text of a step: indentation, block columns, commands counted,
+//! positions and ranges read from Lean.
+
+use super::*;
+
+/// Indent continuation lines of a multi-line step to the step's column.
+pub(in crate::ops) fn indent_lines(text: &str, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let mut out = String::with_capacity(text.len() + indent * 4);
+    for (i, line) in text.trim_end().split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+            let current = line.len() - line.trim_start().len();
+            if !line.trim().is_empty() && current < indent {
+                out.push_str(&pad);
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// The column (in characters) of the tactic block a tactic line belongs to:
+/// where its first tactic starts, after an alternative's `=>`, a bullet, or a
+/// declaration header's `by`. A step after the line goes there: deeper, it
+/// would continue the line's last term; shallower, it would leave the block.
+pub(in crate::ops) fn block_column(line: &str) -> usize {
+    let indent = line.len() - line.trim_start().len();
+    let rest = line.trim_start();
+    let first_word = rest.split_whitespace().next().unwrap_or("");
+    let declaration = ["theorem", "lemma", "def", "example", "instance", "abbrev"];
+    let modifier = ["private", "protected", "noncomputable"];
+    let header = indent == 0
+        || rest.starts_with("@[")
+        || declaration.contains(&first_word)
+        || modifier.contains(&first_word);
+    let opener = if rest.starts_with('|') || ["case", "next"].contains(&first_word) {
+        line.find("=>").map(|i| i + "=>".len())
+    } else if rest.starts_with('·') {
+        Some(indent + '·'.len_utf8())
+    } else if header {
+        line.find(":= by").map(|i| i + ":= by".len())
+    } else {
+        None
+    };
+    let skip_blank = |i: usize| i + (line[i..].len() - line[i..].trim_start().len());
+    let start = opener.map_or(indent, skip_blank);
+    line[..start].chars().count()
+}
+
+/// The column of a tactic that continues the proof ending in `above`: the
+/// block column of its last code line, or one level deeper (two columns) when
+/// that line opens a block (`by`, `=>`).
+pub(in crate::ops) fn continuation_column(above: &str) -> usize {
+    let Some(line) = above
+        .lines()
+        .rev()
+        .map(|l| l.find("--").map_or(l, |i| &l[..i]).trim_end())
+        .find(|l| !l.trim().is_empty())
+    else {
+        return 0;
+    };
+    if line.ends_with("by") || line.ends_with("=>") {
+        line.len() - line.trim_start().len() + 2
+    } else {
+        block_column(line)
+    }
+}
+
+/// Commands in a command-mode step: code lines at column 0, not counting
+/// attribute and doc-comment lines, which belong to the command after them
+/// (an attribute followed by its command on the same line counts).
+pub(in crate::ops) fn command_count(text: &str) -> usize {
+    text.lines()
+        .filter(|line| line.chars().next().is_some_and(|c| !c.is_whitespace()))
+        .map(|line| match line.strip_prefix("@[") {
+            Some(rest) => rest.split_once(']').map_or("", |(_, after)| after.trim()),
+            None => line,
+        })
+        .filter(|line| {
+            !line.is_empty()
+                && !["--", "@[", "/--", "/-!", "/-"]
+                    .iter()
+                    .any(|p| line.starts_with(p))
+        })
+        .count()
+}
+
+/// A position of an LSP range (`start` or `end`); missing parts count as 0.
+pub(in crate::ops) fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
+    let at = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
+    (at("line"), at("character"))
+}
+
+/// A range relative to the step's first character (line 0 is the step's first
+/// line), so that messages of continuation steps are easy to place.
+pub(in crate::ops) fn step_range(range: &Value, start: (u32, u32)) -> Range {
+    let rel = |(line, character): (u32, u32)| {
+        if line == start.0 {
+            (0, character.saturating_sub(start.1))
+        } else {
+            (line.saturating_sub(start.0), character)
+        }
+    };
+    Range::new(
+        rel(lsp_position(range, "start")),
+        rel(lsp_position(range, "end")),
+    )
+}
+
+/// Whether a `sorry` token starts at byte `offset` of `text` (in code).
+pub(in crate::ops) fn sorry_at(
+    text: &str,
+    line_start: usize,
+    line_end: usize,
+    offset: usize,
+) -> bool {
+    lexer::scan(&text[line_start..line_end])
+        .iter()
+        .any(|t| t.kind == TokenKind::Sorry && line_start + t.start == offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_lines_are_indented() {
+        assert_eq!(indent_lines("intro x\nexact x", 4), "intro x\n    exact x");
+        assert_eq!(
+            indent_lines("constructor\n      · exact a", 4),
+            "constructor\n      · exact a"
+        );
+    }
+
+    #[test]
+    fn block_columns() {
+        assert_eq!(
+            block_column("    show Eq (N.succ (N.add N.zero m)) (N.succ m)"),
+            4
+        );
+        assert_eq!(
+            block_column("  | succ m ih => exact congrArg N.succ ih"),
+            17
+        );
+        assert_eq!(block_column("  case zero => exact Eq.refl _"), 15);
+        assert_eq!(block_column("    · exact hq"), 6);
+        assert_eq!(block_column("theorem t : Eq (f x) y := by decide"), 29);
+        assert_eq!(block_column("  exact fun x => x"), 2);
+    }
+
+    #[test]
+    fn continuation_columns() {
+        assert_eq!(continuation_column("theorem t : T := by\n  intro x\n\n"), 2);
+        assert_eq!(continuation_column("theorem t : T := by\n"), 2);
+        assert_eq!(continuation_column("  | s m ih =>\n"), 4);
+        assert_eq!(continuation_column("    · exact a -- done\n"), 6);
+        assert_eq!(continuation_column(""), 0);
+    }
+
+    #[test]
+    fn commands_are_counted() {
+        assert_eq!(command_count("theorem t : T := by\n  exact x"), 1);
+        assert_eq!(command_count("def a := 1\ndef b := 2"), 2);
+        assert_eq!(command_count("@[simp]\ntheorem t : T := x"), 1);
+        assert_eq!(command_count("/-- doc -/\ndef a := 1\n-- comment"), 1);
+        assert_eq!(command_count("@[simp] theorem t : T := x"), 1);
+        assert_eq!(command_count("@[simp]\n@[inline] def a := 1"), 1);
+    }
+}
