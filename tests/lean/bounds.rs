@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use common::lean::{TempWorkspace, eventually, lean, lean_processes_of_server};
+use common::lean::{Proc, TempWorkspace, eventually, lean, lean_processes_of_server};
 use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
 use common::procfs;
 
@@ -112,7 +112,13 @@ impl Sampler {
         let thread = std::thread::spawn(move || {
             let (mut servers, mut workers, mut total) = (0, 0, 0);
             while !flag.load(Ordering::Relaxed) {
-                let procs = lean_processes_of_server(server);
+                // One scan of /proc is not one instant: a worker read early
+                // in it may be gone before a newer one (a higher pid) is read,
+                // and under load a scan takes long enough for that. Only the
+                // processes still there once the scan ends were there
+                // together (each was there from its reading until then).
+                let mut procs = lean_processes_of_server(server);
+                procs.retain(still_there);
                 // A worker being started is, until its exec, a fork of the
                 // server that still shows the server's command line.
                 let started: Vec<u32> = procs
@@ -139,6 +145,13 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().expect("sampler")
     }
+}
+
+/// Whether `p` still runs the command line it was seen with (not gone, not a
+/// zombie, not its pid reused by another program).
+fn still_there(p: &Proc) -> bool {
+    std::fs::read(format!("/proc/{}/cmdline", p.pid))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ") == p.cmdline)
 }
 
 // ---------------------------------------------------------------------------
