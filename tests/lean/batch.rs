@@ -377,6 +377,50 @@ fn bad_batches_are_refused_naming_the_argument() {
     assert!(e["message"].as_str().unwrap().contains("texts[1]"), "{e:#}");
 }
 
+/// A tactic candidate whose worker dies under it (SIGKILL while Lean works
+/// on it: no tactic crashes Lean's worker on demand) is `crashed`; the batch
+/// still answers, the next candidate runs on a new worker of the same slot,
+/// and the server keeps its Lean.
+#[test]
+fn a_tactic_batch_survives_its_worker_being_killed() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SHADOW_SLOTS", "1")]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let warm = mcp.call("lean_run_batch", at(&root, v, TACTIC, &["skip"]));
+    assert_eq!(outcomes(&warm), ["progressed"], "{warm:#}");
+    let busy = "set_option maxRecDepth 100000000 in exact (Eq.refl Bool.true : Eq (N.beq (N.pow two 16) (N.mul two (N.pow two 15))) Bool.true)";
+    let server = mcp.pid();
+    let id = mcp.start_call(
+        "lean_run_batch",
+        at(&root, v, TACTIC, &[busy, "exact N.zero_add n"]),
+        &CallOpts::default(),
+    );
+    // The first candidate runs once the slot's worker burns CPU on it.
+    let before = shadow_worker_cpu(server);
+    assert!(
+        eventually(Duration::from_secs(60), || shadow_worker_cpu(server)
+            > before + 50),
+        "the shadow worker never got busy"
+    );
+    let workers: Vec<u32> = lean_processes_of_server(server)
+        .iter()
+        .filter(|p| p.cmdline.contains(".beam-shadow-") && p.cmdline.contains("--worker"))
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(workers.len(), 1, "one slot, one worker: {workers:?}");
+    common::procfs::signal(workers[0], "KILL");
+    let r = mcp.response(&id);
+    let r = &r["result"]["structuredContent"];
+    assert_eq!(outcomes(r), ["crashed", "closed"], "{r:#}");
+    assert_eq!(r["mode"], "tactic");
+    // The slot works on: the same batch without the busy candidate.
+    let again = mcp.call(
+        "lean_run_batch",
+        at(&root, v, TACTIC, &["exact N.zero_add n"]),
+    );
+    assert_eq!(outcomes(&again), ["closed"], "{again:#}");
+}
+
 /// CPU time (user + system, in clock ticks) of the Lean workers of the
 /// server's shadow documents.
 fn shadow_worker_cpu(server: u32) -> u64 {
