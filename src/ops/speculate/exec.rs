@@ -3,6 +3,7 @@
 
 use super::text::*;
 use super::*;
+use crate::broker::document::Doc;
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
@@ -234,6 +235,27 @@ pub(in crate::ops) fn user_range(range: &Value, placement: &Placement) -> Range 
         placement.to_user(lsp_position(range, "start")),
         placement.to_user(lsp_position(range, "end")),
     )
+}
+
+/// Run `step` in a shadow slot of `doc` (the document it probes), its
+/// messages told apart from the document's own `baseline` diagnostics.
+pub(in crate::ops) async fn run_on_document(
+    rt: &Runtime,
+    session: &LeanServer,
+    doc: &Doc,
+    ctx: &CallContext,
+    step: Step,
+    budget: Budget,
+) -> Result<Ran, ToolError> {
+    let pool = rt.shadow_pool(&doc.path);
+    let baseline = doc.snapshot().diagnostics;
+    let asker = Asker {
+        ctx,
+        shown: &doc.path.shown,
+    };
+    let mut ran = run_step(rt, session, asker, &pool, &step, baseline.items(), budget).await?;
+    ran.step = Some(step);
+    Ok(ran)
 }
 
 /// Run one step in a shadow slot and build the run result. `baseline` holds

@@ -398,24 +398,7 @@ impl Start<'_> {
     ) -> Result<Ran, ToolError> {
         let step = self.step(candidate)?;
         let bound = &self.bound;
-        let pool = bound.rt.shadow_pool(&bound.doc.path);
-        let baseline = bound.doc.snapshot().diagnostics;
-        let asker = Asker {
-            ctx,
-            shown: &bound.doc.path.shown,
-        };
-        let mut ran = run_step(
-            &bound.rt,
-            &bound.session,
-            asker,
-            &pool,
-            &step,
-            baseline.items(),
-            budget,
-        )
-        .await?;
-        ran.step = Some(step);
-        Ok(ran)
+        run_on_document(&bound.rt, &bound.session, &bound.doc, ctx, step, budget).await
     }
 
     /// A handle continuing after `step` (a tactic or command step).
@@ -549,24 +532,7 @@ impl FromHandle {
             placement: state.placement,
             expected: None,
         };
-        let pool = self.rt.shadow_pool(&self.doc.path);
-        let baseline = self.doc.snapshot().diagnostics;
-        let asker = Asker {
-            ctx,
-            shown: &self.doc.path.shown,
-        };
-        let mut ran = run_step(
-            &self.rt,
-            &self.session,
-            asker,
-            &pool,
-            &step,
-            baseline.items(),
-            budget,
-        )
-        .await?;
-        ran.step = Some(step);
-        Ok(ran)
+        run_on_document(&self.rt, &self.session, &self.doc, ctx, step, budget).await
     }
 
     /// A handle continuing after `text`.
