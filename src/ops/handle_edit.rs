@@ -4,7 +4,7 @@
 
 use super::Answer;
 use super::completions::text_edit;
-use super::speculate::unknown_runtime;
+use super::speculate::handle_runtime;
 use crate::broker::Broker;
 use crate::broker::completions::Edit;
 use crate::broker::handle_edit::{Replaced, chain_edit};
@@ -19,11 +19,7 @@ pub async fn handle_edit(
     path: &str,
     handle: &str,
 ) -> Answer<HandleEditResult> {
-    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
-    broker.check_handle_origin(handle)?;
-    let rt = broker
-        .cached(&root)
-        .ok_or_else(|| unknown_runtime(handle))?;
+    let (rt, doc_path) = handle_runtime(broker, ws, path, handle)?;
     rt.record_request();
     let doc = rt
         .existing_doc(&doc_path)

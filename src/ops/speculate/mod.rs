@@ -458,11 +458,7 @@ pub(super) async fn start_with(
     handle: &str,
     linear: bool,
 ) -> Result<FromHandle, ToolError> {
-    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
-    broker.check_handle_origin(handle)?;
-    let rt = broker
-        .cached(&root)
-        .ok_or_else(|| unknown_runtime(handle))?;
+    let (rt, doc_path) = handle_runtime(broker, ws, path, handle)?;
     rt.record_request();
     // A file this server never read: that is what to fix first, whatever
     // the handle continues.
@@ -570,6 +566,29 @@ pub async fn run_with(
     Ok(result)
 }
 
+/// The runtime and document a handle argument names: the path resolved in
+/// the workspace, the handle made in this process, its runtime still cached
+/// (a handle never starts Lean).
+pub(super) fn handle_runtime(
+    broker: &Broker,
+    ws: &Workspace,
+    path: &str,
+    handle: &str,
+) -> Result<
+    (
+        crate::broker::runtime::RuntimeUse,
+        crate::broker::workspace::DocPath,
+    ),
+    ToolError,
+> {
+    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
+    broker.check_handle_origin(handle)?;
+    let rt = broker
+        .cached(&root)
+        .ok_or_else(|| unknown_runtime(handle))?;
+    Ok((rt, doc_path))
+}
+
 pub(super) fn unknown_runtime(handle: &str) -> ToolError {
     ToolError::new(
         ErrorCode::InvalidParams,
@@ -584,11 +603,7 @@ pub async fn release(
     path: &str,
     handle: &str,
 ) -> Answer<ReleaseResult> {
-    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
-    broker.check_handle_origin(handle)?;
-    let rt = broker
-        .cached(&root)
-        .ok_or_else(|| unknown_runtime(handle))?;
+    let (rt, doc_path) = handle_runtime(broker, ws, path, handle)?;
     let state = rt.handles.take(handle, Taking::Keep)?;
     if state.file != doc_path.file {
         return Err(ToolError::new(
@@ -601,7 +616,7 @@ pub async fn release(
     }
     rt.handles.take(handle, Taking::Consume)?;
     Ok(ReleaseResult {
-        workspace: root.descriptor(),
+        workspace: rt.root.descriptor(),
         path: doc_path.shown,
         released: true,
     })
