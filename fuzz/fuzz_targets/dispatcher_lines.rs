@@ -15,7 +15,8 @@ use std::sync::{Arc, LazyLock};
 
 use arbitrary::{Result, Unstructured};
 use lean_beam_mcp::context::CallContext;
-use lean_beam_mcp::mcp::dispatcher::{Config, Dispatcher, Reply};
+use lean_beam_mcp::mcp::config::Config;
+use lean_beam_mcp::mcp::dispatcher::{Dispatcher, Reply};
 use lean_beam_mcp::mcp::era;
 use lean_beam_mcp::mcp::jsonrpc::{self, Incoming, RequestId};
 use lean_beam_mcp::mcp::session::Session;
@@ -30,7 +31,7 @@ struct Immediate;
 
 impl Handler for Immediate {
     async fn handle(&self, ctx: &CallContext, _call: ToolCall) -> ToolOutcome {
-        Ok(json!({ "tool": ctx.tool.name() }))
+        Ok(json!({ "tool": ctx.tool.name }))
     }
 }
 
