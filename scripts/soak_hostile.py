@@ -182,12 +182,14 @@ class Census(threading.Thread):
         marks = {pid: f"LEAN_BEAM_LSP_TREE={pid}-".encode() for pid in pids}
         lsp, compilers = collections.Counter(), collections.Counter()
         seen = collections.defaultdict(list)  # server pid -> (tree token, pid, ppid, state, argv)
+        found = []  # (entry, its cmdline as read, what it counts as)
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    argv0 = f.read().split(b"\0", 1)[0]
+                    cmdline = f.read()
+                argv0 = cmdline.split(b"\0", 1)[0]
                 if os.path.basename(argv0) != b"lean":
                     continue
                 with open(f"/proc/{entry}/stat") as f:
@@ -197,17 +199,31 @@ class Census(threading.Thread):
                 ppid = int(fields[1])
                 with open(f"/proc/{entry}/environ", "rb") as f:
                     environ = f.read()
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    argv = f.read().replace(b"\0", b" ")[:160].decode(errors="replace")
             except (OSError, IndexError, ValueError):
                 continue
+            argv = cmdline.replace(b"\0", b" ")[:160].decode(errors="replace")
             owner = next((pid for pid, mark in marks.items() if mark in environ), None)
             if owner is not None:
-                lsp[owner] += 1
                 token = environ.split(marks[owner], 1)[1].split(b"\0", 1)[0].decode()
-                seen[owner].append((token, int(entry), ppid, fields[0], argv))
+                found.append((entry, cmdline, ("lsp", owner, (token, int(entry), ppid, fields[0], argv))))
             elif ppid in marks:
-                compilers[ppid] += 1
+                found.append((entry, cmdline, ("compiler", ppid, None)))
+        # One scan of /proc is not one instant: a worker read early in it can
+        # be gone before its successor (a higher pid) is read. Only processes
+        # still there, running the same command line, once the scan ends were
+        # there together (each from its reading until then).
+        for entry, cmdline, (kind, owner, row) in found:
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if f.read() != cmdline:
+                        continue
+            except OSError:
+                continue
+            if kind == "lsp":
+                lsp[owner] += 1
+                seen[owner].append(row)
+            else:
+                compilers[owner] += 1
         with self.lock:
             for pid in pids:
                 fig = self.watched[pid]

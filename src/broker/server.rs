@@ -209,10 +209,12 @@ impl LeanServer {
                 .filter(|d| d.lifecycle().generation() == Some(self.generation))
                 .collect();
             if open.len() < admission.limit {
+                // The worker of the opening just closed still counts until it
+                // is gone, even below the bound: the turn ends once this
+                // document counts as open, and a document admitted next
+                // (say a probe slot) must not run beside the exiting one.
                 if let OpenKind::Reopen { worker_seen } = opening {
-                    if open.len() + 1 >= admission.limit {
-                        self.wait_worker_gone(&doc.uri, worker_seen).await;
-                    }
+                    self.wait_worker_gone(&doc.uri, worker_seen).await;
                 }
                 return Ok(Admitted { _turn: turn });
             }
