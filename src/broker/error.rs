@@ -79,6 +79,12 @@ pub enum Error {
         handle: String,
         problem: HandleProblem,
     },
+    /// A probe that cannot run at (`line`, `character`).
+    Probe {
+        line: u64,
+        character: u64,
+        problem: ProbeProblem,
+    },
     /// A checkpoint that could not be made.
     Save(SaveError),
     /// Lean answered something the broker cannot use.
@@ -163,6 +169,19 @@ pub enum HandleProblem {
     ServerRestarted,
     /// Its workspace has no runtime (dropped, or never used).
     NoRuntime,
+}
+
+/// Why a probe cannot run where it was asked to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeProblem {
+    /// Neither inside a tactic block, nor on a term, nor between commands.
+    NotAPlace,
+    /// On a term, where a handle was asked for: handles continue tactics or
+    /// commands.
+    TermTakesNoHandle,
+    /// Between commands a probe runs exactly one command; the text holds
+    /// `commands`.
+    NotOneCommand { commands: usize },
 }
 
 /// Why no checkpoint was written.

@@ -9,9 +9,78 @@
 //! white space) is what the chain proves, so the edit replaces it; otherwise
 //! the user's following text is kept after the chain, at its column.
 
-use super::handles::HandleState;
+use super::Broker;
+use super::completions::Edit;
+use super::error::Result;
+use super::handles::{HandleState, HandleStore, Taking};
 use super::lexer::{LexemeKind, lex};
+use super::probe::Origin;
+use super::snapshot;
+use super::sync;
 use super::text::LineIndex;
+
+/// A handle's chain as an edit of the version it was cut from.
+#[derive(Debug, Clone)]
+pub struct HandleEdit {
+    /// The document and version the edit applies to.
+    pub origin: Origin,
+    pub edit: Edit,
+    pub replaced: Option<Replaced>,
+    /// The file changed on disk since that version was read.
+    pub disk_changed: bool,
+}
+
+impl Broker {
+    /// The edit that writes `handle`'s chain into the version of `path` it
+    /// was cut from. Never starts Lean, never writes.
+    pub async fn handle_edit(
+        &self,
+        workspace: &str,
+        path: &str,
+        handle: &str,
+    ) -> Result<HandleEdit> {
+        let (rt, doc_path) = self.handle_runtime(workspace, path, handle)?;
+        rt.record_request();
+        let doc = rt
+            .existing_doc(&doc_path)
+            .filter(|doc| doc.state().version != 0)
+            .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
+        let state = rt.handles.take(handle, Taking::Keep)?;
+        // Without the live server that ran the chain the handle is stale,
+        // and generations start at 1, so 0 says so.
+        let generation = rt
+            .server_if_running()
+            .await
+            .map_or(0, |server| server.generation);
+        let doc_state = doc.state();
+        // The edit is about the text the handle was cut from: that version
+        // must still be the document's, in the session that ran the chain.
+        HandleStore::check_current(
+            handle,
+            &state,
+            &doc_path.file,
+            doc_state.version,
+            generation,
+        )?;
+        let text = &doc_state.text;
+        let edit = chain_edit(text, &state);
+        let disk_changed = sync::disk_changed(&doc, &doc_state).await;
+        Ok(HandleEdit {
+            origin: Origin {
+                workspace: rt.root.descriptor(),
+                path: doc.path.shown.clone(),
+                version: doc_state.version,
+            },
+            edit: Edit {
+                start: doc_state.index.position(text, edit.start),
+                end: doc_state.index.position(text, edit.end),
+                new_text: edit.new_text,
+            },
+            replaced: edit.replaced,
+            disk_changed,
+        })
+    }
+}
 
 /// What the chain's text takes the place of in the user's file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

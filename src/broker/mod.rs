@@ -25,6 +25,7 @@ pub(crate) mod launch;
 pub(crate) mod lexer;
 pub(crate) mod outline;
 pub(crate) mod placement;
+pub(crate) mod probe;
 pub(crate) mod progress;
 pub(crate) mod runtime;
 pub(crate) mod server;
@@ -48,10 +49,14 @@ use crate::results::{self, LimitUse, RuntimeStats};
 use crate::util::lock;
 pub use diagnostics::DiagnosticScope;
 pub use error::{
-    Error, HandleProblem, Limit, MemoryKill, NotModule, Result, SaveError, SourceProblem,
+    Error, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, Result, SaveError,
+    SourceProblem,
 };
 pub use goals::GoalsMode;
+pub use handle_edit::{HandleEdit, Replaced};
+pub use handles::Taking;
 pub use launch::env;
+pub use probe::{Budget, Continue, FromHandle, Origin, Ran, RunAt, Start};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 pub use text::PositionError;
 

@@ -8,8 +8,7 @@ use std::task::Poll;
 
 use serde_json::json;
 
-use super::speculate::{self, Budget, Ran, RunAt};
-use crate::broker::Broker;
+use crate::broker::{self, Broker, Budget, Continue, FromHandle, Ran, RunAt, Start, Taking};
 use crate::results::{
     BatchMode, BatchResult, Candidate, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
 };
@@ -156,10 +155,6 @@ fn verdict(ran: &Ran, tactic: bool) -> Outcome {
     }
 }
 
-fn crashed(e: &ToolError) -> bool {
-    matches!(e.code, ErrorCode::WorkerCrashed | ErrorCode::WorkerExited)
-}
-
 /// A candidate that did not run to its end.
 fn without_run(index: usize, outcome: Outcome, error: Option<String>) -> Candidate {
     Candidate {
@@ -178,12 +173,12 @@ fn without_run(index: usize, outcome: Outcome, error: Option<String>) -> Candida
 
 /// The place the candidates start from, either kind.
 enum Place<'c> {
-    At(speculate::Start<'c>),
-    With(speculate::FromHandle),
+    At(Start<'c>),
+    With(FromHandle),
 }
 
 impl Place<'_> {
-    async fn run(&self, ctx: &CallContext, text: &str, budget: Budget) -> Result<Ran, ToolError> {
+    async fn run(&self, ctx: &CallContext, text: &str, budget: Budget) -> broker::Result<Ran> {
         match self {
             Place::At(start) => start.run(ctx, text, budget).await,
             Place::With(from) => from.run(ctx, text, budget).await,
@@ -220,16 +215,18 @@ pub async fn run_batch(
         )));
     }
     let place = match &batch.from {
-        From::Position(at) => Place::At(speculate::start_at(broker, ctx, at, false).await?),
-        From::Handle { path, handle } => {
-            Place::With(speculate::start_with(broker, batch.workspace, path, handle, false).await?)
-        }
+        From::Position(at) => Place::At(broker.probe_at(ctx, at, Continue::NoHandles).await?),
+        From::Handle { path, handle } => Place::With(
+            broker
+                .probe_from_handle(&batch.workspace.root, path, handle, Taking::Keep)
+                .await?,
+        ),
     };
     if let Place::At(start) = &place {
         for (i, text) in batch.texts.iter().enumerate() {
             start
                 .check(text)
-                .map_err(|e| invalid(format!("texts[{i}]: {}", e.message)))?;
+                .map_err(|e| invalid(format!("texts[{i}]: {}", ToolError::from(e).message)))?;
         }
     }
     let mode = place.mode();
@@ -240,7 +237,7 @@ pub async fn run_batch(
         .with_cancellation(ctx.cancel.clone());
     let quiet = &quiet;
     let place = &place;
-    let mut running: Running<'_, Result<Ran, ToolError>> = Running {
+    let mut running: Running<'_, broker::Result<Ran>> = Running {
         futures: Vec::with_capacity(total + 1),
     };
     for text in batch.texts {
@@ -257,9 +254,9 @@ pub async fn run_batch(
             place.run(quiet, "skip", Budget::default()).await
         })));
     }
-    let mut done: Vec<Option<Result<Ran, ToolError>>> = (0..total).map(|_| None).collect();
+    let mut done: Vec<Option<broker::Result<Ran>>> = (0..total).map(|_| None).collect();
     let mut start_goals = match place {
-        Place::At(start) => Some(start.goals.clone()),
+        Place::At(start) => Some(start.goals().to_vec()),
         Place::With(_) => None,
     };
     let mut finished = 0;
@@ -268,16 +265,15 @@ pub async fn run_batch(
         if i == total {
             start_goals = Some(match ran {
                 Ok(ran) => goals_of(&ran),
-                Err(e) if crashed(&e) => Vec::new(),
-                Err(e) => return Err(e),
+                Err(e) if e.lost_worker() => Vec::new(),
+                Err(e) => return Err(e.into()),
             });
             continue;
         }
-        if let Err(e) = &ran {
-            if !crashed(e) {
-                return Err(e.clone());
-            }
-        }
+        let ran = match ran {
+            Err(e) if !e.lost_worker() => return Err(e.into()),
+            ran => ran,
+        };
         let closed = ran
             .as_ref()
             .is_ok_and(|ran| verdict(ran, tactic) == Outcome::Closed);
@@ -318,7 +314,8 @@ pub async fn run_batch(
                 continue;
             }
             Some(Err(e)) => {
-                candidates.push(without_run(index, Outcome::Crashed, Some(e.message)));
+                let message = ToolError::from(e).message;
+                candidates.push(without_run(index, Outcome::Crashed, Some(message)));
                 continue;
             }
             Some(Ok(ran)) => ran,
@@ -369,26 +366,18 @@ pub async fn run_batch(
         .iter()
         .find(|c| c.outcome == Outcome::Closed)
         .map(|c| c.index);
-    let (workspace, path, version, line_text, disk_changed) = match place {
+    let (origin, line_text, disk_changed) = match place {
         Place::At(start) => (
-            start.bound.rt.root.descriptor(),
-            start.bound.doc.path.shown.clone(),
-            start.bound.state.version,
-            Some(start.line_text.clone()),
-            start.bound.disk_changed().await,
+            start.origin(),
+            Some(start.line_text().to_owned()),
+            start.disk_changed().await,
         ),
-        Place::With(from) => (
-            from.rt.root.descriptor(),
-            from.doc.path.shown.clone(),
-            from.state.version,
-            None,
-            from.disk_changed().await,
-        ),
+        Place::With(from) => (from.origin(), None, from.disk_changed().await),
     };
     Ok(BatchResult {
-        workspace,
-        path,
-        version,
+        workspace: origin.workspace,
+        path: origin.path,
+        version: origin.version,
         line_text,
         mode,
         start_goals,

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::broker::{self, HandleProblem, Limit, MemoryKill, NotModule, SaveError, SourceProblem};
+use crate::broker::{
+    self, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, SaveError, SourceProblem,
+};
 use crate::lsp::LeanErrorCode;
 use crate::lsp::LspError;
 use crate::safe_fs::FsError;
@@ -83,6 +85,11 @@ impl From<broker::Error> for ToolError {
             E::Fs(error) => fs_error(&error),
             E::ResourceLimit(limit) => resource_limit(limit),
             E::Handle { handle, problem } => handle_error(&handle, problem),
+            E::Probe {
+                line,
+                character,
+                problem,
+            } => probe_error(line, character, problem),
             E::Save(error) => save_error(error),
             E::Unexpected(what) => ToolError::new(ErrorCode::InternalError, what),
         }
@@ -433,6 +440,28 @@ fn handle_error(handle: &str, problem: HandleProblem) -> ToolError {
             format!("handle {handle:?}: this workspace has no live runtime or document for it (dropped, or never used in this server)"),
         )
         .with_data(json!({ "handle": handle, "reason": "noRuntime" })),
+    }
+}
+
+fn probe_error(line: u64, character: u64, problem: ProbeProblem) -> ToolError {
+    match problem {
+        ProbeProblem::NotAPlace => ToolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "({line}, {character}) is neither inside a tactic block, nor on a term, nor between commands: give a position in a proof (for tactics), on a term such as a `sorry` (for a term to put in its place), or at the start of a line between commands (for one command)"
+            ),
+        ),
+        ProbeProblem::TermTakesNoHandle => ToolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "({line}, {character}) is on a term: a handle continues tactics or commands, not a term. Try the term with lean_run_at, or write `by` there in the file and continue its tactics"
+            ),
+        ),
+        ProbeProblem::NotOneCommand { commands } => ToolError::new(
+            ErrorCode::InvalidParams,
+            format!("between commands a probe runs exactly one command; the text holds {commands}"),
+        )
+        .with_data(json!({ "commands": commands })),
     }
 }
 

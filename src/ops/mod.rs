@@ -20,8 +20,8 @@ mod verify;
 
 use std::sync::Arc;
 
-use crate::broker::Broker;
 use crate::broker::edit::Mode;
+use crate::broker::{Broker, Budget, Continue, RunAt, Taking};
 use crate::replica::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
@@ -115,16 +115,16 @@ impl Operations for Beam {
         speculate::run_at(
             &self.broker,
             ctx,
-            &speculate::RunAt {
-                workspace: &args.workspace,
+            &RunAt {
+                workspace: &args.workspace.root,
                 path: &args.path,
                 version: args.version,
                 line: args.line,
                 character: args.character,
             },
             &args.text,
-            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
-            false,
+            Budget::new(args.max_heartbeats, args.timeout_ms),
+            Continue::NoHandles,
         )
         .await
     }
@@ -137,16 +137,16 @@ impl Operations for Beam {
         speculate::run_at(
             &self.broker,
             ctx,
-            &speculate::RunAt {
-                workspace: &args.workspace,
+            &RunAt {
+                workspace: &args.workspace.root,
                 path: &args.path,
                 version: args.version,
                 line: args.line,
                 character: args.character,
             },
             &args.text,
-            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
-            true,
+            Budget::new(args.max_heartbeats, args.timeout_ms),
+            Continue::WithHandles,
         )
         .await
     }
@@ -161,15 +161,13 @@ impl Operations for Beam {
                 path: &args.path,
                 handle,
             },
-            (None, Some(version), Some(line), Some(character)) => {
-                batch::From::Position(speculate::RunAt {
-                    workspace: &args.workspace,
-                    path: &args.path,
-                    version,
-                    line,
-                    character,
-                })
-            }
+            (None, Some(version), Some(line), Some(character)) => batch::From::Position(RunAt {
+                workspace: &args.workspace.root,
+                path: &args.path,
+                version,
+                line,
+                character,
+            }),
             _ => {
                 return Err(ToolError::new(
                     ErrorCode::InvalidParams,
@@ -186,7 +184,7 @@ impl Operations for Beam {
                 texts: &args.texts,
                 stop_on_first_close: args.stop_on_first_close,
                 handles: args.handles,
-                budget: speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
+                budget: Budget::new(args.max_heartbeats, args.timeout_ms),
             },
         )
         .await
@@ -294,12 +292,14 @@ impl Operations for Beam {
         speculate::run_with(
             &self.broker,
             ctx,
-            &args.workspace,
-            &args.path,
-            &args.handle,
+            &speculate::After {
+                workspace: &args.workspace,
+                path: &args.path,
+                handle: &args.handle,
+            },
             &args.text,
-            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
-            false,
+            Budget::new(args.max_heartbeats, args.timeout_ms),
+            Taking::Keep,
         )
         .await
     }
@@ -312,12 +312,14 @@ impl Operations for Beam {
         speculate::run_with(
             &self.broker,
             ctx,
-            &args.workspace,
-            &args.path,
-            &args.handle,
+            &speculate::After {
+                workspace: &args.workspace,
+                path: &args.path,
+                handle: &args.handle,
+            },
             &args.text,
-            speculate::Budget::new(args.max_heartbeats, args.timeout_ms),
-            true,
+            Budget::new(args.max_heartbeats, args.timeout_ms),
+            Taking::Consume,
         )
         .await
     }
@@ -327,7 +329,14 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: LeanReleaseArgs,
     ) -> Answer<ReleaseResult> {
-        speculate::release(&self.broker, &args.workspace, &args.path, &args.handle).await
+        speculate::release(
+            &self.broker,
+            &speculate::After {
+                workspace: &args.workspace,
+                path: &args.path,
+                handle: &args.handle,
+            },
+        )
     }
 
     async fn lean_run_code(

@@ -7,21 +7,21 @@ use crate::broker::document::Doc;
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
-pub(in crate::ops) struct Exec {
-    pub(in crate::ops) text: String,
-    pub(in crate::ops) start: usize,
-    pub(in crate::ops) base: Option<u64>,
+pub(super) struct Exec {
+    pub(super) text: String,
+    pub(super) start: usize,
+    pub(super) base: Option<u64>,
     /// The heartbeat budget's `set_option … in ` put before the command.
-    pub(in crate::ops) budget: Option<Inserted>,
+    pub(super) budget: Option<Inserted>,
 }
 
 /// Text the broker put on one line of a shadow: `len` characters at
 /// `column` of `line`. Lean's positions after it move back by `len`.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::ops) struct Inserted {
-    pub(in crate::ops) line: u32,
-    pub(in crate::ops) column: u32,
-    pub(in crate::ops) len: u32,
+pub(super) struct Inserted {
+    pub(super) line: u32,
+    pub(super) column: u32,
+    pub(super) len: u32,
 }
 
 impl Inserted {
@@ -70,24 +70,25 @@ impl Budget {
 
 /// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
 /// `whnf`, maximum number of heartbeats (N) has been reached".
-pub(in crate::ops) const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
+pub(super) const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
 
 /// A step that ran: the result, whether Lean's worker died under it, how
 /// long it took once it had a slot, and the step itself (for handles).
-pub(in crate::ops) struct Ran {
-    pub(in crate::ops) result: RunResult,
-    pub(in crate::ops) crashed: bool,
+pub struct Ran {
+    pub result: RunResult,
+    pub crashed: bool,
     /// The goals Lean reports unsolved at the end of the step's declaration
     /// (Lean's own text, parsed).
-    pub(in crate::ops) unsolved: Vec<Goal>,
-    pub(in crate::ops) elapsed: std::time::Duration,
-    pub(in crate::ops) step: Option<Step>,
+    pub unsolved: Vec<Goal>,
+    pub elapsed: std::time::Duration,
+    /// What ran, for a handle that continues after it ([`Start::mint`]).
+    pub step: Option<Step>,
 }
 
 /// Where the prefix a base can stand for ends: the start of the step's own
 /// command (command mode) or of the declaration it is in (proof and term
 /// mode).
-pub(in crate::ops) fn base_cut(step: &Step) -> Option<usize> {
+pub(super) fn base_cut(step: &Step) -> Option<usize> {
     let before = &step.shadow[..step.start];
     match step.mode {
         Mode::Proof | Mode::Term => outline::enclosing_command_start(&step.shadow, step.start),
@@ -95,7 +96,7 @@ pub(in crate::ops) fn base_cut(step: &Step) -> Option<usize> {
     }
 }
 
-pub(in crate::ops) fn exec_text(rt: &Runtime, step: &Step, max_heartbeats: Option<u64>) -> Exec {
+pub(super) fn exec_text(rt: &Runtime, step: &Step, max_heartbeats: Option<u64>) -> Exec {
     let cut = base_cut(step);
     let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
     let exec = match rewritten {
@@ -111,7 +112,7 @@ pub(in crate::ops) fn exec_text(rt: &Runtime, step: &Step, max_heartbeats: Optio
 }
 
 /// The whole shadow, on no base.
-pub(in crate::ops) fn whole(step: &Step) -> Exec {
+pub(super) fn whole(step: &Step) -> Exec {
     Exec {
         text: step.shadow.clone(),
         start: step.start,
@@ -123,7 +124,7 @@ pub(in crate::ops) fn whole(step: &Step) -> Exec {
 /// `exec` with the heartbeat budget put before the step's command: Lean
 /// takes `maxHeartbeats` per command (in a tactic block it is not read), so
 /// the budget covers the whole declaration the step is in.
-pub(in crate::ops) fn with_heartbeats(
+pub(super) fn with_heartbeats(
     mut exec: Exec,
     step: &Step,
     cut: Option<usize>,
@@ -149,7 +150,7 @@ pub(in crate::ops) fn with_heartbeats(
 /// Whether Lean could not take the shadow's header: it stopped processing
 /// the file, or reported an error within the header (a module that does not
 /// import). Nothing after the header was elaborated then.
-pub(in crate::ops) fn header_failed(snap: &Snapshot, text: &str) -> bool {
+pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
     let header = shadow::header(text);
     let line = header.matches('\n').count() as u32;
     let character = header.len() - header.rfind('\n').map_or(0, |i| i + 1);
@@ -161,34 +162,34 @@ pub(in crate::ops) fn header_failed(snap: &Snapshot, text: &str) -> bool {
 }
 
 /// A step elaborated in a slot (held until its goals are read).
-pub(in crate::ops) struct Elaborated {
-    pub(in crate::ops) slot: SlotGuard,
-    pub(in crate::ops) exec: Exec,
-    pub(in crate::ops) version: u64,
-    pub(in crate::ops) snap: Snapshot,
+pub(super) struct Elaborated {
+    pub(super) slot: SlotGuard,
+    pub(super) exec: Exec,
+    pub(super) version: u64,
+    pub(super) snap: Snapshot,
     /// Lean could not take the header (see [`header_failed`]).
-    pub(in crate::ops) blocked: bool,
+    pub(super) blocked: bool,
 }
 
 /// Who a probe is for: the call, and the user's file it probes.
 #[derive(Clone, Copy)]
-pub(in crate::ops) struct Asker<'a> {
-    pub(in crate::ops) ctx: &'a CallContext,
-    pub(in crate::ops) shown: &'a str,
+pub(super) struct Asker<'a> {
+    pub(super) sink: &'a dyn ProgressSink,
+    pub(super) shown: &'a str,
 }
 
 /// Elaborate `exec` in `slot` and record whether its header imported.
-pub(in crate::ops) async fn elaborate_in(
+pub(super) async fn elaborate_in(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
     mut slot: SlotGuard,
     exec: Exec,
-) -> Result<Elaborated, ToolError> {
+) -> Result<Elaborated> {
     let (version, snap) = shadow::elaborate(
         session,
         rt.timeouts.sync,
-        asker.ctx,
+        asker.sink,
         asker.shown,
         &mut slot,
         exec.text.clone(),
@@ -207,7 +208,7 @@ pub(in crate::ops) async fn elaborate_in(
 
 /// Elaborate a step in `slot`; on a base that did not import (an error on
 /// its import line), again on the whole shadow.
-pub(in crate::ops) async fn elaborate_step(
+pub(super) async fn elaborate_step(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
@@ -215,7 +216,7 @@ pub(in crate::ops) async fn elaborate_step(
     exec: Exec,
     step: &Step,
     max_heartbeats: Option<u64>,
-) -> Result<Elaborated, ToolError> {
+) -> Result<Elaborated> {
     let done = elaborate_in(rt, session, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
@@ -230,7 +231,7 @@ pub(in crate::ops) async fn elaborate_step(
 }
 
 /// A range of the shadow in the user's coordinates (see [`Placement`]).
-pub(in crate::ops) fn user_range(range: &Value, placement: &Placement) -> Range {
+pub(super) fn user_range(range: &Value, placement: &Placement) -> Range {
     Range::new(
         placement.to_user(lsp_position(range, "start")),
         placement.to_user(lsp_position(range, "end")),
@@ -239,18 +240,18 @@ pub(in crate::ops) fn user_range(range: &Value, placement: &Placement) -> Range 
 
 /// Run `step` in a shadow slot of `doc` (the document it probes), its
 /// messages told apart from the document's own `baseline` diagnostics.
-pub(in crate::ops) async fn run_on_document(
+pub(super) async fn run_on_document(
     rt: &Runtime,
     session: &LeanServer,
     doc: &Doc,
-    ctx: &CallContext,
+    sink: &dyn ProgressSink,
     step: Step,
     budget: Budget,
-) -> Result<Ran, ToolError> {
+) -> Result<Ran> {
     let pool = rt.shadow_pool(&doc.path);
     let baseline = doc.snapshot().diagnostics;
     let asker = Asker {
-        ctx,
+        sink,
         shown: &doc.path.shown,
     };
     let mut ran = run_step(rt, session, asker, &pool, &step, baseline.items(), budget).await?;
@@ -269,7 +270,7 @@ pub(in crate::ops) async fn run_on_document(
 ///
 /// `budget.timeout` counts from when a slot is free; a step out of time is
 /// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
-pub(in crate::ops) async fn run_step(
+pub(super) async fn run_step(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
@@ -277,7 +278,7 @@ pub(in crate::ops) async fn run_step(
     step: &Step,
     baseline: &[Value],
     budget: Budget,
-) -> Result<Ran, ToolError> {
+) -> Result<Ran> {
     let exec = exec_text(rt, step, budget.max_heartbeats);
     let slot = pool.acquire(&exec.text).await;
     let started = std::time::Instant::now();
@@ -313,7 +314,7 @@ pub(in crate::ops) async fn run_step(
 
 /// Elaborate a step in `slot` and read what Lean made of it.
 #[allow(clippy::too_many_arguments)]
-pub(in crate::ops) async fn interpret(
+pub(super) async fn interpret(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
@@ -322,7 +323,7 @@ pub(in crate::ops) async fn interpret(
     step: &Step,
     baseline: &[Value],
     budget: Budget,
-) -> Result<Ran, ToolError> {
+) -> Result<Ran> {
     let Elaborated {
         slot,
         exec,

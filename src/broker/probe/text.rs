@@ -4,7 +4,7 @@
 use super::*;
 
 /// Indent continuation lines of a multi-line step to the step's column.
-pub(in crate::ops) fn indent_lines(text: &str, indent: usize) -> String {
+pub(super) fn indent_lines(text: &str, indent: usize) -> String {
     let pad = " ".repeat(indent);
     let mut out = String::with_capacity(text.len() + indent * 4);
     for (i, line) in text.trim_end().split('\n').enumerate() {
@@ -24,7 +24,7 @@ pub(in crate::ops) fn indent_lines(text: &str, indent: usize) -> String {
 /// where its first tactic starts, after an alternative's `=>`, a bullet, or a
 /// declaration header's `by`. A step after the line goes there: deeper, it
 /// would continue the line's last term; shallower, it would leave the block.
-pub(in crate::ops) fn block_column(line: &str) -> usize {
+pub(super) fn block_column(line: &str) -> usize {
     let indent = line.len() - line.trim_start().len();
     let rest = line.trim_start();
     let first_word = rest.split_whitespace().next().unwrap_or("");
@@ -51,7 +51,7 @@ pub(in crate::ops) fn block_column(line: &str) -> usize {
 /// The column of a tactic that continues the proof ending in `above`: the
 /// block column of its last code line, or one level deeper (two columns) when
 /// that line opens a block (`by`, `=>`).
-pub(in crate::ops) fn continuation_column(above: &str) -> usize {
+pub(super) fn continuation_column(above: &str) -> usize {
     let Some(line) = above
         .lines()
         .rev()
@@ -70,7 +70,7 @@ pub(in crate::ops) fn continuation_column(above: &str) -> usize {
 /// Commands in a command-mode step: code lines at column 0, not counting
 /// attribute and doc-comment lines, which belong to the command after them
 /// (an attribute followed by its command on the same line counts).
-pub(in crate::ops) fn command_count(text: &str) -> usize {
+pub(super) fn command_count(text: &str) -> usize {
     text.lines()
         .filter(|line| line.chars().next().is_some_and(|c| !c.is_whitespace()))
         .map(|line| match line.strip_prefix("@[") {
@@ -87,14 +87,14 @@ pub(in crate::ops) fn command_count(text: &str) -> usize {
 }
 
 /// A position of an LSP range (`start` or `end`); missing parts count as 0.
-pub(in crate::ops) fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
+pub(super) fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
     let at = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
     (at("line"), at("character"))
 }
 
 /// A range relative to the step's first character (line 0 is the step's first
 /// line), so that messages of continuation steps are easy to place.
-pub(in crate::ops) fn step_range(range: &Value, start: (u32, u32)) -> Range {
+pub(super) fn step_range(range: &Value, start: (u32, u32)) -> Range {
     let rel = |(line, character): (u32, u32)| {
         if line == start.0 {
             (0, character.saturating_sub(start.1))
@@ -109,12 +109,7 @@ pub(in crate::ops) fn step_range(range: &Value, start: (u32, u32)) -> Range {
 }
 
 /// Whether a `sorry` token starts at byte `offset` of `text` (in code).
-pub(in crate::ops) fn sorry_at(
-    text: &str,
-    line_start: usize,
-    line_end: usize,
-    offset: usize,
-) -> bool {
+pub(super) fn sorry_at(text: &str, line_start: usize, line_end: usize, offset: usize) -> bool {
     lexer::scan(&text[line_start..line_end])
         .iter()
         .any(|t| t.kind == TokenKind::Sorry && line_start + t.start == offset)

@@ -1,38 +1,43 @@
-//! Speculative execution: `lean_run_at`, `lean_run_at_handle`, `lean_run_with`,
-//! `lean_run_with_linear` and `lean_release`, on shadow documents.
+//! Speculative execution: a step of tactics, one command or a term run at a
+//! position of a pinned version, or after a proof handle's chain, in the
+//! document's shadow slots (never in the file). `ops` asks through
+//! [`Broker::probe_at`] and [`Broker::probe_from_handle`] and the [`Start`]
+//! and [`FromHandle`] they return; slots, sessions and the handle store stay
+//! in here.
 
 use serde_json::{Value, json};
 
-use super::Answer;
-use crate::broker::Broker;
-use crate::broker::diagnostics::{self, ERROR, INFORMATION};
-use crate::broker::document::Snapshot;
-use crate::broker::goals::{self, query_position};
-use crate::broker::handles::{HandleState, HandleStore, Shadow, Taking};
-use crate::broker::lexer::{self, TokenKind};
-use crate::broker::outline;
-use crate::broker::runtime::Runtime;
-use crate::broker::server::LeanServer;
-use crate::broker::shadow::{self, Placement, Pool, SlotGuard, advance};
-use crate::broker::snapshot::{self, Target};
-use crate::broker::sync;
-use crate::broker::text::LineIndex;
+use super::Broker;
+use super::diagnostics::{self, ERROR, INFORMATION};
+use super::document::{DocState, DocUse, Snapshot};
+use super::error::{Error, HandleProblem, ProbeProblem, Result};
+use super::goals::{self, query_position};
+use super::handles::{HandleState, HandleStore, Shadow, Taking};
+use super::lexer::{self, TokenKind};
+use super::outline;
+use super::progress::ProgressSink;
+use super::runtime::{Runtime, RuntimeUse};
+use super::server::LeanServer;
+use super::shadow::{self, Placement, Pool, SlotGuard, advance};
+use super::snapshot::{self, Target};
+use super::sync;
+use super::text::LineIndex;
+use super::workspace::DocPath;
 use crate::results::{
-    BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, ReleaseResult,
-    RunMessage, RunResult,
+    BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, RunMessage, RunResult,
+    WorkspaceEcho,
 };
-use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
 
 mod exec;
 mod text;
 
 use exec::*;
-pub(super) use exec::{Budget, Ran};
+pub use exec::{Budget, Ran};
 use text::*;
 
 /// What a step's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Mode {
+enum Mode {
     /// Tactics, in a tactic block.
     Proof,
     /// One command, between commands.
@@ -42,20 +47,21 @@ pub(super) enum Mode {
 }
 
 /// Where a step starts in its shadow, and what the shadow is.
-pub(super) struct Step {
-    pub(super) shadow: String,
+pub struct Step {
+    shadow: String,
     /// Byte offset in `shadow` where the step's text begins.
-    pub(super) start: usize,
-    pub(super) indent: usize,
-    pub(super) mode: Mode,
-    pub(super) placement: Placement,
+    start: usize,
+    indent: usize,
+    mode: Mode,
+    placement: Placement,
     /// A term step: the type expected where it goes (a structured goal).
-    pub(super) expected: Option<Goal>,
+    expected: Option<Goal>,
 }
 
 /// The first step of a chain, at a position of a pinned version.
 pub struct RunAt<'a> {
-    pub workspace: &'a Workspace,
+    /// The workspace descriptor, as the call gave it.
+    pub workspace: &'a str,
     pub path: &'a str,
     pub version: u64,
     pub line: u64,
@@ -64,17 +70,17 @@ pub struct RunAt<'a> {
 
 /// The term Lean has at a position (`$/lean/plainTermGoal`): its byte range
 /// in `text`, which holds the position, and the type expected there.
-pub(super) struct TermAt {
-    pub(super) start: usize,
-    pub(super) end: usize,
-    pub(super) expected: Goal,
+struct TermAt {
+    start: usize,
+    end: usize,
+    expected: Goal,
 }
 
-pub(super) async fn term_at(
+async fn term_at(
     bound: &snapshot::Bound<'_>,
     at: &RunAt<'_>,
     offset: usize,
-) -> Result<Option<TermAt>, ToolError> {
+) -> Result<Option<TermAt>> {
     let answer = bound
         .request(
             "$/lean/plainTermGoal",
@@ -106,19 +112,17 @@ pub(super) async fn term_at(
     )
 }
 
-pub(super) fn not_a_probe_place(at: &RunAt<'_>) -> ToolError {
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!(
-            "({}, {}) is neither inside a tactic block, nor on a term, nor between commands: give a position in a proof (for tactics), on a term such as a `sorry` (for a term to put in its place), or at the start of a line between commands (for one command)",
-            at.line, at.character
-        ),
-    )
+fn probe_problem(at: &RunAt<'_>, problem: ProbeProblem) -> Error {
+    Error::Probe {
+        line: at.line,
+        character: at.character,
+        problem,
+    }
 }
 
 /// Where candidates go at a position of a pinned version: the mode the
 /// position calls for, and how a candidate's text becomes its shadow.
-pub(super) enum Plan {
+enum Plan {
     /// Tactics: the shadow is `prefix` then the text at column `indent`.
     Proof {
         prefix: String,
@@ -132,25 +136,60 @@ pub(super) enum Plan {
 }
 
 /// A position of a pinned version, ready to take candidate texts.
-pub(super) struct Start<'c> {
-    pub(super) bound: snapshot::Bound<'c>,
-    pub(super) line_text: String,
-    pub(super) plan: Plan,
+pub struct Start<'c> {
+    bound: snapshot::Bound<'c>,
+    line_text: String,
+    plan: Plan,
     /// The goals Lean shows at the position (proof mode), as `plainGoal`
     /// renders them.
-    pub(super) goals: Vec<Goal>,
+    goals: Vec<Goal>,
+    /// The position, (line, character), for what errors name.
+    at: (u64, u64),
 }
 
-/// Bind the version and work out what the position is (tactic block,
-/// between commands, a term). `mint`: handles will be minted, which a term
-/// cannot continue.
-pub(super) async fn start_at<'c>(
+/// Whether the steps run from a place will be continued with handles (a
+/// term step cannot be).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continue {
+    /// Handles will be minted after the steps that succeed.
+    WithHandles,
+    /// Only verdicts are wanted.
+    NoHandles,
+}
+
+impl Broker {
+    /// Bind the version and work out what the position is (tactic block,
+    /// between commands, a term), ready to run candidate texts there.
+    pub async fn probe_at<'c>(
+        &self,
+        sink: &'c dyn ProgressSink,
+        at: &RunAt<'_>,
+        handles: Continue,
+    ) -> Result<Start<'c>> {
+        start_at(self, sink, at, handles).await
+    }
+
+    /// Take `handle` (consuming it with [`Taking::Consume`]) and check that
+    /// it still continues the document's current version in the running
+    /// Lean session, ready to run continuation texts after its chain.
+    pub async fn probe_from_handle(
+        &self,
+        workspace: &str,
+        path: &str,
+        handle: &str,
+        taking: Taking,
+    ) -> Result<FromHandle> {
+        start_with(self, workspace, path, handle, taking).await
+    }
+}
+
+async fn start_at<'c>(
     broker: &Broker,
-    ctx: &'c CallContext,
+    sink: &'c dyn ProgressSink,
     at: &RunAt<'_>,
-    mint: bool,
-) -> Result<Start<'c>, ToolError> {
-    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
+    handles: Continue,
+) -> Result<Start<'c>> {
+    let bound = snapshot::bind(broker, sink, at.workspace, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
     let index = &bound.state.index;
@@ -199,17 +238,11 @@ pub(super) async fn start_at<'c>(
     };
     let mode = match (mode, &term) {
         (Mode::Term, None) if in_block => Mode::Proof,
-        (Mode::Term, None) => return Err(not_a_probe_place(at)),
+        (Mode::Term, None) => return Err(probe_problem(at, ProbeProblem::NotAPlace)),
         (mode, _) => mode,
     };
-    if mint && mode == Mode::Term {
-        return Err(ToolError::new(
-            ErrorCode::InvalidParams,
-            format!(
-                "({}, {}) is on a term: a handle continues tactics or commands, not a term. Try the term with lean_run_at, or write `by` there in the file and continue its tactics",
-                at.line, at.character
-            ),
-        ));
+    if handles == Continue::WithHandles && mode == Mode::Term {
+        return Err(probe_problem(at, ProbeProblem::TermTakesNoHandle));
     }
     let position = |byte: usize| index.position(text, byte);
     let plan = match (mode, term) {
@@ -301,12 +334,13 @@ pub(super) async fn start_at<'c>(
         line_text,
         plan,
         goals,
+        at: (at.line, at.character),
     })
 }
 
 impl Start<'_> {
     /// The step that puts `candidate` at the position.
-    fn step(&self, candidate: &str) -> Result<Step, ToolError> {
+    fn step(&self, candidate: &str) -> Result<Step> {
         let text = &self.bound.state.text;
         let index = &self.bound.state.index;
         let position = |byte: usize| index.position(text, byte);
@@ -326,13 +360,11 @@ impl Start<'_> {
             Plan::Command { offset, placement } => {
                 let n = command_count(candidate);
                 if n != 1 {
-                    return Err(ToolError::new(
-                        ErrorCode::InvalidParams,
-                        format!(
-                            "between commands a probe runs exactly one command; the text holds {n}"
-                        ),
-                    )
-                    .with_data(json!({ "commands": n })));
+                    return Err(Error::Probe {
+                        line: self.at.0,
+                        character: self.at.1,
+                        problem: ProbeProblem::NotOneCommand { commands: n },
+                    });
                 }
                 let prefix = &text[..*offset];
                 Step {
@@ -376,12 +408,12 @@ impl Start<'_> {
     }
 
     /// Whether `candidate` can go here (one command between commands).
-    pub(super) fn check(&self, candidate: &str) -> Result<(), ToolError> {
+    pub fn check(&self, candidate: &str) -> Result<()> {
         self.step(candidate).map(|_| ())
     }
 
     /// What candidates here are.
-    pub(super) fn mode(&self) -> BatchMode {
+    pub fn mode(&self) -> BatchMode {
         match self.plan {
             Plan::Proof { .. } => BatchMode::Tactic,
             Plan::Command { .. } => BatchMode::Command,
@@ -390,21 +422,21 @@ impl Start<'_> {
     }
 
     /// Run one candidate here.
-    pub(super) async fn run(
+    pub async fn run(
         &self,
-        ctx: &CallContext,
+        sink: &dyn ProgressSink,
         candidate: &str,
         budget: Budget,
-    ) -> Result<Ran, ToolError> {
+    ) -> Result<Ran> {
         let step = self.step(candidate)?;
         let bound = &self.bound;
-        run_on_document(&bound.rt, &bound.session, &bound.doc, ctx, step, budget).await
+        run_on_document(&bound.rt, &bound.session, &bound.doc, sink, step, budget).await
     }
 
     /// A handle continuing after `step` (a tactic or command step).
-    pub(super) fn mint(&self, step: &Step) -> Result<String, ToolError> {
+    pub fn mint(&self, step: &Step) -> Result<String> {
         let bound = &self.bound;
-        Ok(bound.rt.handles.mint(HandleState {
+        bound.rt.handles.mint(HandleState {
             file: bound.doc.path.file.clone(),
             shown: bound.doc.path.shown.clone(),
             version: bound.state.version,
@@ -414,51 +446,62 @@ impl Start<'_> {
             indent: step.indent,
             proof: step.mode == Mode::Proof,
             placement: step.placement,
-        })?)
+        })
+    }
+
+    /// The goals Lean shows at the position (tactic mode), as `plainGoal`
+    /// renders them; none between commands or on a term.
+    pub fn goals(&self) -> &[Goal] {
+        &self.goals
+    }
+
+    /// The text of the addressed line, without its line break.
+    pub fn line_text(&self) -> &str {
+        &self.line_text
+    }
+
+    /// The document and version the candidates run against.
+    pub fn origin(&self) -> Origin {
+        let bound = &self.bound;
+        Origin {
+            workspace: bound.rt.root.descriptor(),
+            path: bound.doc.path.shown.clone(),
+            version: bound.state.version,
+        }
+    }
+
+    /// Whether the file changed on disk since the pinned version was read.
+    pub async fn disk_changed(&self) -> bool {
+        self.bound.disk_changed().await
     }
 }
 
-pub async fn run_at(
-    broker: &Broker,
-    ctx: &CallContext,
-    at: &RunAt<'_>,
-    text: &str,
-    budget: Budget,
-    mint: bool,
-) -> Answer<RunResult> {
-    let start = start_at(broker, ctx, at, mint).await?;
-    let (ran, disk_changed) =
-        tokio::join!(start.run(ctx, text, budget), start.bound.disk_changed());
-    let Ran {
-        mut result, step, ..
-    } = ran?;
-    result.line_text = Some(start.line_text.clone());
-    result.disk_changed = disk_changed;
-    if let (true, Some(step)) = (mint && result.success, &step) {
-        result.next_handle = Some(start.mint(step)?);
-    }
-    Ok(result)
+/// The document a probe runs against, as results name it.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub workspace: WorkspaceEcho,
+    /// The document's path as results show it.
+    pub path: String,
+    pub version: u64,
 }
 
 /// A proof handle, taken and checked, ready to take continuation texts.
-pub(super) struct FromHandle {
-    pub(super) rt: crate::broker::runtime::RuntimeUse,
-    pub(super) doc: crate::broker::document::DocUse,
-    pub(super) session: LeanServer,
-    pub(super) state: HandleState,
-    pub(super) doc_state: crate::broker::document::DocState,
+pub struct FromHandle {
+    rt: RuntimeUse,
+    doc: DocUse,
+    session: LeanServer,
+    state: HandleState,
+    doc_state: DocState,
 }
 
-/// Look up `handle` (consuming it when `linear`) and check that it still
-/// continues the document's current version in the running Lean session.
-pub(super) async fn start_with(
+async fn start_with(
     broker: &Broker,
-    ws: &Workspace,
+    workspace: &str,
     path: &str,
     handle: &str,
-    linear: bool,
-) -> Result<FromHandle, ToolError> {
-    let (rt, doc_path) = handle_runtime(broker, ws, path, handle)?;
+    taking: Taking,
+) -> Result<FromHandle> {
+    let (rt, doc_path) = broker.handle_runtime(workspace, path, handle)?;
     rt.record_request();
     // A file this server never read: that is what to fix first, whatever
     // the handle continues.
@@ -466,14 +509,7 @@ pub(super) async fn start_with(
         .existing_doc(&doc_path)
         .filter(|doc| doc.state().version != 0)
         .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-    let state = rt.handles.take(
-        handle,
-        if linear {
-            Taking::Consume
-        } else {
-            Taking::Keep
-        },
-    )?;
+    let state = rt.handles.take(handle, taking)?;
     let session = rt.server().await?;
     let doc_state = doc.state();
     HandleStore::check_current(
@@ -503,17 +539,13 @@ impl FromHandle {
         ))
     }
 
-    pub(super) fn is_proof(&self) -> bool {
+    /// The handle continues tactics (not commands).
+    pub fn is_proof(&self) -> bool {
         self.state.proof
     }
 
     /// Run one continuation text.
-    pub(super) async fn run(
-        &self,
-        ctx: &CallContext,
-        text: &str,
-        budget: Budget,
-    ) -> Result<Ran, ToolError> {
+    pub async fn run(&self, sink: &dyn ProgressSink, text: &str, budget: Budget) -> Result<Ran> {
         let state = &self.state;
         let shadow = self.shadow_with(text);
         let step = Step {
@@ -528,96 +560,68 @@ impl FromHandle {
             placement: state.placement,
             expected: None,
         };
-        run_on_document(&self.rt, &self.session, &self.doc, ctx, step, budget).await
+        run_on_document(&self.rt, &self.session, &self.doc, sink, step, budget).await
     }
 
     /// A handle continuing after `text`.
-    pub(super) fn mint(&self, text: &str) -> Result<String, ToolError> {
-        Ok(self.rt.handles.mint(HandleState {
+    pub fn mint(&self, text: &str) -> Result<String> {
+        self.rt.handles.mint(HandleState {
             shadow: self.shadow_with(text),
             ..self.state.clone()
-        })?)
+        })
     }
 
-    pub(super) async fn disk_changed(&self) -> bool {
+    /// The document and version the handle continues.
+    pub fn origin(&self) -> Origin {
+        Origin {
+            workspace: self.rt.root.descriptor(),
+            path: self.doc.path.shown.clone(),
+            version: self.state.version,
+        }
+    }
+
+    /// Whether the file changed on disk since the handle's version was read.
+    pub async fn disk_changed(&self) -> bool {
         sync::disk_changed(&self.doc, &self.doc_state).await
     }
 }
 
-/// Continue from a handle; `linear` consumes it whatever the outcome.
-#[allow(clippy::too_many_arguments)]
-pub async fn run_with(
-    broker: &Broker,
-    ctx: &CallContext,
-    ws: &Workspace,
-    path: &str,
-    handle: &str,
-    text: &str,
-    budget: Budget,
-    linear: bool,
-) -> Answer<RunResult> {
-    let from = start_with(broker, ws, path, handle, linear).await?;
-    let (ran, disk_changed) = tokio::join!(from.run(ctx, text, budget), from.disk_changed());
-    let mut result = ran?.result;
-    result.disk_changed = disk_changed;
-    if result.success {
-        result.next_handle = Some(from.mint(text)?);
+impl Broker {
+    /// The runtime and document a handle argument names: the path resolved
+    /// in the workspace, the handle made in this process, its runtime still
+    /// cached (a handle never starts Lean).
+    pub(crate) fn handle_runtime(
+        &self,
+        workspace: &str,
+        path: &str,
+        handle: &str,
+    ) -> Result<(RuntimeUse, DocPath)> {
+        let (root, doc_path) = self.resolve_document(workspace, path)?;
+        self.check_handle_origin(handle)?;
+        let rt = self
+            .cached(&root)
+            .ok_or_else(|| Error::handle(handle, HandleProblem::NoRuntime))?;
+        Ok((rt, doc_path))
     }
-    Ok(result)
-}
 
-/// The runtime and document a handle argument names: the path resolved in
-/// the workspace, the handle made in this process, its runtime still cached
-/// (a handle never starts Lean).
-pub(super) fn handle_runtime(
-    broker: &Broker,
-    ws: &Workspace,
-    path: &str,
-    handle: &str,
-) -> Result<
-    (
-        crate::broker::runtime::RuntimeUse,
-        crate::broker::workspace::DocPath,
-    ),
-    ToolError,
-> {
-    let (root, doc_path) = broker.resolve_document(&ws.root, path)?;
-    broker.check_handle_origin(handle)?;
-    let rt = broker
-        .cached(&root)
-        .ok_or_else(|| unknown_runtime(handle))?;
-    Ok((rt, doc_path))
-}
-
-pub(super) fn unknown_runtime(handle: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!("handle {handle:?}: this workspace has no live runtime or document for it (dropped, or never used in this server)"),
-    )
-    .with_data(json!({ "handle": handle, "reason": "noRuntime" }))
-}
-
-pub async fn release(
-    broker: &Broker,
-    ws: &Workspace,
-    path: &str,
-    handle: &str,
-) -> Answer<ReleaseResult> {
-    let (rt, doc_path) = handle_runtime(broker, ws, path, handle)?;
-    let state = rt.handles.take(handle, Taking::Keep)?;
-    if state.file != doc_path.file {
-        return Err(ToolError::new(
-            ErrorCode::InvalidParams,
-            format!(
-                "handle {handle:?} belongs to {}, not to {path}",
-                state.shown
-            ),
-        ));
+    /// Release `handle`, which must continue the document at `path`.
+    pub fn release_handle(&self, workspace: &str, path: &str, handle: &str) -> Result<Origin> {
+        let (rt, doc_path) = self.handle_runtime(workspace, path, handle)?;
+        let state = rt.handles.take(handle, Taking::Keep)?;
+        if state.file != doc_path.file {
+            return Err(Error::handle(
+                handle,
+                HandleProblem::ReleasedOnOtherFile {
+                    shown: state.shown,
+                    path: path.to_owned(),
+                },
+            ));
+        }
+        rt.handles.take(handle, Taking::Consume)?;
+        Ok(Origin {
+            workspace: rt.root.descriptor(),
+            path: doc_path.shown,
+            version: state.version,
+        })
     }
-    rt.handles.take(handle, Taking::Consume)?;
-    Ok(ReleaseResult {
-        workspace: rt.root.descriptor(),
-        path: doc_path.shown,
-        released: true,
-    })
 }
