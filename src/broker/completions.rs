@@ -5,9 +5,59 @@
 
 use serde_json::Value;
 
+use super::Broker;
 use super::concurrent::join_all;
 use super::error::Result;
+use super::inspect::head;
+use super::probe::At;
+use super::progress::ProgressSink;
 use super::snapshot::Bound;
+use crate::results::{CompletionItem, CompletionsResult, Range, TextEdit};
+
+impl Broker {
+    /// What Lean offers at a position of a pinned version, the first
+    /// `limit` items, each with the edit that inserts it
+    /// (`lean_completions`).
+    pub async fn completions(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+        limit: usize,
+    ) -> Result<CompletionsResult> {
+        let bound = self.bind(sink, at.workspace, at.path, at.version).await?;
+        let (found, disk_changed) = tokio::join!(
+            complete(&bound, at.line, at.character, limit),
+            bound.disk_changed()
+        );
+        let found = found?;
+        Ok(CompletionsResult {
+            head: head(&bound, Some(at.line), disk_changed),
+            items: found.items.into_iter().map(CompletionItem::from).collect(),
+            offered: found.offered as u64,
+            is_incomplete: found.incomplete,
+        })
+    }
+}
+
+impl From<Completion> for CompletionItem {
+    fn from(completion: Completion) -> Self {
+        CompletionItem {
+            label: completion.label,
+            kind: completion.kind.map(str::to_string),
+            detail: completion.detail,
+            edit: completion.edit.into(),
+        }
+    }
+}
+
+impl From<Edit> for TextEdit {
+    fn from(edit: Edit) -> Self {
+        TextEdit {
+            range: Range::new(edit.start, edit.end),
+            new_text: edit.new_text,
+        }
+    }
+}
 
 /// LSP `CompletionItemKind` numbers by name, in the protocol's order (1 = text).
 const COMPLETION_KINDS: [&str; 25] = [
@@ -72,7 +122,7 @@ pub struct Completions {
 
 /// Ask Lean for completions at a checked position of `bound` and return the
 /// first `limit` of them, each resolved if Lean left its type for later.
-pub async fn complete(
+async fn complete(
     bound: &Bound<'_>,
     line: u64,
     character: u64,

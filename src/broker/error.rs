@@ -64,6 +64,10 @@ pub enum Error {
         value: String,
         rule: String,
     },
+    /// A tool argument the schema allows but the broker cannot take:
+    /// `what` it is (e.g. "declaration name \"a b\"") and the `rule` it
+    /// breaks, which says what to give instead.
+    Argument { what: String, rule: &'static str },
     /// The source file of `path` (as results name it) cannot be read.
     Source {
         path: String,
@@ -123,6 +127,9 @@ pub enum Limit {
         limit: usize,
         alone: usize,
     },
+    /// Every one of a workspace's `limit` snippet header documents has a
+    /// call in flight.
+    SnippetHeaders { limit: usize },
     /// A Lean process was killed for its memory; `path` is the document
     /// whose worker it was (or that the call was about).
     Memory {

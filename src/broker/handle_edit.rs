@@ -14,21 +14,10 @@ use super::completions::Edit;
 use super::error::Result;
 use super::handles::{HandleState, HandleStore, Taking};
 use super::lexer::{LexemeKind, lex};
-use super::probe::Origin;
 use super::snapshot;
 use super::sync;
 use super::text::LineIndex;
-
-/// A handle's chain as an edit of the version it was cut from.
-#[derive(Debug, Clone)]
-pub struct HandleEdit {
-    /// The document and version the edit applies to.
-    pub origin: Origin,
-    pub edit: Edit,
-    pub replaced: Option<Replaced>,
-    /// The file changed on disk since that version was read.
-    pub disk_changed: bool,
-}
+use crate::results::{DocHead, HandleEditResult, Placeholder};
 
 impl Broker {
     /// The edit that writes `handle`'s chain into the version of `path` it
@@ -38,7 +27,7 @@ impl Broker {
         workspace: &str,
         path: &str,
         handle: &str,
-    ) -> Result<HandleEdit> {
+    ) -> Result<HandleEditResult> {
         let (rt, doc_path) = self.handle_runtime(workspace, path, handle)?;
         rt.record_request();
         let doc = rt
@@ -65,19 +54,24 @@ impl Broker {
         let text = &doc_state.text;
         let edit = chain_edit(text, &state);
         let disk_changed = sync::disk_changed(&doc, &doc_state).await;
-        Ok(HandleEdit {
-            origin: Origin {
+        Ok(HandleEditResult {
+            head: DocHead {
                 workspace: rt.root.descriptor(),
                 path: doc.path.shown.clone(),
                 version: doc_state.version,
+                line_text: None,
+                disk_changed,
             },
             edit: Edit {
                 start: doc_state.index.position(text, edit.start),
                 end: doc_state.index.position(text, edit.end),
                 new_text: edit.new_text,
-            },
-            replaced: edit.replaced,
-            disk_changed,
+            }
+            .into(),
+            replaces: edit.replaced.map(|kind| match kind {
+                Replaced::Sorry => Placeholder::Sorry,
+                Replaced::Hole => Placeholder::Hole,
+            }),
         })
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod handles;
 pub(crate) mod hatches;
 pub(crate) mod import_stamps;
 pub(crate) mod importers;
+pub(crate) mod inspect;
 pub(crate) mod intent;
 pub(crate) mod lakefile;
 pub(crate) mod launch;
@@ -27,6 +28,7 @@ pub(crate) mod outline;
 pub(crate) mod placement;
 pub(crate) mod probe;
 pub(crate) mod progress;
+pub(crate) mod report;
 pub(crate) mod runtime;
 pub(crate) mod server;
 pub(crate) mod shadow;
@@ -34,7 +36,10 @@ pub(crate) mod signatures;
 pub(crate) mod snapshot;
 pub(crate) mod snippets;
 pub(crate) mod sync;
+pub(crate) mod term_goal;
 pub(crate) mod text;
+pub(crate) mod todo;
+pub(crate) mod verify;
 pub(crate) mod wait;
 pub(crate) mod workspace;
 
@@ -43,22 +48,27 @@ use std::sync::{Arc, Mutex};
 
 use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
-use workspace::Root;
 
 use crate::results::{self, LimitUse, RuntimeStats};
 use crate::util::lock;
 pub use diagnostics::DiagnosticScope;
+pub use edit::Mode;
 pub use error::{
     Error, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, Result, SaveError,
     SourceProblem,
 };
 pub use goals::GoalsMode;
-pub use handle_edit::{HandleEdit, Replaced};
 pub use handles::Taking;
+pub use inspect::{Pinned, References, Signatures};
 pub use launch::env;
-pub use probe::{Budget, Continue, FromHandle, Origin, Ran, RunAt, Start};
+pub use probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
+pub use snippets::RunCode;
+pub use sync::SyncOptions;
 pub use text::PositionError;
+pub use todo::Todo;
+pub use verify::{Declaration, Verify};
+pub use workspace::Root;
 
 pub struct Broker {
     launcher: Launcher,

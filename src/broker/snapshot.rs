@@ -49,10 +49,22 @@ pub fn position_error(error: &PositionError, line_text: Option<&str>) -> Error {
     }
 }
 
-/// Resolve the workspace and path of a snapshot-bound call and pin `version`.
-/// The runtime must exist and the document must have been synced; neither is
-/// created here.
-pub async fn bind<'c>(
+impl Broker {
+    /// Resolve the workspace and path of a snapshot-bound call and pin
+    /// `version`. The runtime must exist and the document must have been
+    /// synced; neither is created here.
+    pub(crate) async fn bind<'c>(
+        &self,
+        sink: &'c dyn ProgressSink,
+        workspace: &str,
+        path: &str,
+        version: u64,
+    ) -> Result<Bound<'c>> {
+        bind(self, sink, workspace, path, version).await
+    }
+}
+
+async fn bind<'c>(
     broker: &Broker,
     sink: &'c dyn ProgressSink,
     workspace: &str,

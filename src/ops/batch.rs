@@ -8,28 +8,42 @@ use std::task::Poll;
 
 use serde_json::json;
 
-use crate::broker::{self, Broker, Budget, Continue, FromHandle, Ran, RunAt, Start, Taking};
+use crate::broker::{self, At, Broker, Budget, Continue, FromHandle, Ran, Start, Taking};
 use crate::results::{
     BatchMode, BatchResult, Candidate, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
 };
-use crate::surface::{CallContext, ErrorCode, ToolError, Workspace};
+use crate::surface::{CallContext, ErrorCode, LeanRunBatchArgs, ToolError};
 
 /// At most this many candidates in one call.
 pub const MAX_CANDIDATES: usize = 32;
 
 /// Where the candidates go: a position of a pinned version, or a handle.
-pub enum From<'a> {
-    Position(RunAt<'a>),
+enum From<'a> {
+    Position(At<'a>),
     Handle { path: &'a str, handle: &'a str },
 }
 
-pub struct Batch<'a> {
-    pub workspace: &'a Workspace,
-    pub from: From<'a>,
-    pub texts: &'a [String],
-    pub stop_on_first_close: bool,
-    pub handles: bool,
-    pub budget: Budget,
+impl<'a> From<'a> {
+    /// The place the arguments name: a position or a handle, never both.
+    fn of(args: &'a LeanRunBatchArgs) -> Result<Self, ToolError> {
+        match (&args.handle, args.version, args.line, args.character) {
+            (Some(handle), None, None, None) => Ok(From::Handle {
+                path: &args.path,
+                handle,
+            }),
+            (None, Some(version), Some(line), Some(character)) => Ok(From::Position(At {
+                workspace: &args.workspace.root,
+                path: &args.path,
+                version,
+                line,
+                character,
+            })),
+            _ => Err(invalid(
+                "give either version, line and character (a position) or handle, not both"
+                    .to_owned(),
+            )),
+        }
+    }
 }
 
 /// A set of futures polled together, giving each result as it comes (no
@@ -206,16 +220,17 @@ fn goals_of(ran: &Ran) -> Vec<Goal> {
 pub async fn run_batch(
     broker: &Broker,
     ctx: &CallContext,
-    batch: &Batch<'_>,
+    batch: &LeanRunBatchArgs,
 ) -> Result<BatchResult, ToolError> {
     let total = batch.texts.len();
+    let budget = Budget::new(batch.max_heartbeats, batch.timeout_ms);
     if total == 0 || total > MAX_CANDIDATES {
         return Err(invalid(format!(
             "texts holds {total} candidates; give 1 to {MAX_CANDIDATES}"
         )));
     }
-    let place = match &batch.from {
-        From::Position(at) => Place::At(broker.probe_at(ctx, at, Continue::NoHandles).await?),
+    let place = match From::of(batch)? {
+        From::Position(at) => Place::At(broker.probe_at(ctx, &at, Continue::NoHandles).await?),
         From::Handle { path, handle } => Place::With(
             broker
                 .probe_from_handle(&batch.workspace.root, path, handle, Taking::Keep)
@@ -240,8 +255,7 @@ pub async fn run_batch(
     let mut running: Running<'_, broker::Result<Ran>> = Running {
         futures: Vec::with_capacity(total + 1),
     };
-    for text in batch.texts {
-        let budget = batch.budget;
+    for text in &batch.texts {
         running.futures.push(Some(Box::pin(async move {
             place.run(quiet, text, budget).await
         })));
@@ -406,7 +420,12 @@ mod tests {
             user_name: name.map(str::to_owned),
             pretty: String::new(),
         };
-        g.pretty = crate::broker::goals::pretty(&g);
+        // What fingerprints compare: the hypotheses and target as printed.
+        g.pretty = hyp_lines(&g)
+            .into_iter()
+            .chain([format!("⊢ {target}")])
+            .collect::<Vec<_>>()
+            .join("\n");
         g
     }
 

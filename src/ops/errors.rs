@@ -81,6 +81,9 @@ impl From<broker::Error> for ToolError {
                 format!("{field} {value:?}: {rule}"),
             )
             .with_data(json!({ "field": field, "value": value, "rule": rule })),
+            E::Argument { what, rule } => {
+                ToolError::new(ErrorCode::InvalidParams, format!("{what} {rule}"))
+            }
             E::Source { path, problem } => source_error(&path, problem),
             E::Fs(error) => fs_error(&error),
             E::ResourceLimit(limit) => resource_limit(limit),
@@ -335,6 +338,12 @@ fn resource_limit(limit: Limit) -> ToolError {
             ),
         ),
         Limit::Memory { kill, path } => memory_error(kill, path.as_deref()),
+        // A fixed number, not a variable: no bound to raise.
+        Limit::SnippetHeaders { limit } => ToolError::new(
+            ErrorCode::ResourceLimit,
+            format!("{limit} other snippet headers are in use by calls in flight in this workspace; retry when one has finished, or use one of their headers"),
+        )
+        .with_data(json!({ "kind": "snippetHeaders", "limit": limit, "used": limit })),
     }
 }
 

@@ -13,8 +13,7 @@ use serde_json::json;
 use super::Answer;
 use super::bundle::{self, Entry};
 use super::redact::Redactor;
-use crate::broker::Broker;
-use crate::broker::workspace::Root;
+use crate::broker::{Broker, Root};
 use crate::identity;
 use crate::results::{FeedbackCollected, FeedbackEvidence, FeedbackMetadata, FeedbackResult};
 use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
@@ -34,39 +33,6 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// Project context of a workspace, from files and the cached runtime only: a
-/// report never starts Lean.
-async fn collect(broker: &Broker, root: &Root, warnings: &mut Vec<String>) -> FeedbackCollected {
-    let toolchain = match safe_fs::read_small_text(&root.path().join("lean-toolchain")).await {
-        Ok(Some(text)) => Some(text.trim().to_string()),
-        Ok(None) => {
-            warnings.push("the workspace has no lean-toolchain file".into());
-            None
-        }
-        Err(e) => {
-            warnings.push(format!("lean-toolchain not read: {e}"));
-            None
-        }
-    };
-    let lakefiles: Vec<String> = ["lakefile.lean", "lakefile.toml"]
-        .into_iter()
-        .filter(|f| root.path().join(f).is_file())
-        .map(str::to_owned)
-        .collect();
-    let runtime = broker.cached(root);
-    if runtime.is_none() {
-        warnings.push("no runtime is cached for this workspace, so there are no live stats or open files (a report never starts Lean)".into());
-    }
-    FeedbackCollected {
-        root: root.display(),
-        toolchain,
-        lakefiles,
-        server_command: broker.launcher().describe(root),
-        runtime: runtime.as_ref().map(|rt| rt.stats()),
-        open_files: runtime.as_ref().map(|rt| rt.open_documents()),
-    }
 }
 
 /// Read an evidence file: it must resolve, after links, inside the root and
@@ -296,7 +262,7 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> Answer<Fe
     let collected = if args.confidential {
         None
     } else {
-        Some(collect(broker, &root, &mut warnings).await)
+        Some(broker.collect_for_report(&root, &mut warnings).await)
     };
     let evidence = gather_evidence(&root, &args.evidence, &mut warnings).await;
     let metadata = FeedbackMetadata {

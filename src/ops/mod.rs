@@ -1,53 +1,29 @@
 //! The hand-written implementation of the generated `Operations` trait: one
-//! method per tool, grouped by family in the submodules.
+//! method per tool, each turning its arguments into a broker intent (the
+//! methods of [`Broker`]) and the broker's typed error into the tool error
+//! (`errors.rs`). What is not the broker's lives here too: the process tools
+//! (`beam_version`, `beam_stats`, `beam_feedback_report`) and the
+//! orchestration of a batch over the broker's probes.
 
+mod args;
 mod batch;
 mod bundle;
-mod completions;
-mod documents;
 mod errors;
 mod feedback;
-mod handle_edit;
-mod inspect;
 mod process;
 mod redact;
-mod run_code;
-mod save;
-mod speculate;
-mod term_goal;
-mod todo;
-mod verify;
 
 use std::sync::Arc;
 
-use crate::broker::edit::Mode;
-use crate::broker::{Broker, Budget, Continue, RunAt, Taking};
+use crate::broker::{After, Broker, Budget, Continue, Mode, SyncOptions, Taking};
 use crate::replica::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
 use crate::surface::*;
-use inspect::At;
+use args::{at, pinned};
 
 /// What each operation answers: its tool's typed result, or a tool error.
 type Answer<T> = Result<T, ToolError>;
-
-impl From<DiagnosticScope> for crate::broker::DiagnosticScope {
-    fn from(scope: DiagnosticScope) -> Self {
-        match scope {
-            DiagnosticScope::Errors => crate::broker::DiagnosticScope::Errors,
-            DiagnosticScope::All => crate::broker::DiagnosticScope::All,
-        }
-    }
-}
-
-impl From<GoalsMode> for crate::broker::GoalsMode {
-    fn from(mode: GoalsMode) -> Self {
-        match mode {
-            GoalsMode::Before => crate::broker::GoalsMode::Before,
-            GoalsMode::After => crate::broker::GoalsMode::After,
-        }
-    }
-}
 
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
@@ -108,25 +84,15 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: LeanDropWorkspaceArgs,
     ) -> Answer<DropResult> {
-        documents::drop_workspace(&self.broker, &args.workspace).await
+        Ok(self.broker.drop_workspace(&args.workspace.root).await?)
     }
 
     async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> Answer<RunResult> {
-        speculate::run_at(
-            &self.broker,
-            ctx,
-            &RunAt {
-                workspace: &args.workspace.root,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-            &args.text,
-            Budget::new(args.max_heartbeats, args.timeout_ms),
-            Continue::NoHandles,
-        )
-        .await
+        let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
+        Ok(self
+            .broker
+            .run_at(ctx, &at(&args), &args.text, budget, Continue::NoHandles)
+            .await?)
     }
 
     async fn lean_run_at_handle(
@@ -134,21 +100,11 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanRunAtHandleArgs,
     ) -> Answer<RunResult> {
-        speculate::run_at(
-            &self.broker,
-            ctx,
-            &RunAt {
-                workspace: &args.workspace.root,
-                path: &args.path,
-                version: args.version,
-                line: args.line,
-                character: args.character,
-            },
-            &args.text,
-            Budget::new(args.max_heartbeats, args.timeout_ms),
-            Continue::WithHandles,
-        )
-        .await
+        let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
+        Ok(self
+            .broker
+            .run_at(ctx, &at(&args), &args.text, budget, Continue::WithHandles)
+            .await?)
     }
 
     async fn lean_run_batch(
@@ -156,42 +112,11 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanRunBatchArgs,
     ) -> Answer<BatchResult> {
-        let from = match (&args.handle, args.version, args.line, args.character) {
-            (Some(handle), None, None, None) => batch::From::Handle {
-                path: &args.path,
-                handle,
-            },
-            (None, Some(version), Some(line), Some(character)) => batch::From::Position(RunAt {
-                workspace: &args.workspace.root,
-                path: &args.path,
-                version,
-                line,
-                character,
-            }),
-            _ => {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidParams,
-                    "give either version, line and character (a position) or handle, not both",
-                ));
-            }
-        };
-        batch::run_batch(
-            &self.broker,
-            ctx,
-            &batch::Batch {
-                workspace: &args.workspace,
-                from,
-                texts: &args.texts,
-                stop_on_first_close: args.stop_on_first_close,
-                handles: args.handles,
-                budget: Budget::new(args.max_heartbeats, args.timeout_ms),
-            },
-        )
-        .await
+        batch::run_batch(&self.broker, ctx, &args).await
     }
 
     async fn lean_hover(&self, ctx: &CallContext, args: LeanHoverArgs) -> Answer<HoverResult> {
-        inspect::hover(&self.broker, ctx, &At::from(&args)).await
+        Ok(self.broker.hover(ctx, &at(&args)).await?)
     }
 
     async fn lean_signature_help(
@@ -199,7 +124,7 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanSignatureHelpArgs,
     ) -> Answer<SignatureHelpResult> {
-        inspect::signature_help(&self.broker, ctx, &At::from(&args)).await
+        Ok(self.broker.signature_help(ctx, &at(&args)).await?)
     }
 
     async fn lean_completions(
@@ -207,7 +132,9 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanCompletionsArgs,
     ) -> Answer<CompletionsResult> {
-        completions::completions(&self.broker, ctx, &args).await
+        // The schema's minimum is 1.
+        let limit = usize::try_from(args.limit).unwrap_or(1);
+        Ok(self.broker.completions(ctx, &at(&args), limit).await?)
     }
 
     async fn lean_definition(
@@ -215,7 +142,7 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanDefinitionArgs,
     ) -> Answer<LocationsResult> {
-        inspect::definition(&self.broker, ctx, &At::from(&args)).await
+        Ok(self.broker.definition(ctx, &at(&args)).await?)
     }
 
     async fn lean_references(
@@ -223,13 +150,8 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanReferencesArgs,
     ) -> Answer<LocationsResult> {
-        inspect::references(
-            &self.broker,
-            ctx,
-            &At::from(&args),
-            args.include_declaration,
-        )
-        .await
+        let which = args::references(args.include_declaration);
+        Ok(self.broker.references(ctx, &at(&args), which).await?)
     }
 
     async fn lean_document_symbols(
@@ -237,15 +159,15 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanDocumentSymbolsArgs,
     ) -> Answer<DocumentSymbolsResult> {
-        inspect::document_symbols(
-            &self.broker,
-            ctx,
-            &args.workspace,
-            &args.path,
-            args.version,
-            args.signatures,
-        )
-        .await
+        let signatures = args::signatures(args.signatures);
+        Ok(self
+            .broker
+            .document_symbols(
+                ctx,
+                &pinned(&args.workspace, &args.path, args.version),
+                signatures,
+            )
+            .await?)
     }
 
     async fn lean_workspace_symbols(
@@ -253,11 +175,14 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: LeanWorkspaceSymbolsArgs,
     ) -> Answer<WorkspaceSymbolsResult> {
-        inspect::workspace_symbols(&self.broker, &args.workspace, &args.query).await
+        Ok(self
+            .broker
+            .workspace_symbols(&args.workspace.root, &args.query)
+            .await?)
     }
 
     async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> Answer<GoalsResult> {
-        inspect::goals(&self.broker, ctx, &At::from(&args), args.mode).await
+        Ok(self.broker.goals(ctx, &at(&args), args.mode.into()).await?)
     }
 
     async fn lean_term_goal(
@@ -265,11 +190,11 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanTermGoalArgs,
     ) -> Answer<TermGoalResult> {
-        term_goal::term_goal(&self.broker, ctx, &At::from(&args)).await
+        Ok(self.broker.term_goal(ctx, &at(&args)).await?)
     }
 
     async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> Answer<TodoResult> {
-        todo::todo(&self.broker, ctx, &args).await
+        Ok(self.broker.todo(ctx, &args::todo(&args)).await?)
     }
 
     async fn lean_code_action_resolve(
@@ -277,31 +202,20 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanCodeActionResolveArgs,
     ) -> Answer<CodeActionResult> {
-        inspect::code_action_resolve(
-            &self.broker,
-            ctx,
-            &args.workspace,
-            &args.path,
-            args.version,
-            &args.code_action,
-        )
-        .await
+        let doc = pinned(&args.workspace, &args.path, args.version);
+        Ok(self
+            .broker
+            .code_action_resolve(ctx, &doc, &args.code_action)
+            .await?)
     }
 
     async fn lean_run_with(&self, ctx: &CallContext, args: LeanRunWithArgs) -> Answer<RunResult> {
-        speculate::run_with(
-            &self.broker,
-            ctx,
-            &speculate::After {
-                workspace: &args.workspace,
-                path: &args.path,
-                handle: &args.handle,
-            },
-            &args.text,
-            Budget::new(args.max_heartbeats, args.timeout_ms),
-            Taking::Keep,
-        )
-        .await
+        let after = args::after(&args.workspace, &args.path, &args.handle);
+        let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
+        Ok(self
+            .broker
+            .run_with(ctx, &after, &args.text, budget, Taking::Keep)
+            .await?)
     }
 
     async fn lean_run_with_linear(
@@ -309,19 +223,12 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanRunWithLinearArgs,
     ) -> Answer<RunResult> {
-        speculate::run_with(
-            &self.broker,
-            ctx,
-            &speculate::After {
-                workspace: &args.workspace,
-                path: &args.path,
-                handle: &args.handle,
-            },
-            &args.text,
-            Budget::new(args.max_heartbeats, args.timeout_ms),
-            Taking::Consume,
-        )
-        .await
+        let after = args::after(&args.workspace, &args.path, &args.handle);
+        let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
+        Ok(self
+            .broker
+            .run_with(ctx, &after, &args.text, budget, Taking::Consume)
+            .await?)
     }
 
     async fn lean_release(
@@ -329,14 +236,8 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: LeanReleaseArgs,
     ) -> Answer<ReleaseResult> {
-        speculate::release(
-            &self.broker,
-            &speculate::After {
-                workspace: &args.workspace,
-                path: &args.path,
-                handle: &args.handle,
-            },
-        )
+        let after: After = args::after(&args.workspace, &args.path, &args.handle);
+        Ok(self.broker.release(&after)?)
     }
 
     async fn lean_run_code(
@@ -344,32 +245,13 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanRunCodeArgs,
     ) -> Answer<RunCodeResult> {
-        run_code::run_code(
-            &self.broker,
-            ctx,
-            &run_code::RunCode {
-                workspace: &args.workspace,
-                code: &args.code,
-                max_heartbeats: args.max_heartbeats,
-                timeout_ms: args.timeout_ms,
-            },
-        )
-        .await
+        Ok(self.broker.run_code(ctx, &args::run_code(&args)).await?)
     }
 
     async fn lean_verify(&self, ctx: &CallContext, args: LeanVerifyArgs) -> Answer<VerifyResult> {
-        verify::verify(
-            &self.broker,
-            ctx,
-            &verify::Verify {
-                workspace: &args.workspace,
-                path: &args.path,
-                version: args.version,
-                declarations: &args.declarations,
-                allowed_axioms: &args.allowed_axioms,
-            },
-        )
-        .await
+        let declarations = args::declarations(&args.declarations);
+        let verify = args::verify(&args, &declarations);
+        Ok(self.broker.verify(ctx, &verify).await?)
     }
 
     async fn lean_handle_edit(
@@ -377,68 +259,67 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: LeanHandleEditArgs,
     ) -> Answer<HandleEditResult> {
-        handle_edit::handle_edit(&self.broker, &args.workspace, &args.path, &args.handle).await
+        Ok(self
+            .broker
+            .handle_edit(&args.workspace.root, &args.path, &args.handle)
+            .await?)
     }
 
     async fn lean_update(&self, _ctx: &CallContext, args: LeanUpdateArgs) -> Answer<UpdateResult> {
-        documents::update(&self.broker, &args.workspace, &args.path).await
+        Ok(self.broker.update(&args.workspace.root, &args.path).await?)
     }
 
     async fn lean_sync(&self, ctx: &CallContext, args: LeanSyncArgs) -> Answer<SyncResult> {
-        let items = args.diagnostics_in_result;
-        documents::sync(
-            &self.broker,
-            ctx,
-            &args.workspace,
-            &args.path,
-            args.diagnostic_scope,
-            items,
-            Mode::IfChanged,
-        )
-        .await
+        let options = SyncOptions {
+            scope: args.diagnostic_scope.into(),
+            items: args.diagnostics_in_result,
+            mode: Mode::IfChanged,
+        };
+        Ok(self
+            .broker
+            .sync(ctx, &args.workspace.root, &args.path, options)
+            .await?)
     }
 
     async fn lean_refresh(&self, ctx: &CallContext, args: LeanRefreshArgs) -> Answer<SyncResult> {
-        let items = args.diagnostics_in_result;
-        documents::sync(
-            &self.broker,
-            ctx,
-            &args.workspace,
-            &args.path,
-            args.diagnostic_scope,
-            items,
-            Mode::Reelaborate,
-        )
-        .await
+        let options = SyncOptions {
+            scope: args.diagnostic_scope.into(),
+            items: args.diagnostics_in_result,
+            mode: Mode::Reelaborate,
+        };
+        Ok(self
+            .broker
+            .sync(ctx, &args.workspace.root, &args.path, options)
+            .await?)
     }
 
     async fn lean_save(&self, ctx: &CallContext, args: LeanSaveArgs) -> Answer<SaveResult> {
-        save::save(
-            &self.broker,
-            ctx,
-            &args.workspace,
-            &args.path,
-            args.diagnostic_scope,
-        )
-        .await
+        let scope = args.diagnostic_scope.into();
+        Ok(self
+            .broker
+            .save(ctx, &args.workspace.root, &args.path, scope)
+            .await?)
     }
 
+    /// Save, then close; a save that wrote nothing leaves the document open.
     async fn lean_close_save(
         &self,
         ctx: &CallContext,
         args: LeanCloseSaveArgs,
     ) -> Answer<CloseSaveResult> {
-        save::close_save(
-            &self.broker,
-            ctx,
-            &args.workspace,
-            &args.path,
-            args.diagnostic_scope,
-        )
-        .await
+        let (root, path) = (&args.workspace.root, &args.path);
+        let scope = args.diagnostic_scope.into();
+        let saved = self.broker.save(ctx, root, path, scope).await?;
+        if saved.written {
+            self.broker.close(root, path).await?;
+        }
+        Ok(CloseSaveResult {
+            closed: saved.written,
+            saved,
+        })
     }
 
     async fn lean_close(&self, _ctx: &CallContext, args: LeanCloseArgs) -> Answer<CloseResult> {
-        documents::close(&self.broker, &args.workspace, &args.path).await
+        Ok(self.broker.close(&args.workspace.root, &args.path).await?)
     }
 }

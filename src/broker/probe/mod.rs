@@ -29,10 +29,12 @@ use crate::results::{
 };
 
 mod exec;
+mod run;
 mod text;
 
 use exec::*;
 pub use exec::{Budget, Ran};
+pub use run::After;
 use text::*;
 
 /// What a step's text is.
@@ -59,7 +61,7 @@ pub struct Step {
 }
 
 /// The first step of a chain, at a position of a pinned version.
-pub struct RunAt<'a> {
+pub struct At<'a> {
     /// The workspace descriptor, as the call gave it.
     pub workspace: &'a str,
     pub path: &'a str,
@@ -78,7 +80,7 @@ struct TermAt {
 
 async fn term_at(
     bound: &snapshot::Bound<'_>,
-    at: &RunAt<'_>,
+    at: &At<'_>,
     offset: usize,
 ) -> Result<Option<TermAt>> {
     let answer = bound
@@ -112,7 +114,7 @@ async fn term_at(
     )
 }
 
-fn probe_problem(at: &RunAt<'_>, problem: ProbeProblem) -> Error {
+fn probe_problem(at: &At<'_>, problem: ProbeProblem) -> Error {
     Error::Probe {
         line: at.line,
         character: at.character,
@@ -163,7 +165,7 @@ impl Broker {
     pub async fn probe_at<'c>(
         &self,
         sink: &'c dyn ProgressSink,
-        at: &RunAt<'_>,
+        at: &At<'_>,
         handles: Continue,
     ) -> Result<Start<'c>> {
         start_at(self, sink, at, handles).await
@@ -186,10 +188,10 @@ impl Broker {
 async fn start_at<'c>(
     broker: &Broker,
     sink: &'c dyn ProgressSink,
-    at: &RunAt<'_>,
+    at: &At<'_>,
     handles: Continue,
 ) -> Result<Start<'c>> {
-    let bound = snapshot::bind(broker, sink, at.workspace, at.path, at.version).await?;
+    let bound = broker.bind(sink, at.workspace, at.path, at.version).await?;
     let offset = bound.check_position(at.line, at.character)?;
     let text = &bound.state.text;
     let index = &bound.state.index;
@@ -605,7 +607,7 @@ impl Broker {
     }
 
     /// Release `handle`, which must continue the document at `path`.
-    pub fn release_handle(&self, workspace: &str, path: &str, handle: &str) -> Result<Origin> {
+    fn release_handle(&self, workspace: &str, path: &str, handle: &str) -> Result<Origin> {
         let (rt, doc_path) = self.handle_runtime(workspace, path, handle)?;
         let state = rt.handles.take(handle, Taking::Keep)?;
         if state.file != doc_path.file {

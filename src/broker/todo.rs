@@ -3,15 +3,27 @@
 
 use serde_json::{Value, json};
 
-use super::Answer;
-use super::inspect::{add_paths, head};
-use crate::broker::Broker;
-use crate::broker::diagnostics;
-use crate::broker::goals::starts_tactic;
-use crate::broker::lexer::{self, TokenKind};
-use crate::broker::snapshot::{self, Bound};
+use super::Broker;
+use super::diagnostics;
+use super::error::{Error, Result};
+use super::goals::starts_tactic;
+use super::inspect::{Pinned, add_paths, head};
+use super::lexer::{self, TokenKind};
+use super::progress::ProgressSink;
+use super::snapshot::{self, Bound};
 use crate::results::{Position, Probe, Range, Severity, TodoItem, TodoItemKind, TodoResult};
-use crate::surface::{CallContext, ErrorCode, LeanTodoArgs, Suggest, TodoKind, ToolError};
+
+/// What `lean_todo` asks: the unfinished work between `start` and `end`
+/// (line, character) of a pinned version.
+pub struct Todo<'a> {
+    pub pinned: Pinned<'a>,
+    pub start: (u64, u64),
+    pub end: (u64, u64),
+    /// The kinds wanted; none means every kind.
+    pub kinds: Vec<TodoItemKind>,
+    /// Each item gets a text to try there with `lean_run_at`.
+    pub suggest: bool,
+}
 
 /// The tactic suggested where a goal is left open: Lean's own library search.
 const SEARCH_TACTIC: &str = "exact?";
@@ -27,22 +39,11 @@ struct Item {
     item: TodoItem,
 }
 
-/// The kind of an item as the result names it.
-fn item_kind(kind: TodoKind) -> TodoItemKind {
-    match kind {
-        TodoKind::Sorry => TodoItemKind::Sorry,
-        TodoKind::Hole => TodoItemKind::Hole,
-        TodoKind::Diagnostic => TodoItemKind::Diagnostic,
-        TodoKind::CodeAction => TodoItemKind::CodeAction,
-        TodoKind::IncompleteProof => TodoItemKind::IncompleteProof,
-    }
-}
-
 /// An item of `kind` at `range`, to be tried at `run_at`; the rest is added
 /// by kind.
-fn todo_item(kind: TodoKind, range: Range, run_at: (u32, u32)) -> TodoItem {
+fn todo_item(kind: TodoItemKind, range: Range, run_at: (u32, u32)) -> TodoItem {
     TodoItem {
-        kind: item_kind(kind),
+        kind,
         range,
         run_at_position: Position::new(run_at),
         // Named with the document's path and version once all are found.
@@ -98,18 +99,28 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
     )
 }
 
-pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> Answer<TodoResult> {
-    let bound = snapshot::bind(broker, ctx, &args.workspace.root, &args.path, args.version).await?;
-    let start_off = bound.check_position(args.start_line, args.start_character)?;
-    let end_off = bound.check_position(args.end_line, args.end_character)?;
+impl Broker {
+    /// The unfinished work in a range of a pinned version (`lean_todo`).
+    pub async fn todo(&self, sink: &dyn ProgressSink, args: &Todo<'_>) -> Result<TodoResult> {
+        todo(self, sink, args).await
+    }
+}
+
+async fn todo(broker: &Broker, sink: &dyn ProgressSink, args: &Todo<'_>) -> Result<TodoResult> {
+    let pinned = &args.pinned;
+    let bound = broker
+        .bind(sink, pinned.workspace, pinned.path, pinned.version)
+        .await?;
+    let start_off = bound.check_position(args.start.0, args.start.1)?;
+    let end_off = bound.check_position(args.end.0, args.end.1)?;
     if start_off > end_off {
-        return Err(ToolError::new(
-            ErrorCode::InvalidParams,
-            "the range ends before it starts: give start_line/start_character before end_line/end_character",
-        ));
+        return Err(Error::Argument {
+            what: "the range".to_owned(),
+            rule: "ends before it starts: give start_line/start_character before end_line/end_character",
+        });
     }
     // Diagnostics must be complete for this version before they are read.
-    let wait = json!({ "uri": bound.doc.uri, "version": args.version });
+    let wait = json!({ "uri": bound.doc.uri, "version": pinned.version });
     let (waited, disk_changed) = tokio::join!(
         bound.request("textDocument/waitForDiagnostics", wait),
         bound.disk_changed()
@@ -117,16 +128,20 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
     waited?;
     bound.session.settle().await;
     let snapshot = bound.doc.snapshot();
-    if snapshot.version != args.version {
-        return Err(snapshot::version_mismatch(&bound.doc, args.version, snapshot.version).into());
+    if snapshot.version != pinned.version {
+        return Err(snapshot::version_mismatch(
+            &bound.doc,
+            pinned.version,
+            snapshot.version,
+        ));
     }
 
-    let wanted = |kind: TodoKind| args.kinds.is_empty() || args.kinds.contains(&kind);
-    let suggest = args.suggest == Suggest::Basic;
+    let wanted = |kind: TodoItemKind| args.kinds.is_empty() || args.kinds.contains(&kind);
+    let suggest = args.suggest;
     let text = &bound.state.text;
     let index = &bound.state.index;
-    let range_start = (args.start_line as u32, args.start_character as u32);
-    let range_end = (args.end_line as u32, args.end_character as u32);
+    let range_start = (args.start.0 as u32, args.start.1 as u32);
+    let range_end = (args.end.0 as u32, args.end.1 as u32);
     let mut items: Vec<Item> = Vec::new();
 
     for token in lexer::scan(&text[start_off..end_off]) {
@@ -134,8 +149,8 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
         let start = index.position(text, s);
         let end = index.position(text, e);
         let kind = match token.kind {
-            TokenKind::Sorry => TodoKind::Sorry,
-            TokenKind::Hole => TodoKind::Hole,
+            TokenKind::Sorry => TodoItemKind::Sorry,
+            TokenKind::Hole => TodoItemKind::Hole,
         };
         if !wanted(kind) {
             continue;
@@ -153,7 +168,7 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
             (at, proof_state(&bound, at).await, true)
         } else {
             let goals = proof_state(&bound, start).await;
-            let tactic = goals.is_some() && (kind == TodoKind::Hole || starts_tactic(before));
+            let tactic = goals.is_some() && (kind == TodoItemKind::Hole || starts_tactic(before));
             (start, goals, tactic)
         };
         let mut item = todo_item(kind, Range::new(start, end), run_at);
@@ -178,16 +193,16 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
         }
         let message = diagnostics::message(diagnostic);
         let kind = if message.starts_with("unsolved goals") {
-            TodoKind::IncompleteProof
+            TodoItemKind::IncompleteProof
         } else if message.starts_with("don't know how to synthesize placeholder") {
-            TodoKind::Hole
+            TodoItemKind::Hole
         } else {
-            TodoKind::Diagnostic
+            TodoItemKind::Diagnostic
         };
         if !wanted(kind) {
             continue;
         }
-        let run_at = if kind == TodoKind::IncompleteProof {
+        let run_at = if kind == TodoItemKind::IncompleteProof {
             end
         } else {
             start
@@ -196,7 +211,7 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
         item.message = Some(message.to_owned());
         item.severity = Some(Severity::Error);
         item.diagnostic = Some(diagnostics::item(diagnostic));
-        if kind == TodoKind::IncompleteProof {
+        if kind == TodoItemKind::IncompleteProof {
             if suggest {
                 item.run_at_text = Some(SEARCH_TACTIC.to_owned());
             }
@@ -205,7 +220,7 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
         items.push(Item { start, item });
     }
 
-    if wanted(TodoKind::CodeAction) {
+    if wanted(TodoItemKind::CodeAction) {
         // Lean answers `textDocument/codeAction` from the one command snapshot
         // that holds the end of the requested range, so the actions of earlier
         // commands are asked where an editor would: at each diagnostic. The
@@ -250,7 +265,7 @@ pub async fn todo(broker: &Broker, ctx: &CallContext, args: &LeanTodoArgs) -> An
                 }
                 let mut code_action = action.clone();
                 add_paths(&bound.rt.root, &mut code_action);
-                let mut item = todo_item(TodoKind::CodeAction, Range::new(start, end), start);
+                let mut item = todo_item(TodoItemKind::CodeAction, Range::new(start, end), start);
                 // LSP requires a title; an action without one is shown without a message.
                 item.message = action
                     .get("title")

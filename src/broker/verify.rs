@@ -17,20 +17,20 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::broker::Broker;
-use crate::broker::diagnostics::{self, ERROR};
-use crate::broker::hatches::{self, Hit};
-use crate::broker::importers::ImportGraph;
-use crate::broker::runtime::Runtime;
-use crate::broker::snapshot;
-use crate::broker::{compiler, shadow, snippets};
+use super::Broker;
+use super::diagnostics::{self, ERROR};
+use super::error::{Error, Result};
+use super::hatches::{self, Hit};
+use super::importers::ImportGraph;
+use super::progress::ProgressSink;
+use super::runtime::Runtime;
+use super::{compiler, shadow, snippets};
 use crate::results::{
     CheckedDeclaration, FailureReason, HatchHit, ImportedSource, Provenance, Range, ReferenceCheck,
     VerifyFailure, VerifyResult,
 };
-use crate::safe_fs;
+use crate::safe_fs::{self, FsError};
 use crate::sha256;
-use crate::surface::{CallContext, Declaration, ErrorCode, ToolError, Workspace};
 
 /// Axioms allowed when the call names none: the three of classical Lean.
 pub const DEFAULT_AXIOMS: &[&str] = &["propext", "Classical.choice", "Quot.sound"];
@@ -49,8 +49,9 @@ struct Module {
 
 /// Read the workspace modules `text` imports, transitively (off the
 /// runtime: the import graph and the sources are files).
-async fn imported_modules(root: &Path, text: &str) -> Result<Vec<Module>, ToolError> {
+async fn imported_modules(root: &Path, text: &str) -> Result<Vec<Module>> {
     let (root, text) = (root.to_path_buf(), text.to_string());
+    let base = root.clone();
     let read = tokio::task::spawn_blocking(move || {
         let names = ImportGraph::new(&root).workspace_imports(&text);
         names
@@ -87,12 +88,12 @@ async fn imported_modules(root: &Path, text: &str) -> Result<Vec<Module>, ToolEr
     tokio::time::timeout(safe_fs::TIME_LIMIT * 3, read)
         .await
         .map_err(|_| {
-            ToolError::new(
-                ErrorCode::InvalidInput,
-                "reading the imported workspace modules took too long",
-            )
+            Error::Fs(FsError::TimedOut {
+                path: base,
+                op: "read the workspace modules the file imports",
+            })
         })?
-        .map_err(|e| ToolError::new(ErrorCode::InternalError, format!("import scan: {e}")))
+        .map_err(|e| Error::Unexpected(format!("import scan: {e}")))
 }
 
 /// The first line of `lean --version` of the workspace's toolchain, read
@@ -146,7 +147,7 @@ fn one_command(text: &str) -> String {
 
 /// A declaration name goes on a line of its own after `#print axioms`: one
 /// Lean name (spaces only inside `«»`), no line break.
-fn check_name(name: &str) -> Result<(), ToolError> {
+fn check_name(name: &str) -> Result<()> {
     let mut escaped = false;
     let spaced = name.chars().any(|c| {
         match c {
@@ -157,30 +158,46 @@ fn check_name(name: &str) -> Result<(), ToolError> {
         c == '\n' || c == '\r' || (c.is_whitespace() && !escaped)
     });
     if name.is_empty() || spaced {
-        return Err(ToolError::new(
-            ErrorCode::InvalidParams,
-            format!(
-                "declaration name {name:?} is not one Lean name: give it as `Namespace.name`, without spaces or line breaks"
-            ),
-        ));
+        return Err(Error::Argument {
+            what: format!("declaration name {name:?}"),
+            rule: "is not one Lean name: give it as `Namespace.name`, without spaces or line breaks",
+        });
     }
     Ok(())
 }
 
+/// A declaration to certify, and the statement it must have, if any.
+#[derive(Debug, Clone)]
+pub struct Declaration {
+    pub name: String,
+    pub reference: Option<String>,
+}
+
+/// What `lean_verify` asks.
 pub struct Verify<'a> {
-    pub workspace: &'a Workspace,
+    /// The workspace descriptor.
+    pub workspace: &'a str,
     pub path: &'a str,
     pub version: u64,
     pub declarations: &'a [Declaration],
     pub allowed_axioms: &'a [String],
 }
 
-pub async fn verify(
+impl Broker {
+    /// Certify declarations of a synced version (see the module's account).
+    pub async fn verify(&self, sink: &dyn ProgressSink, args: &Verify<'_>) -> Result<VerifyResult> {
+        verify(self, sink, args).await
+    }
+}
+
+async fn verify(
     broker: &Broker,
-    ctx: &CallContext,
+    sink: &dyn ProgressSink,
     args: &Verify<'_>,
-) -> Result<VerifyResult, ToolError> {
-    let bound = snapshot::bind(broker, ctx, &args.workspace.root, args.path, args.version).await?;
+) -> Result<VerifyResult> {
+    let bound = broker
+        .bind(sink, args.workspace, args.path, args.version)
+        .await?;
     let text = std::sync::Arc::clone(&bound.state.text);
     let shown = bound.doc.path.shown.clone();
     let allowed: Vec<String> = if args.allowed_axioms.is_empty() {
@@ -244,7 +261,7 @@ pub async fn verify(
         let done = shadow::elaborate(
             &bound.session,
             bound.rt.timeouts.sync,
-            ctx,
+            sink,
             &shown,
             &mut slot,
             shadow_text.clone(),

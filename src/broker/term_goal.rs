@@ -4,16 +4,27 @@
 
 use serde_json::Value;
 
-use super::Answer;
-use super::inspect::{At, head};
-use crate::broker::Broker;
-use crate::broker::goals;
-use crate::broker::snapshot;
+use super::Broker;
+use super::error::Result;
+use super::goals;
+use super::inspect::head;
+use super::probe::At;
+use super::progress::ProgressSink;
 use crate::results::{Range, TermGoalResult};
-use crate::surface::CallContext;
 
-pub async fn term_goal(broker: &Broker, ctx: &CallContext, at: &At<'_>) -> Answer<TermGoalResult> {
-    let bound = snapshot::bind(broker, ctx, &at.workspace.root, at.path, at.version).await?;
+impl Broker {
+    /// The type expected at a position inside a term, and its context.
+    pub async fn term_goal(&self, sink: &dyn ProgressSink, at: &At<'_>) -> Result<TermGoalResult> {
+        term_goal(self, sink, at).await
+    }
+}
+
+async fn term_goal(
+    broker: &Broker,
+    sink: &dyn ProgressSink,
+    at: &At<'_>,
+) -> Result<TermGoalResult> {
+    let bound = broker.bind(sink, at.workspace, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
     let (answer, disk_changed) = tokio::join!(
         bound.request(
