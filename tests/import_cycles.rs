@@ -391,6 +391,35 @@ fn no_arrow_runs_up_the_layers() {
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
 
+/// Parts of the crate whose only face to the rest is their root module:
+/// the rest of the crate names what the root re-exports (the broker's
+/// façade, `broker::Broker` and the types of its intents), never a
+/// submodule.
+const FACADES: &[&str] = &["broker"];
+
+#[test]
+fn the_broker_is_reached_only_through_its_facade() {
+    let (_, edges) = graph();
+    let mut broken = Vec::new();
+    for (from, reached) in &edges {
+        for facade in FACADES {
+            if from.first().map(String::as_str) == Some(facade) {
+                continue;
+            }
+            for (to, via) in reached {
+                if to.first().map(String::as_str) == Some(facade) && to.len() > 1 {
+                    broken.push(format!("{} -> {} (`{via}`)", name(from), name(to)));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "name what the façade's root re-exports (src/broker/mod.rs), or add an intent there:\n{}",
+        broken.join("\n")
+    );
+}
+
 #[test]
 fn the_scan_sees_every_kind_of_path() {
     let files: BTreeMap<ModPath, PathBuf> = [

@@ -163,11 +163,20 @@ pub fn pretty(goal: &Goal) -> String {
     out
 }
 
+/// Which RPC session a goal query uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Connect {
+    /// The document's session in this Lean session, if it has one.
+    Reuse,
+    /// A new one: Lean no longer knows the previous one.
+    Fresh,
+}
+
 /// The RPC session of the bound document, connecting (and keeping it alive) on
 /// first use in this Lean session.
-async fn rpc_session(bound: &Target<'_>, fresh: bool) -> Result<String> {
+async fn rpc_session(bound: &Target<'_>, connect: Connect) -> Result<String> {
     let generation = bound.session.generation;
-    if !fresh {
+    if connect == Connect::Reuse {
         if let Some(id) = bound.doc.rpc_session(generation) {
             return Ok(id);
         }
@@ -211,7 +220,12 @@ pub async fn goals(
 ) -> Result<(Vec<Goal>, GoalSource)> {
     let position = Position::new(line as u32, character as u32);
     for attempt in 0..2 {
-        let session = match rpc_session(bound, attempt > 0).await {
+        let connect = if attempt == 0 {
+            Connect::Reuse
+        } else {
+            Connect::Fresh
+        };
+        let session = match rpc_session(bound, connect).await {
             Ok(id) => RpcSessionId(id),
             Err(_) => break,
         };

@@ -24,7 +24,7 @@ use crate::process::tree::Seen;
 use crate::results::DocumentProgress;
 use crate::util::lock;
 pub use diagnostic_set::DiagnosticSet;
-pub use state::{Lifecycle, Notice, Sent};
+pub use state::{Lifecycle, Notice, Sent, Worker};
 
 /// The marker in every shadow URI (a probe's virtual document); results from
 /// Lean that name one (references, symbols) are filtered out, since shadows
@@ -353,7 +353,11 @@ impl Doc {
             if version.is_some_and(|v| v != s.version) {
                 return None;
             }
-            s.lifecycle.progress(fatal);
+            s.lifecycle.progress(if fatal {
+                Worker::Stopped
+            } else {
+                Worker::Alive
+            });
             Some((s.version, s.index.line_count().saturating_sub(1) as u32))
         });
         let Some((version, line_count)) = applied else {

@@ -72,6 +72,15 @@ pub enum Report {
     Final,
 }
 
+/// What a `$/lean/fileProgress` report says of the file's worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worker {
+    /// Processing, or done: the worker runs the file.
+    Alive,
+    /// A fatal error (kind 2): the worker stopped.
+    Stopped,
+}
+
 /// Why the document must be reopened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -207,17 +216,17 @@ impl Lifecycle {
         }
     }
 
-    /// Lean reported the current version's progress; `fatal`: the worker
-    /// stopped (kind 2), and Lean holds every later request for the file
-    /// until the next didOpen/didChange. A report alive again ends a stop
-    /// that only a report asked for.
-    pub fn progress(&mut self, fatal: bool) {
+    /// Lean reported the current version's progress. A stopped worker
+    /// (kind 2) makes Lean hold every later request for the file until the
+    /// next didOpen/didChange. A report alive again ends a stop that only a
+    /// report asked for.
+    pub fn progress(&mut self, worker: Worker) {
         let Phase::Open(o) = &mut self.phase else {
             return;
         };
-        match (fatal, o.stop) {
-            (true, None) => o.stop = Some(Stop::Reported),
-            (false, Some(Stop::Reported)) => o.stop = None,
+        match (worker, o.stop) {
+            (Worker::Stopped, None) => o.stop = Some(Stop::Reported),
+            (Worker::Alive, Some(Stop::Reported)) => o.stop = None,
             _ => {}
         }
     }
@@ -341,11 +350,11 @@ mod tests {
                 None
             }),
             ("fatal report", |lc| {
-                lc.progress(true);
+                lc.progress(Worker::Stopped);
                 None
             }),
             ("alive report", |lc| {
-                lc.progress(false);
+                lc.progress(Worker::Alive);
                 None
             }),
             ("crash answer, current", |lc| {
