@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use lsp_types::CompletionParams;
+
 use super::Broker;
 use super::concurrent::join_all;
 use super::error::Result;
@@ -12,6 +14,7 @@ use super::inspect::head;
 use super::probe::At;
 use super::progress::ProgressSink;
 use super::snapshot::Bound;
+use crate::lsp::protocol::ResolveCompletionItem;
 use crate::results::{CompletionItem, CompletionsResult, Range, TextEdit};
 
 impl Broker {
@@ -130,10 +133,12 @@ async fn complete(
 ) -> Result<Completions> {
     let offset = bound.check_position(line, character)?;
     let answer = bound
-        .request(
-            "textDocument/completion",
-            bound.position_params(line, character),
-        )
+        .request_verbatim::<lsp_types::request::Completion>(CompletionParams {
+            text_document_position: bound.position(line, character)?,
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+            context: None,
+        })
         .await?;
     let (items, incomplete) = match answer {
         Value::Array(items) => (items, false),
@@ -159,7 +164,9 @@ async fn complete(
             async move {
                 let deferred = item.get("detail").is_none() && item.get("data").is_some();
                 if deferred {
-                    target.request("completionItem/resolve", item.clone()).await
+                    target
+                        .request_verbatim::<ResolveCompletionItem>(item.clone())
+                        .await
                 } else {
                     Ok(item.clone())
                 }

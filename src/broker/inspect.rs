@@ -3,7 +3,16 @@
 //! Lean's answers pass to agents as Lean gave them, with paths added next
 //! to URIs and the broker's shadow documents left out.
 
-use serde_json::{Map, Value, json};
+use lsp_types::request::{
+    DocumentSymbolRequest, GotoDefinition, HoverRequest, Request, SignatureHelpRequest,
+    WorkspaceSymbolRequest,
+};
+use lsp_types::{
+    DocumentSymbolParams, GotoDefinitionParams, HoverParams, ReferenceContext, ReferenceParams,
+    SignatureHelpContext, SignatureHelpParams, SignatureHelpTriggerKind,
+    TextDocumentPositionParams, WorkspaceSymbolParams,
+};
+use serde_json::{Map, Value};
 
 use super::Broker;
 use super::error::Result;
@@ -12,6 +21,7 @@ use super::probe::At;
 use super::progress::ProgressSink;
 use super::snapshot::Bound;
 use super::workspace::{self, Root};
+use crate::lsp::protocol::ResolveCodeAction;
 use crate::lsp::uri::uri_to_path;
 use crate::results::{
     CodeActionResult, DocHead, DocumentSymbolsResult, GoalsResult, GoalsSide, HoverResult,
@@ -144,21 +154,19 @@ fn names_shadow(value: &Value) -> bool {
 
 /// A request at a checked position of the pinned version: the document's
 /// head (with `line_text` when asked) and Lean's answer, paths added.
-async fn at_position(
+/// `params` makes the request's params from the position.
+async fn at_position<R: Request>(
     broker: &Broker,
     sink: &dyn ProgressSink,
     at: &At<'_>,
-    method: &'static str,
-    extra: Option<(&str, Value)>,
+    params: impl FnOnce(TextDocumentPositionParams) -> R::Params,
     line_text: bool,
 ) -> Result<(DocHead, Value)> {
     let bound = broker.bind(sink, at.workspace, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
-    let mut params = bound.position_params(at.line, at.character);
-    if let Some((key, value)) = extra {
-        params[key] = value;
-    }
-    let (answer, disk_changed) = tokio::join!(bound.request(method, params), bound.disk_changed());
+    let params = params(bound.position(at.line, at.character)?);
+    let (answer, disk_changed) =
+        tokio::join!(bound.request_verbatim::<R>(params), bound.disk_changed());
     let mut answer = answer?;
     add_paths(&bound.rt.root, &mut answer);
     Ok((
@@ -169,7 +177,11 @@ async fn at_position(
 
 impl Broker {
     pub async fn hover(&self, sink: &dyn ProgressSink, at: &At<'_>) -> Result<HoverResult> {
-        let (head, hover) = at_position(self, sink, at, "textDocument/hover", None, true).await?;
+        let params = |position| HoverParams {
+            text_document_position_params: position,
+            work_done_progress_params: Default::default(),
+        };
+        let (head, hover) = at_position::<HoverRequest>(self, sink, at, params, true).await?;
         Ok(HoverResult { head, hover })
     }
 
@@ -178,10 +190,18 @@ impl Broker {
         sink: &dyn ProgressSink,
         at: &At<'_>,
     ) -> Result<SignatureHelpResult> {
-        let context = json!({ "triggerKind": 1, "isRetrigger": false });
-        let method = "textDocument/signatureHelp";
+        let params = |position| SignatureHelpParams {
+            context: Some(SignatureHelpContext {
+                trigger_kind: SignatureHelpTriggerKind::INVOKED,
+                trigger_character: None,
+                is_retrigger: false,
+                active_signature_help: None,
+            }),
+            text_document_position_params: position,
+            work_done_progress_params: Default::default(),
+        };
         let (head, signature_help) =
-            at_position(self, sink, at, method, Some(("context", context)), false).await?;
+            at_position::<SignatureHelpRequest>(self, sink, at, params, false).await?;
         Ok(SignatureHelpResult {
             head,
             signature_help,
@@ -193,8 +213,13 @@ impl Broker {
         sink: &dyn ProgressSink,
         at: &At<'_>,
     ) -> Result<LocationsResult> {
-        let method = "textDocument/definition";
-        let (head, locations) = at_position(self, sink, at, method, None, false).await?;
+        let params = |position| GotoDefinitionParams {
+            text_document_position_params: position,
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        let (head, locations) =
+            at_position::<GotoDefinition>(self, sink, at, params, false).await?;
         Ok(LocationsResult { head, locations })
     }
 
@@ -204,11 +229,16 @@ impl Broker {
         at: &At<'_>,
         which: References,
     ) -> Result<LocationsResult> {
-        let included = which == References::WithDeclaration;
-        let context = json!({ "includeDeclaration": included });
-        let method = "textDocument/references";
+        let params = |position| ReferenceParams {
+            text_document_position: position,
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+            context: ReferenceContext {
+                include_declaration: which == References::WithDeclaration,
+            },
+        };
         let (head, locations) =
-            at_position(self, sink, at, method, Some(("context", context)), false).await?;
+            at_position::<lsp_types::request::References>(self, sink, at, params, false).await?;
         Ok(LocationsResult { head, locations })
     }
 
@@ -221,10 +251,11 @@ impl Broker {
         let bound = self
             .bind(sink, pinned.workspace, pinned.path, pinned.version)
             .await?;
-        let request = bound.request(
-            "textDocument/documentSymbol",
-            json!({ "textDocument": bound.text_document() }),
-        );
+        let request = bound.request_verbatim::<DocumentSymbolRequest>(DocumentSymbolParams {
+            text_document: bound.identifier()?,
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        });
         let (answer, disk_changed) = tokio::join!(request, bound.disk_changed());
         let mut symbols = answer?;
         add_paths(&bound.rt.root, &mut symbols);
@@ -248,7 +279,11 @@ impl Broker {
         rt.record_request();
         let server = rt.server().await?;
         let mut symbols = server
-            .request("workspace/symbol", json!({ "query": query }))
+            .request_verbatim::<WorkspaceSymbolRequest>(WorkspaceSymbolParams {
+                query: query.to_owned(),
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
+            })
             .await?;
         add_paths(&root, &mut symbols);
         name_symbol_kinds(&mut symbols);
@@ -297,7 +332,7 @@ impl Broker {
         let bound = self
             .bind(sink, pinned.workspace, pinned.path, pinned.version)
             .await?;
-        let request = bound.request("codeAction/resolve", Value::Object(code_action.clone()));
+        let request = bound.request_verbatim::<ResolveCodeAction>(code_action.clone());
         let (answer, disk_changed) = tokio::join!(request, bound.disk_changed());
         let mut resolved = answer?;
         add_paths(&bound.rt.root, &mut resolved);

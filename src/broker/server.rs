@@ -97,11 +97,10 @@ impl LeanServer {
             .await
     }
 
-    /// Send a request by method name, with untyped params and answer: only
-    /// for the standard requests whose answers `ops` hands to agents as Lean
-    /// gave them (hover, definitions, symbols, code actions).
-    pub async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
-        self.limited(method, self.client.request(method, params))
+    /// Send request `R`; the answer as Lean wrote it (see
+    /// [`crate::lsp::LspClient::request_verbatim`]).
+    pub async fn request_verbatim<R: Request>(&self, params: R::Params) -> Result<Value> {
+        self.limited(R::METHOD, self.client.request_verbatim::<R>(params))
             .await
     }
 

@@ -6,6 +6,8 @@
 //! Lean's `documentSymbol` calls every declaration a `method` and a section a
 //! `namespace`; the keyword before the declared name is what tells them apart.
 
+use lsp_types::HoverParams;
+use lsp_types::request::HoverRequest;
 use serde_json::{Value, json};
 
 use super::concurrent::join_all;
@@ -130,10 +132,10 @@ pub async fn annotate(bound: &Bound<'_>, symbols: &mut Value) -> Result<()> {
             async move {
                 for &(line, character) in &site.hover_at {
                     let hover = target
-                        .request(
-                            "textDocument/hover",
-                            target.position_params(line, character),
-                        )
+                        .request_verbatim::<HoverRequest>(HoverParams {
+                            text_document_position_params: target.position(line, character)?,
+                            work_done_progress_params: Default::default(),
+                        })
                         .await?;
                     if let Some(signature) = signature_of_hover(&hover) {
                         return Ok(Some(signature));

@@ -1,7 +1,8 @@
 //! Snapshot binding: a snapshot-bound call names the document version it was
 //! computed for, and every answer is tied to that version.
 
-use serde_json::{Value, json};
+use lsp_types::{Position, TextDocumentIdentifier, TextDocumentPositionParams, Uri};
+use serde_json::Value;
 
 use super::document::{Doc, DocState, DocUse};
 use super::edit;
@@ -14,6 +15,7 @@ use super::sync;
 use super::text::PositionError;
 use super::wait::Wait;
 use crate::broker::Broker;
+use crate::lsp::protocol::{DocumentPositionParams, TextDocumentId};
 use lsp_types::request::Request;
 
 /// A document pinned at the version a call named, open in a live Lean server.
@@ -120,36 +122,38 @@ pub struct Target<'a> {
 }
 
 impl Target<'_> {
-    /// Ask Lean about the pinned version; the answer is refused if the document
-    /// moved on meanwhile (Lean answers from whatever it has).
-    pub async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
-        let answer = self.request_unchecked(method, params).await?;
+    /// Send request `R` about the pinned version and return Lean's answer as
+    /// Lean wrote it (for answers handed on whole); the answer is refused
+    /// if the document moved on meanwhile (Lean answers from whatever it
+    /// has).
+    pub async fn request_verbatim<R: Request>(&self, params: R::Params) -> Result<Value> {
+        let answer = self
+            .waiting(self.session.request_verbatim::<R>(params))
+            .await?;
+        self.still_pinned()?;
+        Ok(answer)
+    }
+
+    /// The document is still at the pinned version.
+    fn still_pinned(&self) -> Result<()> {
         let now = self.doc.state().version;
         if now != self.version {
             return Err(version_mismatch(self.doc, self.version, now));
         }
-        Ok(answer)
-    }
-
-    /// Ask Lean about the document, without the version check of `request`.
-    /// A worker that stops meanwhile does not leave the call hanging (see
-    /// [`Wait`]).
-    pub async fn request_unchecked(&self, method: &'static str, params: Value) -> Result<Value> {
-        self.waiting(self.session.request(method, params)).await
+        Ok(())
     }
 
     /// Send request `R` about the document and check that it was not edited
-    /// meanwhile (as [`Target::request`]).
+    /// meanwhile (as [`Target::request_verbatim`]).
     pub async fn request_typed<R: Request>(&self, params: R::Params) -> Result<R::Result> {
         let answer = self.request_unchecked_typed::<R>(params).await?;
-        let now = self.doc.state().version;
-        if now != self.version {
-            return Err(version_mismatch(self.doc, self.version, now));
-        }
+        self.still_pinned()?;
         Ok(answer)
     }
 
-    /// [`Target::request_unchecked`] for request `R`.
+    /// Send request `R` about the document, without the version check. A
+    /// worker that stops meanwhile does not leave the call hanging (see
+    /// [`Wait`]).
     pub async fn request_unchecked_typed<R: Request>(
         &self,
         params: R::Params,
@@ -169,12 +173,35 @@ impl Target<'_> {
             .await
     }
 
-    pub fn text_document(&self) -> Value {
-        json!({ "uri": self.doc.uri })
+    /// The document as Lean's own requests name it (the URI string).
+    pub fn document(&self) -> TextDocumentId {
+        TextDocumentId {
+            uri: self.doc.uri.clone(),
+        }
     }
 
-    pub fn position_params(&self, line: u64, character: u64) -> Value {
-        json!({ "textDocument": self.text_document(), "position": { "line": line, "character": character } })
+    /// A position of the document as Lean's own requests take it.
+    pub fn lean_position(&self, line: u64, character: u64) -> DocumentPositionParams {
+        DocumentPositionParams::new(self.doc.uri.clone(), line as u32, character as u32)
+    }
+
+    /// The document as `lsp_types` requests name it: the same URI string,
+    /// parsed, never rewritten.
+    pub fn identifier(&self) -> Result<TextDocumentIdentifier> {
+        let uri = self
+            .doc
+            .uri
+            .parse::<Uri>()
+            .map_err(|e| Error::Unexpected(format!("{} is not a URI: {e:?}", self.doc.uri)))?;
+        Ok(TextDocumentIdentifier { uri })
+    }
+
+    /// A position of the document as `lsp_types` requests take it.
+    pub fn position(&self, line: u64, character: u64) -> Result<TextDocumentPositionParams> {
+        Ok(TextDocumentPositionParams {
+            text_document: self.identifier()?,
+            position: Position::new(line as u32, character as u32),
+        })
     }
 }
 
@@ -206,15 +233,28 @@ impl Bound<'_> {
         sync::disk_changed(&self.doc, &self.state).await
     }
 
-    pub async fn request(&self, method: &'static str, params: Value) -> Result<Value> {
-        self.target().request(method, params).await
+    /// [`Target::request_verbatim`] about the pinned version.
+    pub async fn request_verbatim<R: Request>(&self, params: R::Params) -> Result<Value> {
+        self.target().request_verbatim::<R>(params).await
     }
 
-    pub fn text_document(&self) -> Value {
-        self.target().text_document()
+    /// [`Target::request_typed`] about the pinned version.
+    pub async fn request_typed<R: Request>(&self, params: R::Params) -> Result<R::Result> {
+        self.target().request_typed::<R>(params).await
     }
 
-    pub fn position_params(&self, line: u64, character: u64) -> Value {
-        self.target().position_params(line, character)
+    /// See [`Target::identifier`].
+    pub fn identifier(&self) -> Result<TextDocumentIdentifier> {
+        self.target().identifier()
+    }
+
+    /// See [`Target::position`].
+    pub fn position(&self, line: u64, character: u64) -> Result<TextDocumentPositionParams> {
+        self.target().position(line, character)
+    }
+
+    /// See [`Target::lean_position`].
+    pub fn lean_position(&self, line: u64, character: u64) -> DocumentPositionParams {
+        self.target().lean_position(line, character)
     }
 }

@@ -11,6 +11,10 @@ use super::inspect::{Pinned, add_paths, head};
 use super::lexer::{self, TokenKind};
 use super::progress::ProgressSink;
 use super::snapshot::{self, Bound};
+use crate::lsp::protocol::{
+    CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams, PlainGoal, WaitForDiagnostics,
+    WaitForDiagnosticsParams,
+};
 use crate::results::{Position, Probe, Range, Severity, TodoItem, TodoItemKind, TodoResult};
 
 /// What `lean_todo` asks: the unfinished work between `start` and `end`
@@ -67,6 +71,13 @@ fn range_json(start: (u32, u32), end: (u32, u32)) -> Value {
     json!(Range::new(start, end))
 }
 
+fn lsp_range(start: (u32, u32), end: (u32, u32)) -> lsp_types::Range {
+    lsp_types::Range::new(
+        lsp_types::Position::new(start.0, start.1),
+        lsp_types::Position::new(end.0, end.1),
+    )
+}
+
 fn lsp_pos(value: &Value, which: &str) -> (u32, u32) {
     let at = |k: &str| {
         value
@@ -84,19 +95,10 @@ fn in_range(pos: (u32, u32), start: (u32, u32), end: (u32, u32)) -> bool {
 /// The goals Lean shows at a position (rendered), for items that leave one open.
 async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
     let answer = bound
-        .request(
-            "$/lean/plainGoal",
-            bound.position_params(at.0 as u64, at.1 as u64),
-        )
+        .request_typed::<PlainGoal>(bound.lean_position(at.0 as u64, at.1 as u64))
         .await
-        .ok()?;
-    let goals = answer.get("goals")?.as_array()?;
-    Some(
-        goals
-            .iter()
-            .filter_map(|g| g.as_str().map(str::to_owned))
-            .collect(),
-    )
+        .ok()??;
+    Some(answer.goals)
 }
 
 impl Broker {
@@ -120,9 +122,12 @@ async fn todo(broker: &Broker, sink: &dyn ProgressSink, args: &Todo<'_>) -> Resu
         });
     }
     // Diagnostics must be complete for this version before they are read.
-    let wait = json!({ "uri": bound.doc.uri, "version": pinned.version });
+    let wait = WaitForDiagnosticsParams {
+        uri: bound.doc.uri.clone(),
+        version: i32::try_from(pinned.version).unwrap_or(i32::MAX),
+    };
     let (waited, disk_changed) = tokio::join!(
-        bound.request("textDocument/waitForDiagnostics", wait),
+        bound.request_typed::<WaitForDiagnostics>(wait),
         bound.disk_changed()
     );
     waited?;
@@ -238,12 +243,15 @@ async fn todo(broker: &Broker, sink: &dyn ProgressSink, args: &Todo<'_>) -> Resu
         queries.push((range_start, range_end, range_diagnostics.clone()));
         let mut seen = std::collections::HashSet::new();
         for (query_start, query_end, context) in queries {
-            let params = json!({
-                "textDocument": bound.text_document(),
-                "range": range_json(query_start, query_end),
-                "context": { "diagnostics": context, "triggerKind": 1 },
-            });
-            let actions = bound.request("textDocument/codeAction", params).await?;
+            let params = CodeActionQueryParams {
+                text_document: bound.target().document(),
+                range: lsp_range(query_start, query_end),
+                context: CodeActionQueryContext {
+                    diagnostics: context,
+                    trigger_kind: 1,
+                },
+            };
+            let actions = bound.request_verbatim::<CodeActionQuery>(params).await?;
             for action in actions.as_array().into_iter().flatten() {
                 let diag_range = action.pointer("/diagnostics/0/range").cloned();
                 let (start, end) = match &diag_range {

@@ -157,15 +157,26 @@ impl LspClient {
             .send_notification(N::METHOD, typed_params(&params))
     }
 
-    /// [`LspClient::request_typed`] by method name, with untyped params
-    /// (`null` for none) and answer. Being retired: the broker's requests move
-    /// to [`LspClient::request_typed`]; new code uses that.
+    /// Send request `R` (its method and typed params) and return the answer
+    /// as Lean wrote it: for answers handed on to agents whole, where a
+    /// typed reading would drop what `lsp_types` does not model.
+    pub async fn request_verbatim<R: Request>(&self, params: R::Params) -> Result<Value, LspError> {
+        let (id, frame) = self
+            .connection
+            .encode_request(R::METHOD, typed_params(&params))?;
+        drop(params);
+        self.connection.send_request(id, frame).await
+    }
+
+    /// A request by method name, with untyped params (`null` for none) and
+    /// answer: for tests that send what no typed request can (a malformed
+    /// or unknown request).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, LspError> {
         self.connection.request(method, params).await
     }
 
     /// [`LspClient::notify_typed`] by method name, with untyped params (`null`
-    /// for none). Being retired like [`LspClient::request`].
+    /// for none): the handshake's `initialized` and `exit`, and tests.
     pub fn notify(&self, method: &str, params: Value) -> Result<(), LspError> {
         self.connection.notify(method, params)
     }

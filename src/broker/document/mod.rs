@@ -13,13 +13,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio::sync::watch;
 
 use super::error::MemoryKill;
 use super::text::LineIndex;
 use super::workspace::DocPath;
-use crate::lsp::protocol::{FileProgressKind, FileProgressProcessingInfo};
+use crate::lsp::protocol::{FileProgressKind, FileProgressProcessingInfo, PlainGoalResult};
 use crate::process::tree::Seen;
 use crate::results::DocumentProgress;
 use crate::util::lock;
@@ -140,7 +139,8 @@ impl Drop for DocUse {
 #[derive(Debug, Default)]
 struct ProbeGoals {
     version: u64,
-    answers: Vec<((u64, u64), Value)>,
+    /// Lean's `plainGoal` answers (`None`: outside a tactic block).
+    answers: Vec<((u64, u64), Option<PlainGoalResult>)>,
 }
 
 /// Positions remembered per version in `Doc::probe_goals`.
@@ -250,7 +250,12 @@ impl Doc {
     }
 
     /// Lean's `plainGoal` answer at a position of `version`, if asked before.
-    pub fn probe_goal(&self, version: u64, line: u64, character: u64) -> Option<Value> {
+    pub fn probe_goal(
+        &self,
+        version: u64,
+        line: u64,
+        character: u64,
+    ) -> Option<Option<PlainGoalResult>> {
         let memo = lock(&self.probe_goals);
         (memo.version == version)
             .then(|| memo.answers.iter().find(|(at, _)| *at == (line, character)))
@@ -258,7 +263,13 @@ impl Doc {
             .map(|(_, answer)| answer.clone())
     }
 
-    pub fn remember_probe_goal(&self, version: u64, line: u64, character: u64, answer: &Value) {
+    pub fn remember_probe_goal(
+        &self,
+        version: u64,
+        line: u64,
+        character: u64,
+        answer: &Option<PlainGoalResult>,
+    ) {
         let mut memo = lock(&self.probe_goals);
         if memo.version != version {
             *memo = ProbeGoals {

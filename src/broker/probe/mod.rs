@@ -7,6 +7,8 @@
 
 use serde_json::{Value, json};
 
+use crate::lsp::protocol::{PlainGoal, PlainTermGoal};
+
 use super::Broker;
 use super::diagnostics::{self, ERROR, INFORMATION};
 use super::document::{DocState, DocUse, Snapshot};
@@ -84,27 +86,21 @@ async fn term_at(
     offset: usize,
 ) -> Result<Option<TermAt>> {
     let answer = bound
-        .request(
-            "$/lean/plainTermGoal",
-            bound.position_params(at.line, at.character),
-        )
+        .request_typed::<PlainTermGoal>(bound.lean_position(at.line, at.character))
         .await?;
-    let (text, index) = (&bound.state.text, &bound.state.index);
-    let byte = |which: &str| {
-        let p = |k: &str| {
-            answer
-                .pointer(&format!("/range/{which}/{k}"))
-                .and_then(Value::as_u64)
-        };
-        index.offset(text, p("line")?, p("character")?).ok()
-    };
-    let (Some(start), Some(end), Some(goal)) = (
-        byte("start"),
-        byte("end"),
-        answer.get("goal").and_then(Value::as_str),
-    ) else {
+    let Some(answer) = answer else {
         return Ok(None);
     };
+    let (text, index) = (&bound.state.text, &bound.state.index);
+    let byte = |p: lsp_types::Position| {
+        index
+            .offset(text, u64::from(p.line), u64::from(p.character))
+            .ok()
+    };
+    let (Some(start), Some(end)) = (byte(answer.range.start), byte(answer.range.end)) else {
+        return Ok(None);
+    };
+    let goal = answer.goal.as_str();
     Ok(
         (start <= offset && offset <= end && start < end).then(|| TermAt {
             start,
@@ -205,10 +201,7 @@ async fn start_at<'c>(
         Some(goal) => goal,
         None => {
             let goal = bound
-                .request(
-                    "$/lean/plainGoal",
-                    bound.position_params(at.line, at.character),
-                )
+                .request_typed::<PlainGoal>(bound.lean_position(at.line, at.character))
                 .await?;
             bound
                 .doc
@@ -218,12 +211,9 @@ async fn start_at<'c>(
     };
     // At the start of a blank line where Lean shows "no goals" (after a
     // finished proof) the position is between commands.
-    let no_goals = goal
-        .get("goals")
-        .and_then(Value::as_array)
-        .is_some_and(|g| g.is_empty());
+    let no_goals = goal.as_ref().is_some_and(|g| g.goals.is_empty());
     let between_commands = before.is_empty() && line_text.trim().is_empty() && no_goals;
-    let in_block = !goal.is_null() && !between_commands;
+    let in_block = goal.is_some() && !between_commands;
     // A `sorry` in a tactic's term (`exact f sorry`) is a hole for a term.
     let term_sorry =
         in_block && !goals::starts_tactic(before) && sorry_at(text, line_start, line_end, offset);
@@ -318,17 +308,11 @@ async fn start_at<'c>(
         },
         (Mode::Term, term) => Plan::Term(term.expect("a term step has its term")),
     };
-    let goals = match plan {
-        Plan::Proof { .. } => goal
-            .get("goals")
-            .and_then(Value::as_array)
-            .map(|g| {
-                g.iter()
-                    .map(|t| goals::plain_goal(t.as_str().unwrap_or("")))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        Plan::Command { .. } | Plan::Term(_) => Vec::new(),
+    let goals = match (&plan, goal) {
+        (Plan::Proof { .. }, Some(goal)) => {
+            goal.goals.iter().map(|t| goals::plain_goal(t)).collect()
+        }
+        _ => Vec::new(),
     };
     let line_text = line_text.trim_end_matches('\r').to_owned();
     Ok(Start {

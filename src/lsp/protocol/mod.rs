@@ -79,6 +79,36 @@ impl Request for RpcCall {
 /// position, `{"goals": [InteractiveGoal]}`.
 pub const GET_INTERACTIVE_GOALS: &str = "Lean.Widget.getInteractiveGoals";
 
+/// `textDocument/codeAction` with the diagnostics of the context exactly as
+/// Lean published them (`fullRange`, `leanTags` and all), which
+/// `lsp_types::Diagnostic` would not keep.
+pub enum CodeActionQuery {}
+
+impl Request for CodeActionQuery {
+    type Params = CodeActionQueryParams;
+    type Result = Value;
+    const METHOD: &'static str = "textDocument/codeAction";
+}
+
+/// `codeAction/resolve` of an action Lean offered, handed back whole (its
+/// `data` is Lean's own, for the resolution).
+pub enum ResolveCodeAction {}
+
+impl Request for ResolveCodeAction {
+    type Params = serde_json::Map<String, Value>;
+    type Result = Value;
+    const METHOD: &'static str = "codeAction/resolve";
+}
+
+/// `completionItem/resolve` of an item Lean offered, handed back whole.
+pub enum ResolveCompletionItem {}
+
+impl Request for ResolveCompletionItem {
+    type Params = Value;
+    type Result = Value;
+    const METHOD: &'static str = "completionItem/resolve";
+}
+
 // ----------------------------------------------------------- notifications --
 
 /// `$/lean/rpc/release`: give back references an RPC answer handed out.
@@ -139,6 +169,25 @@ impl DocumentPositionParams {
             position: Position { line, character },
         }
     }
+}
+
+/// Params of [`CodeActionQuery`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeActionQueryParams {
+    pub text_document: TextDocumentId,
+    pub range: Range,
+    pub context: CodeActionQueryContext,
+}
+
+/// The context of a [`CodeActionQuery`]: the diagnostics it is about, as
+/// Lean published them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeActionQueryContext {
+    pub diagnostics: Vec<Value>,
+    /// `1`: asked for (LSP `CodeActionTriggerKind.Invoked`).
+    pub trigger_kind: u32,
 }
 
 /// Params of [`WaitForDiagnostics`].
