@@ -12,9 +12,9 @@
 use super::Broker;
 use super::completions::Edit;
 use super::error::Result;
-use super::handles::{HandleState, HandleStore, Taking};
+use super::handles::{HandleState, Taking};
 use super::lexer::{LexemeKind, lex};
-use super::snapshot;
+use super::probe::{Lean, Taken};
 use super::sync;
 use super::text::LineIndex;
 use crate::results::{DocHead, HandleEditResult, Placeholder};
@@ -28,29 +28,17 @@ impl Broker {
         path: &str,
         handle: &str,
     ) -> Result<HandleEditResult> {
-        let (rt, doc_path) = self.handle_runtime(workspace, path, handle)?;
-        rt.record_request();
-        let doc = rt
-            .existing_doc(&doc_path)
-            .filter(|doc| doc.state().version != 0)
-            .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-        let state = rt.handles.take(handle, Taking::Keep)?;
-        // Without the live server that ran the chain the handle is stale,
-        // and generations start at 1, so 0 says so.
-        let generation = rt
-            .server_if_running()
-            .await
-            .map_or(0, |server| server.generation);
-        let doc_state = doc.state();
         // The edit is about the text the handle was cut from: that version
         // must still be the document's, in the session that ran the chain.
-        HandleStore::check_current(
-            handle,
-            &state,
-            &doc_path.file,
-            doc_state.version,
-            generation,
-        )?;
+        let Taken {
+            rt,
+            doc,
+            state,
+            doc_state,
+            ..
+        } = self
+            .take_handle(workspace, path, handle, Taking::Keep, Lean::IfRunning)
+            .await?;
         let text = &doc_state.text;
         let edit = chain_edit(text, &state);
         let disk_changed = sync::disk_changed(&doc, &doc_state).await;

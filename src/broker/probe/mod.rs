@@ -487,31 +487,39 @@ async fn start_with(
     handle: &str,
     taking: Taking,
 ) -> Result<FromHandle> {
-    let (rt, doc_path) = broker.handle_runtime(workspace, path, handle)?;
-    rt.record_request();
-    // A file this server never read: that is what to fix first, whatever
-    // the handle continues.
-    let doc = rt
-        .existing_doc(&doc_path)
-        .filter(|doc| doc.state().version != 0)
-        .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
-    let state = rt.handles.take(handle, taking)?;
-    let session = rt.server().await?;
-    let doc_state = doc.state();
-    HandleStore::check_current(
-        handle,
-        &state,
-        &doc_path.file,
-        doc_state.version,
-        session.generation,
-    )?;
+    let taken = broker
+        .take_handle(workspace, path, handle, taking, Lean::Start)
+        .await?;
+    let session = taken
+        .server
+        .ok_or_else(|| Error::Unexpected("no Lean server after starting one".into()))?;
     Ok(FromHandle {
-        rt,
-        doc,
+        rt: taken.rt,
+        doc: taken.doc,
         session,
-        state,
-        doc_state,
+        state: taken.state,
+        doc_state: taken.doc_state,
     })
+}
+
+/// Which Lean server a handle is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lean {
+    /// The workspace's, started if it is not running (to run the chain on).
+    Start,
+    /// The running one only: without it the handle is stale.
+    IfRunning,
+}
+
+/// A handle taken and checked: it continues its document's current
+/// version in the Lean session that runs now.
+pub(crate) struct Taken {
+    pub(crate) rt: RuntimeUse,
+    pub(crate) doc: DocUse,
+    pub(crate) state: HandleState,
+    pub(crate) doc_state: DocState,
+    /// The running Lean server (always there with [`Lean::Start`]).
+    pub(crate) server: Option<LeanServer>,
 }
 
 impl FromHandle {
@@ -573,6 +581,49 @@ impl FromHandle {
 }
 
 impl Broker {
+    /// Take `handle` (consuming it with [`Taking::Consume`]) for the
+    /// document at `path` and check that it continues the document's
+    /// current version in the Lean session that runs now.
+    pub(crate) async fn take_handle(
+        &self,
+        workspace: &str,
+        path: &str,
+        handle: &str,
+        taking: Taking,
+        lean: Lean,
+    ) -> Result<Taken> {
+        let (rt, doc_path) = self.handle_runtime(workspace, path, handle)?;
+        rt.record_request();
+        // A file this server never read: that is what to fix first,
+        // whatever the handle continues.
+        let doc = rt
+            .existing_doc(&doc_path)
+            .filter(|doc| doc.state().version != 0)
+            .ok_or_else(|| snapshot::never_synced(&doc_path.shown))?;
+        let state = rt.handles.take(handle, taking)?;
+        let server = match lean {
+            Lean::Start => Some(rt.server().await?),
+            Lean::IfRunning => rt.server_if_running().await,
+        };
+        // Generations start at 1: 0 (no server) is never the chain's.
+        let generation = server.as_ref().map_or(0, |server| server.generation);
+        let doc_state = doc.state();
+        HandleStore::check_current(
+            handle,
+            &state,
+            &doc_path.file,
+            doc_state.version,
+            generation,
+        )?;
+        Ok(Taken {
+            rt,
+            doc,
+            state,
+            doc_state,
+            server,
+        })
+    }
+
     /// The runtime and document a handle argument names: the path resolved
     /// in the workspace, the handle made in this process, its runtime still
     /// cached (a handle never starts Lean).
