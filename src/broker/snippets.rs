@@ -248,106 +248,101 @@ impl Broker {
         sink: &dyn ProgressSink,
         args: &RunCode<'_>,
     ) -> Result<RunCodeResult> {
-        run_code(self, sink, args).await
-    }
-}
-
-async fn run_code(
-    broker: &Broker,
-    sink: &dyn ProgressSink,
-    args: &RunCode<'_>,
-) -> Result<RunCodeResult> {
-    let root = broker.resolve_root(args.workspace)?;
-    let rt = broker.runtime(&root).await?;
-    rt.record_request();
-    let (text, placement) = budgeted(args.code, args.max_heartbeats);
-    let header = shadow::header(&text).to_string();
-    let claim = rt
-        .snippets
-        .claim(&header)
-        .ok_or(Error::ResourceLimit(Limit::SnippetHeaders {
-            limit: HEADERS,
-        }))?;
-    let server = rt.server().await?;
-    let pool = rt.shadow_pool(&claim.path(&rt.root));
-    let mut slot = pool.acquire(&text).await;
-    let shown = "snippet";
-    let elaborate = shadow::elaborate(
-        &server,
-        rt.timeouts.sync,
-        sink,
-        shown,
-        &mut slot,
-        text.clone(),
-    );
-    let limit = args.timeout_ms.map(Duration::from_millis);
-    let outcome = match limit {
-        Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),
-        None => Some(elaborate.await),
-    };
-    let (snap, timed_out) = match outcome {
-        Some(done) => (done?.1, false),
-        None => {
-            // Keep what Lean reported for this text so far, then take the
-            // commands away so that Lean stops working on them.
-            let doc = slot.doc();
-            let snap = doc.snapshot();
-            let current = doc.state().version;
-            abandon(&server, &slot, &header).await?;
-            let mut snap = snap;
-            if snap.version != current {
-                snap.diagnostics = Default::default();
+        let root = self.resolve_root(args.workspace)?;
+        let rt = self.runtime(&root).await?;
+        rt.record_request();
+        let (text, placement) = budgeted(args.code, args.max_heartbeats);
+        let header = shadow::header(&text).to_string();
+        let claim =
+            rt.snippets
+                .claim(&header)
+                .ok_or(Error::ResourceLimit(Limit::SnippetHeaders {
+                    limit: HEADERS,
+                }))?;
+        let server = rt.server().await?;
+        let pool = rt.shadow_pool(&claim.path(&rt.root));
+        let mut slot = pool.acquire(&text).await;
+        let shown = "snippet";
+        let elaborate = shadow::elaborate(
+            &server,
+            rt.timeouts.sync,
+            sink,
+            shown,
+            &mut slot,
+            text.clone(),
+        );
+        let limit = args.timeout_ms.map(Duration::from_millis);
+        let outcome = match limit {
+            Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),
+            None => Some(elaborate.await),
+        };
+        let (snap, timed_out) = match outcome {
+            Some(done) => (done?.1, false),
+            None => {
+                // Keep what Lean reported for this text so far, then take the
+                // commands away so that Lean stops working on them.
+                let doc = slot.doc();
+                let snap = doc.snapshot();
+                let current = doc.state().version;
+                abandon(&server, &slot, &header).await?;
+                let mut snap = snap;
+                if snap.version != current {
+                    snap.diagnostics = Default::default();
+                }
+                (snap, true)
             }
-            (snap, true)
+        };
+        let blocked = !timed_out && header_failed(&snap, &text);
+        if !timed_out {
+            slot.confirm_header((!blocked).then_some(header.as_str()));
         }
-    };
-    let blocked = !timed_out && header_failed(&snap, &text);
-    if !timed_out {
-        slot.confirm_header((!blocked).then_some(header.as_str()));
-    }
-    let header_error = blocked.then(|| {
-        let first = header_errors(&snap, &text).next();
-        HeaderError {
-            import: first.and_then(|e| failed_import(&text, e)),
-            message: first.map_or_else(
-                || "Lean stopped processing the snippet's header".to_string(),
-                |e| diagnostics::message(e).to_string(),
-            ),
-        }
-    });
-    let mut success = !blocked && !timed_out;
-    let mut sorry = false;
-    let mut out_of_heartbeats = false;
-    let messages = snap
-        .diagnostics
-        .items()
-        .iter()
-        .map(|d| {
-            let severity = diagnostics::severity(d);
-            let text = diagnostics::message(d).to_string();
-            success &= severity != ERROR;
-            sorry |= says_sorry(&text);
-            out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
-            SnippetMessage {
-                severity: diagnostics::severity_name(severity),
-                range: snippet_range(d.get("range").unwrap_or(&Value::Null), placement.as_ref()),
-                text,
+        let header_error = blocked.then(|| {
+            let first = header_errors(&snap, &text).next();
+            HeaderError {
+                import: first.and_then(|e| failed_import(&text, e)),
+                message: first.map_or_else(
+                    || "Lean stopped processing the snippet's header".to_string(),
+                    |e| diagnostics::message(e).to_string(),
+                ),
             }
+        });
+        let mut success = !blocked && !timed_out;
+        let mut sorry = false;
+        let mut out_of_heartbeats = false;
+        let messages = snap
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| {
+                let severity = diagnostics::severity(d);
+                let text = diagnostics::message(d).to_string();
+                success &= severity != ERROR;
+                sorry |= says_sorry(&text);
+                out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
+                SnippetMessage {
+                    severity: diagnostics::severity_name(severity),
+                    range: snippet_range(
+                        d.get("range").unwrap_or(&Value::Null),
+                        placement.as_ref(),
+                    ),
+                    text,
+                }
+            })
+            .collect();
+        let exhausted = if timed_out {
+            Some(SnippetBudget::Timeout)
+        } else {
+            out_of_heartbeats.then_some(SnippetBudget::Heartbeats)
+        };
+        Ok(RunCodeResult {
+            workspace: rt.root.descriptor(),
+            success,
+            sorry,
+            messages,
+            header_error,
+            exhausted,
         })
-        .collect();
-    let exhausted = if timed_out {
-        Some(SnippetBudget::Timeout)
-    } else {
-        out_of_heartbeats.then_some(SnippetBudget::Heartbeats)
-    };
-    Ok(RunCodeResult {
-        workspace: rt.root.descriptor(),
-        success,
-        sorry,
-        messages,
-        header_error,
-        exhausted,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -14,32 +14,24 @@ use crate::results::{Range, TermGoalResult};
 impl Broker {
     /// The type expected at a position inside a term, and its context.
     pub async fn term_goal(&self, sink: &dyn ProgressSink, at: &At<'_>) -> Result<TermGoalResult> {
-        term_goal(self, sink, at).await
+        let bound = self.bind(sink, at.workspace, at.path, at.version).await?;
+        bound.check_position(at.line, at.character)?;
+        let (answer, disk_changed) = tokio::join!(
+            bound.request_typed::<PlainTermGoal>(bound.lean_position(at.line, at.character)),
+            bound.disk_changed()
+        );
+        let answer = answer?;
+        let goal = answer.as_ref().map(|a| goals::plain_goal(&a.goal));
+        let range = answer.map(|a| {
+            Range::new(
+                (a.range.start.line, a.range.start.character),
+                (a.range.end.line, a.range.end.character),
+            )
+        });
+        Ok(TermGoalResult {
+            head: head(&bound, Some(at.line), disk_changed),
+            goal,
+            range,
+        })
     }
-}
-
-async fn term_goal(
-    broker: &Broker,
-    sink: &dyn ProgressSink,
-    at: &At<'_>,
-) -> Result<TermGoalResult> {
-    let bound = broker.bind(sink, at.workspace, at.path, at.version).await?;
-    bound.check_position(at.line, at.character)?;
-    let (answer, disk_changed) = tokio::join!(
-        bound.request_typed::<PlainTermGoal>(bound.lean_position(at.line, at.character)),
-        bound.disk_changed()
-    );
-    let answer = answer?;
-    let goal = answer.as_ref().map(|a| goals::plain_goal(&a.goal));
-    let range = answer.map(|a| {
-        Range::new(
-            (a.range.start.line, a.range.start.character),
-            (a.range.end.line, a.range.end.character),
-        )
-    });
-    Ok(TermGoalResult {
-        head: head(&bound, Some(at.line), disk_changed),
-        goal,
-        range,
-    })
 }

@@ -104,202 +104,200 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
 impl Broker {
     /// The unfinished work in a range of a pinned version (`lean_todo`).
     pub async fn todo(&self, sink: &dyn ProgressSink, args: &Todo<'_>) -> Result<TodoResult> {
-        todo(self, sink, args).await
-    }
-}
-
-async fn todo(broker: &Broker, sink: &dyn ProgressSink, args: &Todo<'_>) -> Result<TodoResult> {
-    let pinned = &args.pinned;
-    let bound = broker
-        .bind(sink, pinned.workspace, pinned.path, pinned.version)
-        .await?;
-    let start_off = bound.check_position(args.start.0, args.start.1)?;
-    let end_off = bound.check_position(args.end.0, args.end.1)?;
-    if start_off > end_off {
-        return Err(Error::Argument {
-            what: "the range".to_owned(),
-            rule: "ends before it starts: give start_line/start_character before end_line/end_character",
-        });
-    }
-    // Diagnostics must be complete for this version before they are read.
-    let wait = WaitForDiagnosticsParams {
-        uri: bound.doc.uri.clone(),
-        version: i32::try_from(pinned.version).unwrap_or(i32::MAX),
-    };
-    let (waited, disk_changed) = tokio::join!(
-        bound.request_typed::<WaitForDiagnostics>(wait),
-        bound.disk_changed()
-    );
-    waited?;
-    bound.session.settle().await;
-    let snapshot = bound.doc.snapshot();
-    if snapshot.version != pinned.version {
-        return Err(snapshot::version_mismatch(
-            &bound.doc,
-            pinned.version,
-            snapshot.version,
-        ));
-    }
-
-    let wanted = |kind: TodoItemKind| args.kinds.is_empty() || args.kinds.contains(&kind);
-    let suggest = args.suggest;
-    let text = &bound.state.text;
-    let index = &bound.state.index;
-    let range_start = (args.start.0 as u32, args.start.1 as u32);
-    let range_end = (args.end.0 as u32, args.end.1 as u32);
-    let mut items: Vec<Item> = Vec::new();
-
-    for token in lexer::scan(&text[start_off..end_off]) {
-        let (s, e) = (start_off + token.start, start_off + token.end);
-        let start = index.position(text, s);
-        let end = index.position(text, e);
-        let kind = match token.kind {
-            TokenKind::Sorry => TodoItemKind::Sorry,
-            TokenKind::Hole => TodoItemKind::Hole,
+        let pinned = &args.pinned;
+        let bound = self
+            .bind(sink, pinned.workspace, pinned.path, pinned.version)
+            .await?;
+        let start_off = bound.check_position(args.start.0, args.start.1)?;
+        let end_off = bound.check_position(args.end.0, args.end.1)?;
+        if start_off > end_off {
+            return Err(Error::Argument {
+                what: "the range".to_owned(),
+                rule: "ends before it starts: give start_line/start_character before end_line/end_character",
+            });
+        }
+        // Diagnostics must be complete for this version before they are read.
+        let wait = WaitForDiagnosticsParams {
+            uri: bound.doc.uri.clone(),
+            version: i32::try_from(pinned.version).unwrap_or(i32::MAX),
         };
-        if !wanted(kind) {
-            continue;
+        let (waited, disk_changed) = tokio::join!(
+            bound.request_typed::<WaitForDiagnostics>(wait),
+            bound.disk_changed()
+        );
+        waited?;
+        bound.session.settle().await;
+        let snapshot = bound.doc.snapshot();
+        if snapshot.version != pinned.version {
+            return Err(snapshot::version_mismatch(
+                &bound.doc,
+                pinned.version,
+                snapshot.version,
+            ));
         }
-        // Each suggestion is a probe lean_run_at takes there: `exact sorry`
-        // in a tactic block, a tactic in place of the whole `exact sorry`; a
-        // tactic `sorry`, a tactic in its place; a hole `?_` in a tactic
-        // block, a tactic on the goals it leaves; any other `sorry` or hole,
-        // a term in its place.
-        let line_start = text[..s].rfind('\n').map_or(0, |i| i + 1);
-        let before = &text[line_start..s];
-        let exact = before.trim_end().ends_with("exact");
-        let (run_at, goals, tactic) = if exact {
-            let at = index.position(text, line_start + before.trim_end().len() - "exact".len());
-            (at, proof_state(&bound, at).await, true)
-        } else {
-            let goals = proof_state(&bound, start).await;
-            let tactic = goals.is_some() && (kind == TodoItemKind::Hole || starts_tactic(before));
-            (start, goals, tactic)
-        };
-        let mut item = todo_item(kind, Range::new(start, end), run_at);
-        if suggest {
-            let probe = if tactic { SEARCH_TACTIC } else { SEARCH_TERM };
-            item.run_at_text = Some(probe.to_owned());
-        }
-        item.proof_state = goals;
-        items.push(Item { start, item });
-    }
 
-    let mut range_diagnostics = Vec::new();
-    for diagnostic in snapshot.diagnostics.items() {
-        let start = lsp_pos(diagnostic, "range/start");
-        let end = lsp_pos(diagnostic, "range/end");
-        if !in_range(start, range_start, range_end) && !in_range(end, range_start, range_end) {
-            continue;
-        }
-        range_diagnostics.push(diagnostic.clone());
-        if diagnostics::severity(diagnostic) != diagnostics::ERROR {
-            continue;
-        }
-        let message = diagnostics::message(diagnostic);
-        let kind = if message.starts_with("unsolved goals") {
-            TodoItemKind::IncompleteProof
-        } else if message.starts_with("don't know how to synthesize placeholder") {
-            TodoItemKind::Hole
-        } else {
-            TodoItemKind::Diagnostic
-        };
-        if !wanted(kind) {
-            continue;
-        }
-        let run_at = if kind == TodoItemKind::IncompleteProof {
-            end
-        } else {
-            start
-        };
-        let mut item = todo_item(kind, Range::new(start, end), run_at);
-        item.message = Some(message.to_owned());
-        item.severity = Some(Severity::Error);
-        item.diagnostic = Some(diagnostics::item(diagnostic));
-        if kind == TodoItemKind::IncompleteProof {
-            if suggest {
-                item.run_at_text = Some(SEARCH_TACTIC.to_owned());
+        let wanted = |kind: TodoItemKind| args.kinds.is_empty() || args.kinds.contains(&kind);
+        let suggest = args.suggest;
+        let text = &bound.state.text;
+        let index = &bound.state.index;
+        let range_start = (args.start.0 as u32, args.start.1 as u32);
+        let range_end = (args.end.0 as u32, args.end.1 as u32);
+        let mut items: Vec<Item> = Vec::new();
+
+        for token in lexer::scan(&text[start_off..end_off]) {
+            let (s, e) = (start_off + token.start, start_off + token.end);
+            let start = index.position(text, s);
+            let end = index.position(text, e);
+            let kind = match token.kind {
+                TokenKind::Sorry => TodoItemKind::Sorry,
+                TokenKind::Hole => TodoItemKind::Hole,
+            };
+            if !wanted(kind) {
+                continue;
             }
-            item.proof_state = proof_state(&bound, start).await;
+            // Each suggestion is a probe lean_run_at takes there: `exact sorry`
+            // in a tactic block, a tactic in place of the whole `exact sorry`; a
+            // tactic `sorry`, a tactic in its place; a hole `?_` in a tactic
+            // block, a tactic on the goals it leaves; any other `sorry` or hole,
+            // a term in its place.
+            let line_start = text[..s].rfind('\n').map_or(0, |i| i + 1);
+            let before = &text[line_start..s];
+            let exact = before.trim_end().ends_with("exact");
+            let (run_at, goals, tactic) = if exact {
+                let at = index.position(text, line_start + before.trim_end().len() - "exact".len());
+                (at, proof_state(&bound, at).await, true)
+            } else {
+                let goals = proof_state(&bound, start).await;
+                let tactic =
+                    goals.is_some() && (kind == TodoItemKind::Hole || starts_tactic(before));
+                (start, goals, tactic)
+            };
+            let mut item = todo_item(kind, Range::new(start, end), run_at);
+            if suggest {
+                let probe = if tactic { SEARCH_TACTIC } else { SEARCH_TERM };
+                item.run_at_text = Some(probe.to_owned());
+            }
+            item.proof_state = goals;
+            items.push(Item { start, item });
         }
-        items.push(Item { start, item });
-    }
 
-    if wanted(TodoItemKind::CodeAction) {
-        // Lean answers `textDocument/codeAction` from the one command snapshot
-        // that holds the end of the requested range, so the actions of earlier
-        // commands are asked where an editor would: at each diagnostic. The
-        // whole range comes last; an action found twice is kept once.
-        let mut queries: Vec<Query> = range_diagnostics
-            .iter()
-            .map(|d| {
-                (
-                    lsp_pos(d, "range/start"),
-                    lsp_pos(d, "range/end"),
-                    vec![d.clone()],
-                )
+        let mut range_diagnostics = Vec::new();
+        for diagnostic in snapshot.diagnostics.items() {
+            let start = lsp_pos(diagnostic, "range/start");
+            let end = lsp_pos(diagnostic, "range/end");
+            if !in_range(start, range_start, range_end) && !in_range(end, range_start, range_end) {
+                continue;
+            }
+            range_diagnostics.push(diagnostic.clone());
+            if diagnostics::severity(diagnostic) != diagnostics::ERROR {
+                continue;
+            }
+            let message = diagnostics::message(diagnostic);
+            let kind = if message.starts_with("unsolved goals") {
+                TodoItemKind::IncompleteProof
+            } else if message.starts_with("don't know how to synthesize placeholder") {
+                TodoItemKind::Hole
+            } else {
+                TodoItemKind::Diagnostic
+            };
+            if !wanted(kind) {
+                continue;
+            }
+            let run_at = if kind == TodoItemKind::IncompleteProof {
+                end
+            } else {
+                start
+            };
+            let mut item = todo_item(kind, Range::new(start, end), run_at);
+            item.message = Some(message.to_owned());
+            item.severity = Some(Severity::Error);
+            item.diagnostic = Some(diagnostics::item(diagnostic));
+            if kind == TodoItemKind::IncompleteProof {
+                if suggest {
+                    item.run_at_text = Some(SEARCH_TACTIC.to_owned());
+                }
+                item.proof_state = proof_state(&bound, start).await;
+            }
+            items.push(Item { start, item });
+        }
+
+        if wanted(TodoItemKind::CodeAction) {
+            // Lean answers `textDocument/codeAction` from the one command snapshot
+            // that holds the end of the requested range, so the actions of earlier
+            // commands are asked where an editor would: at each diagnostic. The
+            // whole range comes last; an action found twice is kept once.
+            let mut queries: Vec<Query> = range_diagnostics
+                .iter()
+                .map(|d| {
+                    (
+                        lsp_pos(d, "range/start"),
+                        lsp_pos(d, "range/end"),
+                        vec![d.clone()],
+                    )
+                })
+                .collect();
+            queries.push((range_start, range_end, range_diagnostics.clone()));
+            let mut seen = std::collections::HashSet::new();
+            for (query_start, query_end, context) in queries {
+                let params = CodeActionQueryParams {
+                    text_document: bound.target().document(),
+                    range: lsp_range(query_start, query_end),
+                    context: CodeActionQueryContext {
+                        diagnostics: context,
+                        trigger_kind: 1,
+                    },
+                };
+                let actions = bound.request_verbatim::<CodeActionQuery>(params).await?;
+                for action in actions.as_array().into_iter().flatten() {
+                    let diag_range = action.pointer("/diagnostics/0/range").cloned();
+                    let (start, end) = match &diag_range {
+                        Some(r) => (lsp_pos(r, "start"), lsp_pos(r, "end")),
+                        None => (query_start, query_end),
+                    };
+                    // The same action answered to two queries differs only in the
+                    // query it carries for resolution.
+                    let key = match action.get("edit") {
+                        Some(edit) => json!([action.get("title"), action.get("kind"), edit]),
+                        None => json!([
+                            action.get("title"),
+                            action.get("kind"),
+                            range_json(start, end)
+                        ]),
+                    };
+                    if !seen.insert(key.to_string()) {
+                        continue;
+                    }
+                    let mut code_action = action.clone();
+                    add_paths(&bound.rt.root, &mut code_action);
+                    let mut item =
+                        todo_item(TodoItemKind::CodeAction, Range::new(start, end), start);
+                    // LSP requires a title; an action without one is shown without a message.
+                    item.message = action
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    item.code_action = Some(code_action);
+                    items.push(Item { start, item });
+                }
+            }
+        }
+
+        items.sort_by(|a, b| (a.start, a.item.kind.as_str()).cmp(&(b.start, b.item.kind.as_str())));
+        items.dedup_by(|a, b| a.item == b.item);
+        let head = head(&bound, None, disk_changed);
+        let items = items
+            .into_iter()
+            .map(|i| {
+                let mut item = i.item;
+                item.probe.path = head.path.clone();
+                item.probe.version = head.version;
+                item
             })
             .collect();
-        queries.push((range_start, range_end, range_diagnostics.clone()));
-        let mut seen = std::collections::HashSet::new();
-        for (query_start, query_end, context) in queries {
-            let params = CodeActionQueryParams {
-                text_document: bound.target().document(),
-                range: lsp_range(query_start, query_end),
-                context: CodeActionQueryContext {
-                    diagnostics: context,
-                    trigger_kind: 1,
-                },
-            };
-            let actions = bound.request_verbatim::<CodeActionQuery>(params).await?;
-            for action in actions.as_array().into_iter().flatten() {
-                let diag_range = action.pointer("/diagnostics/0/range").cloned();
-                let (start, end) = match &diag_range {
-                    Some(r) => (lsp_pos(r, "start"), lsp_pos(r, "end")),
-                    None => (query_start, query_end),
-                };
-                // The same action answered to two queries differs only in the
-                // query it carries for resolution.
-                let key = match action.get("edit") {
-                    Some(edit) => json!([action.get("title"), action.get("kind"), edit]),
-                    None => json!([
-                        action.get("title"),
-                        action.get("kind"),
-                        range_json(start, end)
-                    ]),
-                };
-                if !seen.insert(key.to_string()) {
-                    continue;
-                }
-                let mut code_action = action.clone();
-                add_paths(&bound.rt.root, &mut code_action);
-                let mut item = todo_item(TodoItemKind::CodeAction, Range::new(start, end), start);
-                // LSP requires a title; an action without one is shown without a message.
-                item.message = action
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                item.code_action = Some(code_action);
-                items.push(Item { start, item });
-            }
-        }
-    }
-
-    items.sort_by(|a, b| (a.start, a.item.kind.as_str()).cmp(&(b.start, b.item.kind.as_str())));
-    items.dedup_by(|a, b| a.item == b.item);
-    let head = head(&bound, None, disk_changed);
-    let items = items
-        .into_iter()
-        .map(|i| {
-            let mut item = i.item;
-            item.probe.path = head.path.clone();
-            item.probe.version = head.version;
-            item
+        Ok(TodoResult {
+            head,
+            range: Range::new(range_start, range_end),
+            items,
         })
-        .collect();
-    Ok(TodoResult {
-        head,
-        range: Range::new(range_start, range_end),
-        items,
-    })
+    }
 }

@@ -186,266 +186,258 @@ pub struct Verify<'a> {
 impl Broker {
     /// Certify declarations of a synced version (see the module's account).
     pub async fn verify(&self, sink: &dyn ProgressSink, args: &Verify<'_>) -> Result<VerifyResult> {
-        verify(self, sink, args).await
-    }
-}
-
-async fn verify(
-    broker: &Broker,
-    sink: &dyn ProgressSink,
-    args: &Verify<'_>,
-) -> Result<VerifyResult> {
-    let bound = broker
-        .bind(sink, args.workspace, args.path, args.version)
-        .await?;
-    let text = std::sync::Arc::clone(&bound.state.text);
-    let shown = bound.doc.path.shown.clone();
-    let allowed: Vec<String> = if args.allowed_axioms.is_empty() {
-        DEFAULT_AXIOMS.iter().map(|a| a.to_string()).collect()
-    } else {
-        args.allowed_axioms.to_vec()
-    };
-    let mut failures = Vec::new();
-    let mut fail =
-        |reason: FailureReason, detail: String| failures.push(VerifyFailure { reason, detail });
-
-    let targets: Vec<Declaration> = if args.declarations.is_empty() {
-        hatches::theorems(&text)
-            .into_iter()
-            .map(|t| Declaration {
-                name: t.name,
-                reference: None,
-            })
-            .collect()
-    } else {
-        for d in args.declarations {
-            check_name(&d.name)?;
-        }
-        args.declarations.to_vec()
-    };
-    if targets.is_empty() {
-        fail(
-            FailureReason::NoDeclarations,
-            format!(
-                "{shown} declares no theorem this server can name: name the declarations to certify"
-            ),
-        );
-    }
-
-    // The shadow: the file, then one command per line per question.
-    let mut shadow_text = text.to_string();
-    if !shadow_text.ends_with('\n') {
-        shadow_text.push('\n');
-    }
-    // Lines of the file come first; each question goes on a line of its own.
-    let appended_line = shadow_text.matches('\n').count() as u32;
-    shadow_text.push('\n');
-    let mut line = appended_line + 1;
-    // (line, declaration index, is the reference check)
-    let mut questions: Vec<(u32, usize, bool)> = Vec::new();
-    for (i, target) in targets.iter().enumerate() {
-        questions.push((line, i, false));
-        shadow_text.push_str(&format!("#print axioms {}\n", target.name));
-        line += 1;
-        if let Some(reference) = &target.reference {
-            questions.push((line, i, true));
-            let command = format!("example : {} := @{}\n", one_command(reference), target.name);
-            line += command.matches('\n').count() as u32;
-            shadow_text.push_str(&command);
-        }
-    }
-    let root = bound.rt.root.clone();
-    let pool = bound.rt.shadow_pool(&bound.doc.path);
-    let elaborate = async {
-        let mut slot = pool.acquire(&shadow_text).await;
-        let done = shadow::elaborate(
-            &bound.session,
-            bound.rt.timeouts.sync,
-            sink,
-            &shown,
-            &mut slot,
-            shadow_text.clone(),
-        )
-        .await;
-        if let Ok((_, snap)) = &done {
-            let blocked = snippets::header_failed(snap, &shadow_text);
-            slot.confirm_header((!blocked).then(|| shadow::header(&shadow_text)));
-        }
-        done
-    };
-    let (elaborated, modules, lean_version, disk_changed) = tokio::join!(
-        elaborate,
-        imported_modules(root.path(), &text),
-        lean_version(broker, &bound.rt),
-        bound.disk_changed()
-    );
-    let (_, snap) = elaborated?;
-    let modules = modules?;
-
-    // What Lean answered, by the line of each question.
-    let mut checked: Vec<CheckedDeclaration> = targets
-        .iter()
-        .map(|t| CheckedDeclaration {
-            name: t.name.clone(),
-            reference: t.reference.as_ref().map(|r| ReferenceCheck {
-                statement: r.clone(),
-                matches: true,
-                message: None,
-            }),
-            ..CheckedDeclaration::default()
-        })
-        .collect();
-    let mut file_errors = 0usize;
-    for d in snap.diagnostics.items() {
-        let line = d
-            .pointer("/range/start/line")
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as u32;
-        let message = diagnostics::message(d);
-        let error = diagnostics::severity(d) == ERROR;
-        if line < appended_line {
-            file_errors += usize::from(error);
-            continue;
-        }
-        // A question's messages start on its own line (continuation lines
-        // of a reference belong to the question before them).
-        let Some(&(_, i, is_reference)) = questions.iter().rev().find(|(l, _, _)| *l <= line)
-        else {
-            continue;
+        let bound = self
+            .bind(sink, args.workspace, args.path, args.version)
+            .await?;
+        let text = std::sync::Arc::clone(&bound.state.text);
+        let shown = bound.doc.path.shown.clone();
+        let allowed: Vec<String> = if args.allowed_axioms.is_empty() {
+            DEFAULT_AXIOMS.iter().map(|a| a.to_string()).collect()
+        } else {
+            args.allowed_axioms.to_vec()
         };
-        let entry = &mut checked[i];
-        if is_reference {
-            if error {
-                if let Some(r) = entry.reference.as_mut() {
-                    r.matches = false;
-                    r.message.get_or_insert_with(|| message.to_string());
-                }
-            }
-        } else if error {
-            entry.error.get_or_insert_with(|| message.to_string());
-        } else if let Some(axioms) = parse_axioms(message) {
-            entry.axioms = Some(axioms);
-        }
-    }
-    if file_errors > 0 {
-        fail(
-            FailureReason::FileErrors,
-            format!(
-                "{shown} version {} has {file_errors} error(s)",
-                args.version
-            ),
-        );
-    }
-    for c in &mut checked {
-        match &c.axioms {
-            Some(axioms) => {
-                for axiom in axioms {
-                    if axiom == "sorryAx" {
-                        fail(
-                            FailureReason::Sorry,
-                            format!("{} depends on sorryAx", c.name),
-                        );
-                    } else if !allowed.contains(axiom) {
-                        fail(
-                            FailureReason::Axiom,
-                            format!("{} depends on {axiom}, not allowed", c.name),
-                        );
-                    }
-                }
-            }
-            None => {
-                let why = c
-                    .error
-                    .get_or_insert_with(|| "Lean reported no axioms for it".to_string());
-                fail(
-                    FailureReason::UnknownDeclaration,
-                    format!("{}: {why}", c.name),
-                );
-            }
-        }
-        if let Some(r) = &c.reference {
-            if !r.matches {
-                fail(
-                    FailureReason::ReferenceMismatch,
-                    format!("{} does not have the type {}", c.name, r.statement),
-                );
-            }
-        }
-    }
+        let mut failures = Vec::new();
+        let mut fail =
+            |reason: FailureReason, detail: String| failures.push(VerifyFailure { reason, detail });
 
-    // The source scan: the file, then its workspace imports.
-    let mut found: Vec<HatchHit> = hatches::scan(&text)
-        .iter()
-        .map(|h| hatch(&shown, &text, h))
-        .collect();
-    let mut imports = Vec::new();
-    for m in &modules {
-        let path = m.rel.to_string_lossy().into_owned();
-        match &m.text {
-            Some(source) => {
-                found.extend(
-                    hatches::scan(source)
-                        .iter()
-                        .map(|h| hatch(&path, source, h)),
-                );
+        let targets: Vec<Declaration> = if args.declarations.is_empty() {
+            hatches::theorems(&text)
+                .into_iter()
+                .map(|t| Declaration {
+                    name: t.name,
+                    reference: None,
+                })
+                .collect()
+        } else {
+            for d in args.declarations {
+                check_name(&d.name)?;
             }
-            None => fail(
-                FailureReason::Unscanned,
-                format!(
-                    "{} is built in the workspace but its source {path} cannot be read",
-                    m.name
-                ),
-            ),
-        }
-        if m.stale {
+            args.declarations.to_vec()
+        };
+        if targets.is_empty() {
             fail(
-                FailureReason::StaleOlean,
+                FailureReason::NoDeclarations,
                 format!(
-                    "{}: its .olean is missing or older than {path}; rebuild it (lean_save)",
-                    m.name
+                    "{shown} declares no theorem this server can name: name the declarations to certify"
                 ),
             );
         }
-        imports.push(ImportedSource {
-            module: m.name.clone(),
-            path,
-            sha256: m.text.as_deref().map(|t| sha256::hex(t.as_bytes())),
-        });
-    }
-    let failing: BTreeSet<String> = found
-        .iter()
-        .filter(|h| h.fails)
-        .map(|h| format!("{} at {}:{}", h.kind, h.path, h.range.start.line))
-        .collect();
-    for f in failing {
-        fail(FailureReason::Hatch, f);
-    }
-    if disk_changed {
-        fail(
-            FailureReason::DiskChanged,
-            format!(
-                "{shown} changed on disk since version {}: sync and verify again",
-                args.version
-            ),
+
+        // The shadow: the file, then one command per line per question.
+        let mut shadow_text = text.to_string();
+        if !shadow_text.ends_with('\n') {
+            shadow_text.push('\n');
+        }
+        // Lines of the file come first; each question goes on a line of its own.
+        let appended_line = shadow_text.matches('\n').count() as u32;
+        shadow_text.push('\n');
+        let mut line = appended_line + 1;
+        // (line, declaration index, is the reference check)
+        let mut questions: Vec<(u32, usize, bool)> = Vec::new();
+        for (i, target) in targets.iter().enumerate() {
+            questions.push((line, i, false));
+            shadow_text.push_str(&format!("#print axioms {}\n", target.name));
+            line += 1;
+            if let Some(reference) = &target.reference {
+                questions.push((line, i, true));
+                let command = format!("example : {} := @{}\n", one_command(reference), target.name);
+                line += command.matches('\n').count() as u32;
+                shadow_text.push_str(&command);
+            }
+        }
+        let root = bound.rt.root.clone();
+        let pool = bound.rt.shadow_pool(&bound.doc.path);
+        let elaborate = async {
+            let mut slot = pool.acquire(&shadow_text).await;
+            let done = shadow::elaborate(
+                &bound.session,
+                bound.rt.timeouts.sync,
+                sink,
+                &shown,
+                &mut slot,
+                shadow_text.clone(),
+            )
+            .await;
+            if let Ok((_, snap)) = &done {
+                let blocked = snippets::header_failed(snap, &shadow_text);
+                slot.confirm_header((!blocked).then(|| shadow::header(&shadow_text)));
+            }
+            done
+        };
+        let (elaborated, modules, lean_version, disk_changed) = tokio::join!(
+            elaborate,
+            imported_modules(root.path(), &text),
+            lean_version(self, &bound.rt),
+            bound.disk_changed()
         );
+        let (_, snap) = elaborated?;
+        let modules = modules?;
+
+        // What Lean answered, by the line of each question.
+        let mut checked: Vec<CheckedDeclaration> = targets
+            .iter()
+            .map(|t| CheckedDeclaration {
+                name: t.name.clone(),
+                reference: t.reference.as_ref().map(|r| ReferenceCheck {
+                    statement: r.clone(),
+                    matches: true,
+                    message: None,
+                }),
+                ..CheckedDeclaration::default()
+            })
+            .collect();
+        let mut file_errors = 0usize;
+        for d in snap.diagnostics.items() {
+            let line = d
+                .pointer("/range/start/line")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as u32;
+            let message = diagnostics::message(d);
+            let error = diagnostics::severity(d) == ERROR;
+            if line < appended_line {
+                file_errors += usize::from(error);
+                continue;
+            }
+            // A question's messages start on its own line (continuation lines
+            // of a reference belong to the question before them).
+            let Some(&(_, i, is_reference)) = questions.iter().rev().find(|(l, _, _)| *l <= line)
+            else {
+                continue;
+            };
+            let entry = &mut checked[i];
+            if is_reference {
+                if error {
+                    if let Some(r) = entry.reference.as_mut() {
+                        r.matches = false;
+                        r.message.get_or_insert_with(|| message.to_string());
+                    }
+                }
+            } else if error {
+                entry.error.get_or_insert_with(|| message.to_string());
+            } else if let Some(axioms) = parse_axioms(message) {
+                entry.axioms = Some(axioms);
+            }
+        }
+        if file_errors > 0 {
+            fail(
+                FailureReason::FileErrors,
+                format!(
+                    "{shown} version {} has {file_errors} error(s)",
+                    args.version
+                ),
+            );
+        }
+        for c in &mut checked {
+            match &c.axioms {
+                Some(axioms) => {
+                    for axiom in axioms {
+                        if axiom == "sorryAx" {
+                            fail(
+                                FailureReason::Sorry,
+                                format!("{} depends on sorryAx", c.name),
+                            );
+                        } else if !allowed.contains(axiom) {
+                            fail(
+                                FailureReason::Axiom,
+                                format!("{} depends on {axiom}, not allowed", c.name),
+                            );
+                        }
+                    }
+                }
+                None => {
+                    let why = c
+                        .error
+                        .get_or_insert_with(|| "Lean reported no axioms for it".to_string());
+                    fail(
+                        FailureReason::UnknownDeclaration,
+                        format!("{}: {why}", c.name),
+                    );
+                }
+            }
+            if let Some(r) = &c.reference {
+                if !r.matches {
+                    fail(
+                        FailureReason::ReferenceMismatch,
+                        format!("{} does not have the type {}", c.name, r.statement),
+                    );
+                }
+            }
+        }
+
+        // The source scan: the file, then its workspace imports.
+        let mut found: Vec<HatchHit> = hatches::scan(&text)
+            .iter()
+            .map(|h| hatch(&shown, &text, h))
+            .collect();
+        let mut imports = Vec::new();
+        for m in &modules {
+            let path = m.rel.to_string_lossy().into_owned();
+            match &m.text {
+                Some(source) => {
+                    found.extend(
+                        hatches::scan(source)
+                            .iter()
+                            .map(|h| hatch(&path, source, h)),
+                    );
+                }
+                None => fail(
+                    FailureReason::Unscanned,
+                    format!(
+                        "{} is built in the workspace but its source {path} cannot be read",
+                        m.name
+                    ),
+                ),
+            }
+            if m.stale {
+                fail(
+                    FailureReason::StaleOlean,
+                    format!(
+                        "{}: its .olean is missing or older than {path}; rebuild it (lean_save)",
+                        m.name
+                    ),
+                );
+            }
+            imports.push(ImportedSource {
+                module: m.name.clone(),
+                path,
+                sha256: m.text.as_deref().map(|t| sha256::hex(t.as_bytes())),
+            });
+        }
+        let failing: BTreeSet<String> = found
+            .iter()
+            .filter(|h| h.fails)
+            .map(|h| format!("{} at {}:{}", h.kind, h.path, h.range.start.line))
+            .collect();
+        for f in failing {
+            fail(FailureReason::Hatch, f);
+        }
+        if disk_changed {
+            fail(
+                FailureReason::DiskChanged,
+                format!(
+                    "{shown} changed on disk since version {}: sync and verify again",
+                    args.version
+                ),
+            );
+        }
+        Ok(VerifyResult {
+            workspace: root.descriptor(),
+            path: shown,
+            version: args.version,
+            certified: failures.is_empty(),
+            failures,
+            declarations: checked,
+            hatches: found,
+            allowed_axioms: allowed,
+            provenance: Provenance {
+                source_sha256: sha256::hex(text.as_bytes()),
+                disk_changed,
+                imports,
+                lean_version,
+                server: crate::identity::server_info(),
+            },
+        })
     }
-    Ok(VerifyResult {
-        workspace: root.descriptor(),
-        path: shown,
-        version: args.version,
-        certified: failures.is_empty(),
-        failures,
-        declarations: checked,
-        hatches: found,
-        allowed_axioms: allowed,
-        provenance: Provenance {
-            source_sha256: sha256::hex(text.as_bytes()),
-            disk_changed,
-            imports,
-            lean_version,
-            server: crate::identity::server_info(),
-        },
-    })
 }
 
 #[cfg(test)]

@@ -164,7 +164,142 @@ impl Broker {
         at: &At<'_>,
         handles: Continue,
     ) -> Result<Start<'c>> {
-        start_at(self, sink, at, handles).await
+        let bound = self.bind(sink, at.workspace, at.path, at.version).await?;
+        let offset = bound.check_position(at.line, at.character)?;
+        let text = &bound.state.text;
+        let index = &bound.state.index;
+        let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+        let line_text = &text[line_start..line_end];
+        let before = &text[line_start..offset];
+
+        // Inside a tactic block Lean shows goals at the position: proof mode.
+        let goal = match bound.doc.probe_goal(at.version, at.line, at.character) {
+            Some(goal) => goal,
+            None => {
+                let goal = bound
+                    .request_typed::<PlainGoal>(bound.lean_position(at.line, at.character))
+                    .await?;
+                bound
+                    .doc
+                    .remember_probe_goal(at.version, at.line, at.character, &goal);
+                goal
+            }
+        };
+        // At the start of a blank line where Lean shows "no goals" (after a
+        // finished proof) the position is between commands.
+        let no_goals = goal.as_ref().is_some_and(|g| g.goals.is_empty());
+        let between_commands = before.is_empty() && line_text.trim().is_empty() && no_goals;
+        let in_block = goal.is_some() && !between_commands;
+        // A `sorry` in a tactic's term (`exact f sorry`) is a hole for a term.
+        let term_sorry = in_block
+            && !goals::starts_tactic(before)
+            && sorry_at(text, line_start, line_end, offset);
+        let mode = if in_block && !term_sorry {
+            Mode::Proof
+        } else if !in_block && before.trim().is_empty() {
+            Mode::Command
+        } else {
+            Mode::Term
+        };
+        let term = match mode {
+            Mode::Term => term_at(&bound, at, offset).await?,
+            Mode::Proof | Mode::Command => None,
+        };
+        let mode = match (mode, &term) {
+            (Mode::Term, None) if in_block => Mode::Proof,
+            (Mode::Term, None) => return Err(probe_problem(at, ProbeProblem::NotAPlace)),
+            (mode, _) => mode,
+        };
+        if handles == Continue::WithHandles && mode == Mode::Term {
+            return Err(probe_problem(at, ProbeProblem::TermTakesNoHandle));
+        }
+        let position = |byte: usize| index.position(text, byte);
+        let plan = match (mode, term) {
+            (Mode::Proof, _) => {
+                let line_text = line_text.trim_end_matches('\r');
+                let column = if line_text.is_empty() {
+                    // An empty line inside a proof: the step belongs to the tactic
+                    // block above, at that block's column, not at column 0.
+                    continuation_column(&text[..line_start])
+                } else {
+                    query_position(
+                        line_text,
+                        at.character as usize,
+                        crate::broker::GoalsMode::Before,
+                    )
+                };
+                let after = |head: &str| {
+                    // `… by` / `… =>`: the step follows on the same line.
+                    let end = position(head.len());
+                    (format!("{head} "), (end.0, end.1 + 1))
+                };
+                let (prefix, indent, placement) = if before.trim().is_empty() {
+                    // In the indentation of a tactic line: before that tactic, at
+                    // its column.
+                    (
+                        format!("{}{}", &text[..line_start], " ".repeat(column)),
+                        column,
+                        Placement::at((at.line as u32, column as u32)),
+                    )
+                } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
+                    let (prefix, from) = after(text[..offset].trim_end());
+                    (
+                        prefix,
+                        before.trim_end().chars().count() + 1,
+                        Placement::at(from),
+                    )
+                } else {
+                    // Inside or after a tactic on the same line (Lean shows the
+                    // goals after it): the step goes on a new line of the same
+                    // block, after the line's tactic text, never into the middle
+                    // of it.
+                    let content = line_text
+                        .find("--")
+                        .map_or(line_text, |i| &line_text[..i])
+                        .trim_end();
+                    let head = &text[..line_start + content.len()];
+                    if content.ends_with("by") || content.ends_with("=>") {
+                        let (prefix, from) = after(head);
+                        (prefix, content.chars().count() + 1, Placement::at(from))
+                    } else {
+                        let column = block_column(content);
+                        let end = position(head.len());
+                        let placement = Placement {
+                            anchor: end,
+                            text: (end.0 + 1, column as u32),
+                            origin: end,
+                            resume: None,
+                        };
+                        (format!("{head}\n{}", " ".repeat(column)), column, placement)
+                    }
+                };
+                Plan::Proof {
+                    prefix,
+                    indent,
+                    placement,
+                }
+            }
+            (Mode::Command, _) => Plan::Command {
+                offset,
+                placement: Placement::at((at.line as u32, at.character as u32)),
+            },
+            (Mode::Term, term) => Plan::Term(term.expect("a term step has its term")),
+        };
+        let goals = match (&plan, goal) {
+            (Plan::Proof { .. }, Some(goal)) => {
+                goal.goals.iter().map(|t| goals::plain_goal(t)).collect()
+            }
+            _ => Vec::new(),
+        };
+        let line_text = line_text.trim_end_matches('\r').to_owned();
+        Ok(Start {
+            bound,
+            line_text,
+            plan,
+            goals,
+            at: (at.line, at.character),
+        })
     }
 
     /// Take `handle` (consuming it with [`Taking::Consume`]) and check that
@@ -177,151 +312,20 @@ impl Broker {
         handle: &str,
         taking: Taking,
     ) -> Result<FromHandle> {
-        start_with(self, workspace, path, handle, taking).await
+        let taken = self
+            .take_handle(workspace, path, handle, taking, Lean::Start)
+            .await?;
+        let session = taken
+            .server
+            .ok_or_else(|| Error::Unexpected("no Lean server after starting one".into()))?;
+        Ok(FromHandle {
+            rt: taken.rt,
+            doc: taken.doc,
+            session,
+            state: taken.state,
+            doc_state: taken.doc_state,
+        })
     }
-}
-
-async fn start_at<'c>(
-    broker: &Broker,
-    sink: &'c dyn ProgressSink,
-    at: &At<'_>,
-    handles: Continue,
-) -> Result<Start<'c>> {
-    let bound = broker.bind(sink, at.workspace, at.path, at.version).await?;
-    let offset = bound.check_position(at.line, at.character)?;
-    let text = &bound.state.text;
-    let index = &bound.state.index;
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
-    let line_text = &text[line_start..line_end];
-    let before = &text[line_start..offset];
-
-    // Inside a tactic block Lean shows goals at the position: proof mode.
-    let goal = match bound.doc.probe_goal(at.version, at.line, at.character) {
-        Some(goal) => goal,
-        None => {
-            let goal = bound
-                .request_typed::<PlainGoal>(bound.lean_position(at.line, at.character))
-                .await?;
-            bound
-                .doc
-                .remember_probe_goal(at.version, at.line, at.character, &goal);
-            goal
-        }
-    };
-    // At the start of a blank line where Lean shows "no goals" (after a
-    // finished proof) the position is between commands.
-    let no_goals = goal.as_ref().is_some_and(|g| g.goals.is_empty());
-    let between_commands = before.is_empty() && line_text.trim().is_empty() && no_goals;
-    let in_block = goal.is_some() && !between_commands;
-    // A `sorry` in a tactic's term (`exact f sorry`) is a hole for a term.
-    let term_sorry =
-        in_block && !goals::starts_tactic(before) && sorry_at(text, line_start, line_end, offset);
-    let mode = if in_block && !term_sorry {
-        Mode::Proof
-    } else if !in_block && before.trim().is_empty() {
-        Mode::Command
-    } else {
-        Mode::Term
-    };
-    let term = match mode {
-        Mode::Term => term_at(&bound, at, offset).await?,
-        Mode::Proof | Mode::Command => None,
-    };
-    let mode = match (mode, &term) {
-        (Mode::Term, None) if in_block => Mode::Proof,
-        (Mode::Term, None) => return Err(probe_problem(at, ProbeProblem::NotAPlace)),
-        (mode, _) => mode,
-    };
-    if handles == Continue::WithHandles && mode == Mode::Term {
-        return Err(probe_problem(at, ProbeProblem::TermTakesNoHandle));
-    }
-    let position = |byte: usize| index.position(text, byte);
-    let plan = match (mode, term) {
-        (Mode::Proof, _) => {
-            let line_text = line_text.trim_end_matches('\r');
-            let column = if line_text.is_empty() {
-                // An empty line inside a proof: the step belongs to the tactic
-                // block above, at that block's column, not at column 0.
-                continuation_column(&text[..line_start])
-            } else {
-                query_position(
-                    line_text,
-                    at.character as usize,
-                    crate::broker::GoalsMode::Before,
-                )
-            };
-            let after = |head: &str| {
-                // `… by` / `… =>`: the step follows on the same line.
-                let end = position(head.len());
-                (format!("{head} "), (end.0, end.1 + 1))
-            };
-            let (prefix, indent, placement) = if before.trim().is_empty() {
-                // In the indentation of a tactic line: before that tactic, at
-                // its column.
-                (
-                    format!("{}{}", &text[..line_start], " ".repeat(column)),
-                    column,
-                    Placement::at((at.line as u32, column as u32)),
-                )
-            } else if before.trim_end().ends_with("by") || before.trim_end().ends_with("=>") {
-                let (prefix, from) = after(text[..offset].trim_end());
-                (
-                    prefix,
-                    before.trim_end().chars().count() + 1,
-                    Placement::at(from),
-                )
-            } else {
-                // Inside or after a tactic on the same line (Lean shows the
-                // goals after it): the step goes on a new line of the same
-                // block, after the line's tactic text, never into the middle
-                // of it.
-                let content = line_text
-                    .find("--")
-                    .map_or(line_text, |i| &line_text[..i])
-                    .trim_end();
-                let head = &text[..line_start + content.len()];
-                if content.ends_with("by") || content.ends_with("=>") {
-                    let (prefix, from) = after(head);
-                    (prefix, content.chars().count() + 1, Placement::at(from))
-                } else {
-                    let column = block_column(content);
-                    let end = position(head.len());
-                    let placement = Placement {
-                        anchor: end,
-                        text: (end.0 + 1, column as u32),
-                        origin: end,
-                        resume: None,
-                    };
-                    (format!("{head}\n{}", " ".repeat(column)), column, placement)
-                }
-            };
-            Plan::Proof {
-                prefix,
-                indent,
-                placement,
-            }
-        }
-        (Mode::Command, _) => Plan::Command {
-            offset,
-            placement: Placement::at((at.line as u32, at.character as u32)),
-        },
-        (Mode::Term, term) => Plan::Term(term.expect("a term step has its term")),
-    };
-    let goals = match (&plan, goal) {
-        (Plan::Proof { .. }, Some(goal)) => {
-            goal.goals.iter().map(|t| goals::plain_goal(t)).collect()
-        }
-        _ => Vec::new(),
-    };
-    let line_text = line_text.trim_end_matches('\r').to_owned();
-    Ok(Start {
-        bound,
-        line_text,
-        plan,
-        goals,
-        at: (at.line, at.character),
-    })
 }
 
 impl Start<'_> {
@@ -478,28 +482,6 @@ pub struct FromHandle {
     session: LeanServer,
     state: HandleState,
     doc_state: DocState,
-}
-
-async fn start_with(
-    broker: &Broker,
-    workspace: &str,
-    path: &str,
-    handle: &str,
-    taking: Taking,
-) -> Result<FromHandle> {
-    let taken = broker
-        .take_handle(workspace, path, handle, taking, Lean::Start)
-        .await?;
-    let session = taken
-        .server
-        .ok_or_else(|| Error::Unexpected("no Lean server after starting one".into()))?;
-    Ok(FromHandle {
-        rt: taken.rt,
-        doc: taken.doc,
-        session,
-        state: taken.state,
-        doc_state: taken.doc_state,
-    })
 }
 
 /// Which Lean server a handle is checked against.
