@@ -69,7 +69,9 @@ pub struct Shadow {
 
 impl Shadow {
     /// `base[..cut]` followed by `tail`. `cut` must be a character boundary
-    /// of `base`.
+    /// of `base`. (Handles are made with [`Shadow::sharing`]; tests build
+    /// shadows directly.)
+    #[cfg(test)]
     pub fn new(base: Arc<str>, cut: usize, tail: String) -> Self {
         assert!(base.is_char_boundary(cut), "a shadow is cut at a character");
         Shadow { base, cut, tail }
@@ -93,10 +95,6 @@ impl Shadow {
     /// The length of the whole text, in bytes.
     pub fn len(&self) -> usize {
         self.cut + self.tail.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The whole text (a copy, for Lean).
@@ -419,10 +417,6 @@ impl HandleStore {
 
     pub fn len(&self) -> usize {
         self.inner().entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub fn stats(&self) -> HandleStats {

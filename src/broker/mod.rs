@@ -112,7 +112,7 @@ impl Broker {
     }
 
     /// Refuse a handle that is malformed or from another server process.
-    pub fn check_handle_origin(&self, handle: &str) -> Result<()> {
+    fn check_handle_origin(&self, handle: &str) -> Result<()> {
         handles::check_process(handle, self.process)
     }
 
@@ -123,11 +123,7 @@ impl Broker {
 
     /// The canonical root of a descriptor and a document path under it (see
     /// [`workspace::resolve_path`]).
-    pub fn resolve_document(
-        &self,
-        workspace: &str,
-        path: &str,
-    ) -> Result<(Root, workspace::DocPath)> {
+    fn resolve_document(&self, workspace: &str, path: &str) -> Result<(Root, workspace::DocPath)> {
         self.resolver.document(workspace, path)
     }
 
@@ -143,7 +139,7 @@ impl Broker {
         workspace::resolve_for_eviction(workspace).map(drop)
     }
 
-    pub fn launcher(&self) -> &Launcher {
+    fn launcher(&self) -> &Launcher {
         &self.launcher
     }
 
@@ -159,7 +155,7 @@ impl Broker {
     /// `lean_drop_workspace` would (its Lean processes stopped, its handles
     /// invalidated) before the new one is made; when every one is busy the
     /// call gets a `resourceLimit` error.
-    pub async fn runtime(&self, root: &Root) -> Result<RuntimeUse> {
+    async fn runtime(&self, root: &Root) -> Result<RuntimeUse> {
         if let Some(rt) = self.cached(root) {
             return Ok(rt);
         }
@@ -221,12 +217,12 @@ impl Broker {
 
     /// The runtime of `root` for a call's use, only if one is cached (never
     /// creates one).
-    pub fn cached(&self, root: &Root) -> Option<RuntimeUse> {
+    fn cached(&self, root: &Root) -> Option<RuntimeUse> {
         self.map().get(root).map(Runtime::begin_use)
     }
 
     /// Remove and stop the runtime of `root`, if cached.
-    pub async fn evict(&self, root: &Root) -> Option<Arc<Runtime>> {
+    async fn evict(&self, root: &Root) -> Option<Arc<Runtime>> {
         let runtime = self.map().remove(root)?;
         runtime.record_versions();
         runtime.shutdown().await;

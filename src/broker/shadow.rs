@@ -237,10 +237,6 @@ impl Pool {
         lock(&self.slots).len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The slot documents (to close them with their document).
     pub fn docs(&self) -> Vec<Arc<Doc>> {
         lock(&self.slots)

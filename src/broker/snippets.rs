@@ -259,6 +259,13 @@ impl Broker {
                 .ok_or(Error::ResourceLimit(Limit::SnippetHeaders {
                     limit: HEADERS,
                 }))?;
+        // Whether the header's worker may be warm: what tells a slow
+        // snippet from a slow header in the logs.
+        crate::log_debug!(
+            "lean_run_code: header document {} ({})",
+            claim.index,
+            if claim.reused { "reused" } else { "new" }
+        );
         let server = rt.server().await?;
         let pool = rt.shadow_pool(&claim.path(&rt.root));
         let mut slot = pool.acquire(&text).await;

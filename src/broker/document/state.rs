@@ -118,10 +118,6 @@ impl Lifecycle {
         self.sent
     }
 
-    pub fn phase(&self) -> Phase {
-        self.phase
-    }
-
     /// The Lean server the document is open in, stopped or not.
     pub fn generation(&self) -> Option<u64> {
         match self.phase {
