@@ -423,6 +423,15 @@ fn a_tactic_batch_survives_its_worker_being_killed() {
 
 /// CPU time (user + system, in clock ticks) of the Lean workers of the
 /// server's shadow documents.
+/// The pids of the server's workers of shadow documents (probe slots).
+fn shadow_workers(server: u32) -> Vec<u32> {
+    lean_processes_of_server(server)
+        .iter()
+        .filter(|p| p.cmdline.contains(".beam-shadow-"))
+        .map(|p| p.pid)
+        .collect()
+}
+
 fn shadow_worker_cpu(server: u32) -> u64 {
     lean_processes_of_server(server)
         .iter()
@@ -465,19 +474,19 @@ fn a_cancelled_batch_stops_leans_work_and_the_next_batch_works() {
             > before + 100),
         "the shadow workers never got busy"
     );
+    let busy_workers = shadow_workers(server);
+    assert!(!busy_workers.is_empty(), "no shadow worker to watch");
     mcp.cancel(&id);
-    // Once cancelled, Lean is told to stop: the workers fall idle (their CPU
-    // time stops growing) long before the minutes of work were done.
-    let mut last = shadow_worker_cpu(server);
+    // Once cancelled, Lean is told to stop: the slots still elaborating are
+    // closed in Lean, which ends their workers, long before the minutes of
+    // work were done.
     assert!(
         eventually(Duration::from_secs(30), || {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = shadow_worker_cpu(server);
-            let idle = now <= last + 5;
-            last = now;
-            idle
+            let now = shadow_workers(server);
+            busy_workers.iter().all(|pid| !now.contains(pid))
         }),
-        "the shadow workers kept working after the batch was cancelled: {}",
+        "the shadow workers kept working after the batch was cancelled: {busy_workers:?} still among {:?}; {}",
+        shadow_workers(server),
         mcp.stderr()
     );
     // The next batch works, on the same slots.
