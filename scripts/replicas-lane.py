@@ -341,18 +341,27 @@ def main() -> int:
         # out each is served by exactly one survivor.
         final: dict[str, set[str]] = defaultdict(set)
         window: dict[str, set[str]] = defaultdict(set)
+        window_ok: dict[str, set[str]] = defaultdict(set)
         reserved: dict[str, float] = {}
         for loop in loops:
             if loop.client.era != MODERN:
                 continue
             for tool, answer in loop.calls[marks[id(loop)]:]:
-                if answer.served_by is None or answer.started < t_kill or answer.message is None:
+                if answer.served_by is None or answer.message is None:
+                    continue
+                # A call in flight on the victim when it died is retried by
+                # HAProxy on a survivor (`retry-on empty-response` with
+                # `option redispatch`): it started before the kill but a
+                # survivor served it, and may have opened a runtime there.
+                if answer.started < t_kill and (answer.served_by == victim or loop.root not in moved):
                     continue
                 if loop.root not in moved:
                     check(answer.served_by == owners[loop.root], f"{loop.root} (of {owners[loop.root]}) reached {answer.served_by} after the kill")
                     continue
                 check(answer.started < t_down or answer.served_by != victim, f"{loop.root}: {victim} answered after it was DOWN")
                 (final if answer.started > t_down else window)[loop.root].add(answer.served_by)
+                if answer.ok and answer.started <= t_down:
+                    window_ok[loop.root].add(answer.served_by)
                 if tool == "lean_sync" and answer.ok and loop.root not in reserved:
                     reserved[loop.root] = answer.ended - t_kill
         current = dict(owners)
@@ -387,13 +396,22 @@ def main() -> int:
                 check("sessionLost" in {kind for kind, _, _, _ in loop.failures}, f"{loop.client.name} had its session on {victim}: {loop.failures}")
         check(kinds["otherProcess"] >= 1, f"no handle of {victim} was tried after the kill: {dict(kinds)}")
 
-        # The survivors hold exactly the runtimes these calls explain.
-        want_after: dict[str, set[str]] = defaultdict(set)
+        # The survivors hold exactly the runtimes these calls explain: a
+        # workspace's current replica and its legacy session's, a survivor
+        # that answered one of its calls successfully before the DOWN mark
+        # (it opened a runtime there); a survivor whose answer then was an
+        # error (a handle or version from the victim) may or may not have.
+        must: dict[str, set[str]] = defaultdict(set)
+        may: dict[str, set[str]] = defaultdict(set)
         for loop in loops:
-            want_after[loop.root].add(current[loop.root] if loop.client.era == MODERN else loop.client.session_home)
-            want_after[loop.root] |= window[loop.root] - {victim}
+            must[loop.root].add(current[loop.root] if loop.client.era == MODERN else loop.client.session_home)
+            must[loop.root] |= window_ok[loop.root] - {victim}
+            may[loop.root] |= must[loop.root] | (window[loop.root] - {victim})
         where_after = runtimes(survivors, token)
-        check(dict(where_after) == dict(want_after), f"runtimes after the failover {dict(where_after)} != expected {dict(want_after)}")
+        check(
+            set(where_after) == set(must) and all(must[r] <= where_after[r] <= may[r] for r in must),
+            f"runtimes after the failover {dict(where_after)}: expected at least {dict(must)} and at most {dict(may)}",
+        )
         passed += 1
         detoured = {Path(r).name: sorted(window[r] - {victim} - final[r]) for r in moved if window[r] - {victim} - final[r]}
         print(
