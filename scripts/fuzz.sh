@@ -44,9 +44,9 @@ else
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
 -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth \
--Ccodegen-units=1 -Cdebug-assertions -Coverflow-checks" \
-    cargo build --manifest-path fuzz/Cargo.toml --target "$triple" --release --bins >&2
-  bin_dir="fuzz/target/$triple/release"
+-Cdebug-assertions -Coverflow-checks" \
+    cargo build --manifest-path fuzz/Cargo.toml --target "$triple" --profile fuzz --bins >&2
+  bin_dir="fuzz/target/$triple/fuzz"
   run_target() {
     "$bin_dir/$1" -artifact_prefix="fuzz/artifacts/$1/" "${libfuzzer_args[@]}" "fuzz/corpus/$1"
   }

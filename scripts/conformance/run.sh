@@ -11,7 +11,8 @@
 #   @modelcontextprotocol/conformance       0.1.16          2025-11-25 lane
 #   @modelcontextprotocol/conformance       0.2.0-alpha.12  2026-07-28 lane
 #                                           (--requirements 2026-07-28)
-# then builds the server, starts it on a free loopback port and runs the lanes.
+# then builds the server (or takes LEAN_BEAM_MCP_BIN), starts it on a free
+# loopback port and runs the lanes.
 # Results (checks.json per scenario) land in target/conformance/results/<lane>/.
 #
 # The suite marks every failing check with a cross, the expected ones included,
@@ -64,9 +65,17 @@ if [[ "$("$NODE" --version 2>/dev/null)" != "v22.23.3" ]]; then
 fi
 for lane in $LANES; do install "$lane"; done
 
-echo "conformance: building lean-beam-mcp (cargo build)"
-(cd "$ROOT" && cargo build --locked --bin lean-beam-mcp)
-BIN="$TARGET/debug/lean-beam-mcp"
+# LEAN_BEAM_MCP_BIN: a server already built (scripts/test.sh passes the one
+# `cargo test` built; a `cargo build` here would compile the crate again under
+# the binary's own feature set, about 50 s on two cores).
+if [[ -n "${LEAN_BEAM_MCP_BIN:-}" ]]; then
+  BIN="$LEAN_BEAM_MCP_BIN"
+  [[ -x "$BIN" ]] || { echo "conformance: LEAN_BEAM_MCP_BIN=$BIN is not an executable" >&2; exit 1; }
+else
+  echo "conformance: building lean-beam-mcp (cargo build)"
+  (cd "$ROOT" && cargo build --locked --bin lean-beam-mcp)
+  BIN="$TARGET/debug/lean-beam-mcp"
+fi
 
 LOG="$WORK/server.log"
 SERVER_PID=""
