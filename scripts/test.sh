@@ -14,7 +14,10 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$repo_root"
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step says when it began (minutes:seconds since the start), so a run's
+# log shows where its time went.
+step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+trap 'printf "\n==> [%d:%02d] %s\n" $((SECONDS / 60)) $((SECONDS % 60)) "test.sh: done (exit $?)" >&2' EXIT
 
 export npm_config_cache="$repo_root/target/npm-cache" PIP_NO_CACHE_DIR=1
 clients_dir="${LEAN_BEAM_TEST_CLIENTS_DIR:-$repo_root/target/test-clients}"
