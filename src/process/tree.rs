@@ -137,7 +137,7 @@ impl Stat {
 /// Read both files of `pid`.
 fn stat_of(pid: u32) -> Option<Stat> {
     let stat = stat_file(pid)?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = proc_file(pid, "status")?;
     let shared = status
         .lines()
         .find_map(|line| line.strip_prefix("ShdPnd:"))
@@ -148,11 +148,36 @@ fn stat_of(pid: u32) -> Option<Stat> {
     })
 }
 
+/// `/proc/<pid>/<name>` as text. procfs reports a size of 0, so
+/// `fs::read_to_string` would `statx` the file, then read it 32 bytes first
+/// and double: nine system calls for one `stat`, which `rt.server()` reads on
+/// every call. Plain reads into room for the whole file take three (the
+/// open, one read, the read that sees its end) and the close.
+fn proc_file(pid: u32, name: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?;
+    let mut bytes = vec![0; 4096];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(2 * len, 0);
+        }
+        match file.read(&mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    bytes.truncate(len);
+    String::from_utf8(bytes).ok()
+}
+
 /// `/proc/<pid>/stat` alone, with only the main thread's pending signals.
 /// The command name (field 2) may hold spaces and parentheses, so fields are
 /// counted after its last `)`.
 fn stat_file(pid: u32) -> Option<Stat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = proc_file(pid, "stat")?;
     let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
     // Fields 3 (state), 4 (ppid), 9 (flags), 22 (start time), 31 (the main
     // thread's pending signals).
@@ -245,7 +270,7 @@ pub fn usage(token: &str) -> Vec<Usage> {
 
 /// A `kB` field of `/proc/<pid>/status`.
 fn status_kb(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = proc_file(pid, "status")?;
     status
         .lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
