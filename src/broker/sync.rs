@@ -185,11 +185,19 @@ pub async fn apply_and_wait(
             server.settle().await;
             // The worker answered for this version, so it runs now; it is
             // looked up once per worker (a scan of the server's processes).
-            let worker = state
-                .lifecycle
-                .worker()
-                .filter(Seen::is_running)
-                .or_else(|| server.client.find_in_tree(&doc.uri));
+            let worker = match state.lifecycle.worker().filter(Seen::is_running) {
+                Some(worker) => Some(worker),
+                // Off the async runtime: the scan reads every process's
+                // `environ` in /proc.
+                None => {
+                    let client = Arc::clone(&server.client);
+                    let uri = doc.uri.clone();
+                    tokio::task::spawn_blocking(move || client.find_in_tree(&uri))
+                        .await
+                        .ok()
+                        .flatten()
+                }
+            };
             doc.on_wait_answered(state.lifecycle.sent(), applied.version, worker);
         }
         let snapshot = doc.snapshot();

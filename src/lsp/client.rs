@@ -105,11 +105,11 @@ impl LspClient {
         let result = match init {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
-                client.kill();
+                client.kill_off_runtime().await;
                 return Err(e);
             }
             Err(_) => {
-                client.kill();
+                client.kill_off_runtime().await;
                 let tail = client.stderr_tail();
                 let (tail, _) = short_tail(&tail);
                 return Err(LspError::Protocol(format!(
@@ -251,7 +251,7 @@ impl LspClient {
             let _ = tokio::time::timeout(grace, sh.wait_exit()).await;
         }
         // Kill what is left (the server if it ignored `exit`, stray workers).
-        sh.kill_tree();
+        self.kill_off_runtime().await;
         if tokio::time::timeout(Duration::from_secs(5), sh.wait_exit())
             .await
             .is_err()
@@ -270,6 +270,20 @@ impl LspClient {
     /// follows, once reaped.
     pub fn kill(&self) {
         self.connection.kill_tree();
+    }
+
+    /// [`LspClient::kill`] from async code: the sweep for workers reads the
+    /// `environ` of every process in `/proc`, which on a busy machine takes
+    /// long enough to stall every other call on the runtime.
+    async fn kill_off_runtime(&self) {
+        let connection = Arc::clone(&self.connection);
+        if tokio::task::spawn_blocking(move || connection.kill_tree())
+            .await
+            .is_err()
+        {
+            // The blocking pool is shutting down with the runtime: kill here.
+            self.connection.kill_tree();
+        }
     }
 
     /// Pids of the live processes of this server's tree: the server, its file

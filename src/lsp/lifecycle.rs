@@ -120,7 +120,15 @@ async fn waiter_task(
     stderr_done: oneshot::Receiver<()>,
 ) {
     let status = child.wait().await;
-    conn.reaped();
+    // Off the async runtime: the sweep for stray workers reads the `environ`
+    // of every process in /proc.
+    let reaping = Arc::clone(&conn);
+    if tokio::task::spawn_blocking(move || reaping.reaped())
+        .await
+        .is_err()
+    {
+        conn.reaped();
+    }
     // Let the reader deliver what the server wrote before dying, and collect the
     // last of stderr, but do not wait forever for pipes a stray process may hold.
     let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, async {
