@@ -30,7 +30,7 @@ use super::shadow::SlotGuard;
 use super::text::LineIndex;
 use super::workspace::{DocPath, Root};
 use super::{diagnostics, outline, shadow};
-use crate::results::{HeaderError, Range, RunCodeResult, SnippetBudget, SnippetMessage};
+use crate::results::{Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage};
 
 /// Headers kept warm per workspace runtime, each in its own virtual document.
 pub const HEADERS: usize = 4;
@@ -337,9 +337,9 @@ impl Broker {
             })
             .collect();
         let exhausted = if timed_out {
-            Some(SnippetBudget::Timeout)
+            Some(Exhausted::Timeout)
         } else {
-            out_of_heartbeats.then_some(SnippetBudget::Heartbeats)
+            out_of_heartbeats.then_some(Exhausted::Heartbeats)
         };
         Ok(RunCodeResult {
             workspace: rt.root.descriptor(),

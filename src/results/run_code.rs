@@ -36,15 +36,5 @@ pub struct RunCodeResult {
     /// Present when a budget ran out (then `success` is false): for
     /// `timeout`, `messages` holds what Lean had reported by then.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub exhausted: Option<SnippetBudget>,
-}
-
-/// A `lean_run_code` budget that ran out (the names the probe tools use).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SnippetBudget {
-    /// Lean's `maxHeartbeats` (its "maximum number of heartbeats" error).
-    Heartbeats,
-    /// `timeout_ms`: the snippet was abandoned and Lean told to stop.
-    Timeout,
+    pub exhausted: Option<super::Exhausted>,
 }

@@ -67,13 +67,13 @@ pub struct RunResult {
     pub disk_changed: bool,
 }
 
-/// A probe budget that ran out.
+/// A budget that ran out: a probe's step or a `lean_run_code` snippet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Exhausted {
     /// Lean's `maxHeartbeats` (its "maximum number of heartbeats" error).
     Heartbeats,
-    /// `timeout_ms`: the step was abandoned and Lean told to stop.
+    /// `timeout_ms`: the step or snippet was abandoned and Lean told to stop.
     Timeout,
 }
 
