@@ -15,7 +15,7 @@ use crate::lsp::protocol::{
     CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams, PlainGoal, WaitForDiagnostics,
     WaitForDiagnosticsParams,
 };
-use crate::results::{Position, Probe, Range, Severity, TodoItem, TodoItemKind, TodoResult};
+use crate::results::{Position, Probe, Range, TodoItem, TodoItemKind, TodoResult};
 
 /// What `lean_todo` asks: the unfinished work between `start` and `end`
 /// (line, character) of a pinned version.
@@ -59,7 +59,8 @@ fn todo_item(kind: TodoItemKind, range: Range, run_at: (u32, u32)) -> TodoItem {
         },
         message: None,
         severity: None,
-        diagnostic: None,
+        code: None,
+        full_range: None,
         code_action: None,
         run_at_text: None,
         proof_state: None,
@@ -209,9 +210,11 @@ impl Broker {
                 start
             };
             let mut item = todo_item(kind, Range::new(start, end), run_at);
-            item.message = Some(message.to_owned());
-            item.severity = Some(Severity::Error);
-            item.diagnostic = Some(diagnostics::item(diagnostic));
+            let whole = diagnostics::item(diagnostic);
+            item.message = Some(whole.message);
+            item.severity = Some(whole.severity);
+            item.code = whole.code;
+            item.full_range = whole.full_range;
             if kind == TodoItemKind::IncompleteProof {
                 if suggest {
                     item.run_at_text = Some(SEARCH_TACTIC.to_owned());

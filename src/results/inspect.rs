@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{DiagnosticItem, DocHead, Goal, Position, Range, WorkspaceEcho};
+use super::{DocHead, Goal, Position, Range, WorkspaceEcho};
 
 /// `lean_hover`: the type and docstring Lean shows at a position.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -141,8 +141,16 @@ pub struct TodoItem {
     /// For diagnostic items: `"error"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub severity: Option<super::Severity>,
+    /// For diagnostic items, Lean's diagnostic code, when it gave one. With
+    /// `range`, `message`, `severity` and `full_range` the item carries the
+    /// whole diagnostic, each field once.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostic: Option<DiagnosticItem>,
+    pub code: Option<Value>,
+    /// For diagnostic items, the whole span the diagnostic is about, when it
+    /// differs from `range`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Range>")]
+    pub full_range: Option<Value>,
     /// The LSP code action, for `lean_code_action_resolve`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code_action: Option<Value>,

@@ -427,6 +427,11 @@ fn todo_on_errors_reports_diagnostics_incomplete_proofs_and_code_actions_then_re
     let unknown = items.iter().find(|i| i["kind"] == "diagnostic").unwrap();
     assert_eq!(unknown["range"], range(8, 28, 8, 40));
     assert_eq!(unknown["message"], "Unknown identifier `missingThing`");
+    // The diagnostic once: its code beside its range, message and severity,
+    // not a second copy of them in a nested object.
+    assert_eq!(unknown["severity"], "error");
+    assert_eq!(unknown["code"], "lean.unknownIdentifier", "{unknown}");
+    assert!(unknown.get("diagnostic").is_none(), "{unknown}");
     let open = items
         .iter()
         .find(|i| i["kind"] == "incomplete_proof")
