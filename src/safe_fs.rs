@@ -187,6 +187,15 @@ pub enum Oversize {
     Truncate,
 }
 
+/// What a rename does to a file already at its target name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Replace it, atomically (a checkpoint's new copy over the old one).
+    Replace,
+    /// Fail with `AlreadyExists` and leave it (a bundle's unique name).
+    Refuse,
+}
+
 /// The bounded contents of a regular file.
 #[derive(Debug)]
 pub struct Contents {
@@ -487,19 +496,22 @@ impl Dir {
         Ok(dir)
     }
 
-    /// Rename `from` (here) to `to` in `target`. With `replace` false an
-    /// existing `to` is an `AlreadyExists` error, never overwritten.
+    /// Rename `from` (here) to `to` in `target`; what happens to an existing
+    /// `to` is `existing`'s choice.
     pub fn rename(
         &self,
         from: &OsStr,
         target: &Dir,
         to: &OsStr,
-        replace: bool,
+        existing: Existing,
     ) -> Result<(), FsError> {
         let path = target.path.join(to);
         let fail = |e| FsError::io(&path, "rename into", e);
         let (cf, ct) = (c_name(from).map_err(fail)?, c_name(to).map_err(fail)?);
-        let flags = if replace { 0 } else { libc::RENAME_NOREPLACE };
+        let flags = match existing {
+            Existing::Replace => 0,
+            Existing::Refuse => libc::RENAME_NOREPLACE,
+        };
         // SAFETY: descriptors we own and NUL-terminated names.
         let rc = unsafe {
             libc::syscall(
@@ -515,13 +527,15 @@ impl Dir {
             return Ok(());
         }
         let e = io::Error::last_os_error();
-        if !replace && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+        if existing == Existing::Refuse
+            && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
+        {
             // A file system without RENAME_NOREPLACE: check, then rename
             // (the names are ours and random, so the window is harmless).
             if target.kind(to).map_err(fail)?.is_some() {
                 return Err(fail(io::Error::from(io::ErrorKind::AlreadyExists)));
             }
-            return self.rename(from, target, to, true);
+            return self.rename(from, target, to, Existing::Replace);
         }
         Err(fail(e))
     }

@@ -30,7 +30,7 @@ use super::launch::Launcher;
 use super::outline::Skeleton;
 use super::workspace::Root;
 use crate::results::PrefixBaseStats;
-use crate::safe_fs::{self, Dir, FsError};
+use crate::safe_fs::{self, Dir, Existing, FsError};
 use crate::util::lock;
 use crate::{log_debug, log_info};
 
@@ -417,5 +417,5 @@ fn place(dir: &Path, staged: &Path, target: &Path) -> Result<(), FsError> {
         }
     })?;
     let name = |p: &Path| p.file_name().unwrap_or_default().to_os_string();
-    modules.rename(&name(staged), &modules, &name(target), true)
+    modules.rename(&name(staged), &modules, &name(target), Existing::Replace)
 }

@@ -11,7 +11,7 @@ use super::error::{Error, NotModule, Result, SaveError};
 use super::lakefile;
 use super::launch::Launcher;
 use super::workspace::{DocPath, Root};
-use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
+use crate::safe_fs::{self, Dir, Existing, FsError, Links, Oversize};
 
 /// Scratch directories of checkpoints: `.beam-save-<pid>-<random>` in the
 /// build folder.
@@ -301,10 +301,10 @@ fn publish(root: &Path, scratch: &Dir, target: &Artifacts) -> Result<Vec<&'stati
             if dir.kind(to).ok().flatten() == Some("regular file") {
                 let mut backup = to.clone();
                 backup.push(".beam-old");
-                dir.rename(to, dir, &backup, true)?;
+                dir.rename(to, dir, &backup, Existing::Replace)?;
                 backups.push((dir, backup, to.clone()));
             }
-            scratch.rename(from, dir, to, true)?;
+            scratch.rename(from, dir, to, Existing::Replace)?;
             placed.push((dir, to.clone()));
         }
         Ok(())
@@ -321,7 +321,7 @@ fn publish(root: &Path, scratch: &Dir, target: &Artifacts) -> Result<Vec<&'stati
                 let _ = dir.remove_file(&name);
             }
             for (dir, backup, original) in backups {
-                let _ = dir.rename(&backup, dir, &original, true);
+                let _ = dir.rename(&backup, dir, &original, Existing::Replace);
             }
             Err(error)
         }

@@ -152,6 +152,13 @@ fn names_shadow(value: &Value) -> bool {
         .any(super::document::is_shadow_uri)
 }
 
+/// Whether a result at a position echoes the text of the line it addressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineText {
+    Echo,
+    Omit,
+}
+
 /// A request at a checked position of the pinned version: the document's
 /// head (with `line_text` when asked) and Lean's answer, paths added.
 /// `params` makes the request's params from the position.
@@ -160,7 +167,7 @@ async fn at_position<R: Request>(
     sink: &dyn ProgressSink,
     at: &At<'_>,
     params: impl FnOnce(TextDocumentPositionParams) -> R::Params,
-    line_text: bool,
+    line_text: LineText,
 ) -> Result<(DocHead, Value)> {
     let bound = broker.bind(sink, at.workspace, at.path, at.version).await?;
     bound.check_position(at.line, at.character)?;
@@ -170,7 +177,11 @@ async fn at_position<R: Request>(
     let mut answer = answer?;
     add_paths(&bound.rt.root, &mut answer);
     Ok((
-        head(&bound, line_text.then_some(at.line), disk_changed),
+        head(
+            &bound,
+            (line_text == LineText::Echo).then_some(at.line),
+            disk_changed,
+        ),
         answer,
     ))
 }
@@ -181,7 +192,8 @@ impl Broker {
             text_document_position_params: position,
             work_done_progress_params: Default::default(),
         };
-        let (head, hover) = at_position::<HoverRequest>(self, sink, at, params, true).await?;
+        let (head, hover) =
+            at_position::<HoverRequest>(self, sink, at, params, LineText::Echo).await?;
         Ok(HoverResult { head, hover })
     }
 
@@ -201,7 +213,7 @@ impl Broker {
             work_done_progress_params: Default::default(),
         };
         let (head, signature_help) =
-            at_position::<SignatureHelpRequest>(self, sink, at, params, false).await?;
+            at_position::<SignatureHelpRequest>(self, sink, at, params, LineText::Omit).await?;
         Ok(SignatureHelpResult {
             head,
             signature_help,
@@ -219,7 +231,7 @@ impl Broker {
             partial_result_params: Default::default(),
         };
         let (head, locations) =
-            at_position::<GotoDefinition>(self, sink, at, params, false).await?;
+            at_position::<GotoDefinition>(self, sink, at, params, LineText::Omit).await?;
         Ok(LocationsResult { head, locations })
     }
 
@@ -238,7 +250,8 @@ impl Broker {
             },
         };
         let (head, locations) =
-            at_position::<lsp_types::request::References>(self, sink, at, params, false).await?;
+            at_position::<lsp_types::request::References>(self, sink, at, params, LineText::Omit)
+                .await?;
         Ok(LocationsResult { head, locations })
     }
 

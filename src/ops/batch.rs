@@ -145,7 +145,7 @@ fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
 }
 
 /// The candidate's verdict from what its step did.
-fn verdict(ran: &Ran, tactic: bool) -> Outcome {
+fn verdict(ran: &Ran, mode: BatchMode) -> Outcome {
     let result = &ran.result;
     if ran.crashed {
         return Outcome::Crashed;
@@ -162,7 +162,7 @@ fn verdict(ran: &Ran, tactic: bool) -> Outcome {
         .proof_state
         .as_ref()
         .is_some_and(|p| !p.goals.is_empty());
-    if tactic && (goals_left || !ran.unsolved.is_empty()) {
+    if mode == BatchMode::Tactic && (goals_left || !ran.unsolved.is_empty()) {
         Outcome::Progressed
     } else {
         Outcome::Closed
@@ -290,7 +290,7 @@ pub async fn run_batch(
         };
         let closed = ran
             .as_ref()
-            .is_ok_and(|ran| verdict(ran, tactic) == Outcome::Closed);
+            .is_ok_and(|ran| verdict(ran, mode) == Outcome::Closed);
         done[i] = Some(ran);
         finished += 1;
         ctx.progress(
@@ -334,7 +334,7 @@ pub async fn run_batch(
             }
             Some(Ok(ran)) => ran,
         };
-        let outcome = verdict(&ran, tactic);
+        let outcome = verdict(&ran, mode);
         let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
         let mut ran = ran;
         let after_step = goals_of(&ran);

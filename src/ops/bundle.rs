@@ -9,7 +9,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::safe_fs::{self, Dir, FsError};
+use crate::safe_fs::{self, Dir, Existing, FsError};
 
 /// Names tried before giving up (`stem`, `stem-2`, …).
 const NAME_ATTEMPTS: usize = 1000;
@@ -50,7 +50,7 @@ fn publish(dir: &Dir, temp: &str, stem: &str, ext: &str) -> Result<PathBuf, FsEr
         } else {
             format!("{stem}-{n}{ext}")
         };
-        match dir.rename(OsStr::new(temp), dir, OsStr::new(&name), false) {
+        match dir.rename(OsStr::new(temp), dir, OsStr::new(&name), Existing::Refuse) {
             Ok(()) => return Ok(dir.path().join(name)),
             Err(FsError::Io { error, .. }) if error.kind() == std::io::ErrorKind::AlreadyExists => {
             }

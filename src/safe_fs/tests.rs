@@ -117,11 +117,21 @@ fn walks_refuse_links_and_writes_are_private_and_exclusive() {
         "O_NOFOLLOW"
     );
     assert!(!s.0.join("outside/victim").exists());
-    dir.rename(OsStr::new(&tmp), &dir, OsStr::new("final"), false)
-        .unwrap();
+    dir.rename(
+        OsStr::new(&tmp),
+        &dir,
+        OsStr::new("final"),
+        Existing::Refuse,
+    )
+    .unwrap();
     assert_eq!(mode(&s.0.join("root/p/q/final")), 0o600);
     std::fs::write(s.0.join("root/p/q/other"), "y").unwrap();
-    let clash = dir.rename(OsStr::new("other"), &dir, OsStr::new("final"), false);
+    let clash = dir.rename(
+        OsStr::new("other"),
+        &dir,
+        OsStr::new("final"),
+        Existing::Refuse,
+    );
     assert!(clash.is_err(), "no replace");
     assert_eq!(std::fs::read(s.0.join("root/p/q/final")).unwrap(), b"x");
     dir.remove_tree(OsStr::new("ln")).unwrap();
