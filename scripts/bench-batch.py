@@ -96,30 +96,14 @@ class Direct(bs.Lsp):
         self.cond = threading.Condition()
         super().__init__(lean, root)
 
-    def _read(self):
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                header = out.readline()
-                if not header:
-                    return
-                header = header.strip()
-                if not header:
-                    break
-                name, _, value = header.decode().partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            message = json.loads(out.read(length))
-            if "id" in message and "method" not in message:
-                self.answers.put(message)
-            elif message.get("method") == "$/lean/fileProgress":
-                params = message["params"]
-                if not params["processing"]:
-                    doc = params["textDocument"]
-                    with self.cond:
-                        self.done[doc["uri"]] = max(self.done.get(doc["uri"], 0), doc["version"])
-                        self.cond.notify_all()
+    def on_message(self, message):
+        if message.get("method") == "$/lean/fileProgress":
+            params = message["params"]
+            if not params["processing"]:
+                doc = params["textDocument"]
+                with self.cond:
+                    self.done[doc["uri"]] = max(self.done.get(doc["uri"], 0), doc["version"])
+                    self.cond.notify_all()
 
     def wait_done(self, uri, version, timeout=600):
         with self.cond:

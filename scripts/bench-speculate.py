@@ -205,6 +205,11 @@ class Lsp:
             message = json.loads(out.read(length))
             if "id" in message and "method" not in message:
                 self.answers.put(message)
+            else:
+                self.on_message(message)
+
+    def on_message(self, message):
+        """A notification or a request from the server (subclasses look)."""
 
     def _send(self, message):
         body = json.dumps(message).encode()
