@@ -25,7 +25,11 @@ const CHECKPOINT_NOTE: &str = "Development checkpoint from the accepted source: 
 impl Broker {
     /// The runtime of a document (created if absent), its use recorded.
     async fn locate(&self, workspace: &str, path: &str) -> Result<(RuntimeUse, DocPath)> {
-        let (root, doc_path) = self.resolve_document(workspace, path)?;
+        let workspace::Resolved {
+            root,
+            doc: doc_path,
+            ..
+        } = self.resolve_document(workspace, path)?;
         let rt = self.runtime(&root).await?;
         rt.record_request();
         Ok((rt, doc_path))
@@ -71,7 +75,11 @@ impl Broker {
         path: &str,
         scope: DiagnosticScope,
     ) -> Result<SaveResult> {
-        let (root, doc_path) = self.resolve_document(workspace, path)?;
+        let workspace::Resolved {
+            root,
+            doc: doc_path,
+            ..
+        } = self.resolve_document(workspace, path)?;
         let module = checkpoint::module_name(&root, &doc_path)?;
         checkpoint::check_setup(&root).await?;
         let rt = self.runtime(&root).await?;
@@ -141,7 +149,11 @@ impl Broker {
     /// Close a document and its shadow slots (`lean_close`). Never starts a
     /// runtime: a document of an absent runtime is closed.
     pub async fn close(&self, workspace: &str, path: &str) -> Result<CloseResult> {
-        let (root, doc_path) = self.resolve_document(workspace, path)?;
+        let workspace::Resolved {
+            root,
+            doc: doc_path,
+            ..
+        } = self.resolve_document(workspace, path)?;
         let mut result = CloseResult {
             workspace: root.descriptor(),
             path: doc_path.shown.clone(),

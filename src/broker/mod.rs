@@ -123,7 +123,7 @@ impl Broker {
 
     /// The canonical root of a descriptor and a document path under it (see
     /// [`workspace::resolve_path`]).
-    fn resolve_document(&self, workspace: &str, path: &str) -> Result<(Root, workspace::DocPath)> {
+    fn resolve_document(&self, workspace: &str, path: &str) -> Result<workspace::Resolved> {
         self.resolver.document(workspace, path)
     }
 

@@ -94,6 +94,17 @@ pub fn resolve_for_eviction(raw: &str) -> Result<Root> {
     ))
 }
 
+/// A document resolved from a call's workspace and path.
+#[derive(Debug)]
+pub struct Resolved {
+    pub root: Root,
+    pub doc: DocPath,
+    /// The file's metadata as resolving it just read it (`None` when it could
+    /// not be read): whether the file changed on disk since a version's text
+    /// was read, without another `stat`.
+    pub seen: Option<std::fs::Metadata>,
+}
+
 /// A resolved document path: the canonical file and how results name it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DocPath {
@@ -215,16 +226,18 @@ fn file_id(path: &Path) -> Option<FileId> {
     std::fs::metadata(path).ok().map(|m| FileId::of(&m))
 }
 
-/// Both names still lead to the object that was resolved. The canonical name
-/// has no link in it, so it is not followed: a link put there since is a
-/// change.
-fn still_same(raw: &Path, canonical: &Path, id: FileId) -> bool {
-    file_id(raw) == Some(id)
+/// Both names still lead to the object that was resolved: then its metadata
+/// (through `raw`). The canonical name has no link in it, so it is not
+/// followed: a link put there since is a change.
+fn still_same(raw: &Path, canonical: &Path, id: FileId) -> Option<std::fs::Metadata> {
+    let seen = std::fs::metadata(raw).ok()?;
+    let same = FileId::of(&seen) == id
         && (raw == canonical
             || std::fs::symlink_metadata(canonical)
                 .map(|m| FileId::of(&m))
                 .ok()
-                == Some(id))
+                == Some(id));
+    same.then_some(seen)
 }
 
 fn recall<K, Q, V>(map: &Mutex<HashMap<K, V>>, key: &Q) -> Option<V>
@@ -255,7 +268,7 @@ impl Resolver {
     fn root_entry(&self, raw_root: &str) -> Result<(Root, Option<KnownRoot>)> {
         let raw = Path::new(raw_root);
         if let Some(known) = recall(&self.roots, raw_root) {
-            if still_same(raw, known.root.path(), known.id) && known.marker.is_file() {
+            if still_same(raw, known.root.path(), known.id).is_some() && known.marker.is_file() {
                 return Ok((known.root.clone(), Some(known)));
             }
         }
@@ -279,30 +292,35 @@ impl Resolver {
 
     /// [`resolve`] and [`resolve_path`], answered from memory when the file
     /// system agrees.
-    pub fn document(&self, raw: &str, path: &str) -> Result<(Root, DocPath)> {
+    pub fn document(&self, raw: &str, path: &str) -> Result<Resolved> {
         let raw_root = Path::new(raw);
         let relative = !path.is_empty() && !Path::new(path).is_absolute();
         let key = (raw.to_owned(), path.to_owned());
         if relative && raw_root.is_absolute() {
             if let Some(known) = recall(&self.documents, &key) {
-                if still_same(&raw_root.join(path), &known.doc.file, known.id)
-                    && known.root.marker.is_file()
-                {
-                    return Ok((known.root.root, known.doc));
+                if let Some(seen) = still_same(&raw_root.join(path), &known.doc.file, known.id) {
+                    if known.root.marker.is_file() {
+                        return Ok(Resolved {
+                            root: known.root.root,
+                            doc: known.doc,
+                            seen: Some(seen),
+                        });
+                    }
                 }
             }
         }
         let (root, known_root) = self.root_entry(raw)?;
         let doc = resolve_path(&root, path)?;
-        if let (Some(id), Some(known_root), true) = (file_id(&doc.file), known_root, relative) {
+        let seen = std::fs::metadata(&doc.file).ok();
+        if let (Some(seen), Some(known_root), true) = (&seen, known_root, relative) {
             let known = KnownDocument {
                 root: known_root,
                 doc: doc.clone(),
-                id,
+                id: FileId::of(seen),
             };
             remember(&self.documents, key, known);
         }
-        Ok((root, doc))
+        Ok(Resolved { root, doc, seen })
     }
 }
 
@@ -342,7 +360,12 @@ mod tests {
         let cached = resolver.document(&ws(root), path);
         let direct = resolve(&ws(root)).and_then(|r| resolve_path(&r, path).map(|d| (r, d)));
         match (cached, direct) {
-            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Ok(a), Ok(b)) => {
+                assert_eq!((a.root, a.doc.clone()), b);
+                // What resolving saw is the file as it is now.
+                let now = std::fs::metadata(&a.doc.file).ok().map(|m| FileId::of(&m));
+                assert_eq!(a.seen.map(|m| FileId::of(&m)), now);
+            }
             (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}")),
             (a, b) => panic!("resolver {:?} but resolution {:?}", a.is_ok(), b.is_ok()),
         }
@@ -384,7 +407,7 @@ mod tests {
             resolver
                 .document(&ws(&alias), "Sub/L.lean")
                 .unwrap()
-                .1
+                .doc
                 .file
                 .ends_with("Sub/B.lean")
         );

@@ -25,6 +25,7 @@ use super::snapshot::{self, Target};
 use super::sync;
 use super::text::LineIndex;
 use super::workspace::DocPath;
+use super::workspace::Resolved;
 use crate::results::{
     BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, RunMessage, RunResult,
     WorkspaceEcho,
@@ -615,7 +616,11 @@ impl Broker {
         path: &str,
         handle: &str,
     ) -> Result<(RuntimeUse, DocPath)> {
-        let (root, doc_path) = self.resolve_document(workspace, path)?;
+        let Resolved {
+            root,
+            doc: doc_path,
+            ..
+        } = self.resolve_document(workspace, path)?;
         self.check_handle_origin(handle)?;
         let rt = self
             .cached(&root)
