@@ -125,9 +125,7 @@ pub async fn close(edit: &DocEdit<'_>, server: Option<&LeanServer>) -> bool {
     if edit.close(server.map(|s| s.generation)) == Some(Notice::Close) {
         if let Some(server) = server {
             if server.did_close(edit).is_ok() {
-                server
-                    .wait_worker_gone(&edit.uri, lifecycle.worker().is_some())
-                    .await;
+                server.wait_worker_gone(&edit.uri, lifecycle.worker()).await;
             }
         }
     }
@@ -141,7 +139,7 @@ async fn make_room<'s>(server: &'s LeanServer, edit: &DocEdit<'_>) -> Result<Adm
     let lifecycle = edit.lifecycle();
     let opening = if lifecycle.generation() == Some(server.generation) {
         OpenKind::Reopen {
-            worker_seen: lifecycle.worker().is_some(),
+            worker: lifecycle.worker(),
         }
     } else {
         OpenKind::New

@@ -14,6 +14,7 @@ use super::document::{Doc, DocState, Notice};
 use super::error::{Error, Limit, MemoryKill, Result};
 use super::text::minimal_change;
 use crate::lsp::{LspClient, LspError, ServerCommand, ServerEvent};
+use crate::process::tree::Seen;
 use crate::util::lock;
 use crate::{log_debug, log_warn};
 use lsp_types::notification::{DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument};
@@ -212,8 +213,8 @@ impl LeanServer {
                 // is gone, even below the bound: the turn ends once this
                 // document counts as open, and a document admitted next
                 // (say a probe slot) must not run beside the exiting one.
-                if let OpenKind::Reopen { worker_seen } = opening {
-                    self.wait_worker_gone(&doc.uri, worker_seen).await;
+                if let OpenKind::Reopen { worker } = opening {
+                    self.wait_worker_gone(&doc.uri, worker).await;
                 }
                 return Ok(Admitted { _turn: turn });
             }
@@ -226,7 +227,7 @@ impl LeanServer {
                     open: open.len(),
                 }));
             };
-            let worker_seen = victim.lifecycle().worker().is_some();
+            let worker = victim.lifecycle().worker();
             if victim.close(Some(self.generation)) == Some(Notice::Close) {
                 let _ = self.did_close(&victim);
             }
@@ -236,7 +237,7 @@ impl LeanServer {
                 doc.path.shown,
                 admission.limit
             );
-            self.wait_worker_gone(&victim.uri, worker_seen).await;
+            self.wait_worker_gone(&victim.uri, worker).await;
         }
     }
 
@@ -248,16 +249,22 @@ impl LeanServer {
     ///
     /// Lean starts a worker some time after it reads the `didOpen`, which a
     /// call without a barrier (`lean_update`) does not wait for: a worker
-    /// not seen since the document was opened (`worker_seen` false) is first
+    /// not seen since the document was opened (`worker` `None`) is first
     /// waited for to appear (for [`WORKER_EXIT_WAIT`] at most), since one not
     /// there yet is no worker gone. A fork of the server not yet turned into
     /// the program it runs counts as a worker being started.
-    pub async fn wait_worker_gone(&self, uri: &str, worker_seen: bool) {
+    pub async fn wait_worker_gone(&self, uri: &str, worker: Option<Seen>) {
         let client = Arc::clone(&self.client);
         let uri = uri.to_string();
-        let mut appeared = worker_seen;
+        let mut appeared = worker.is_some();
         let _ = tokio::task::spawn_blocking(move || {
             let deadline = Instant::now() + WORKER_EXIT_WAIT;
+            // The worker seen: its exit ends the wait at once (a pidfd), where
+            // the scans below come every 5 ms; they then confirm that nothing
+            // else of the document's is left.
+            if let Some(worker) = worker {
+                worker.wait_exit(WORKER_EXIT_WAIT);
+            }
             let mut killed = false;
             loop {
                 let present = client.tree_has(&uri) || worker_starting(&client.tree_usage());
@@ -289,8 +296,8 @@ pub enum OpenKind {
     /// Not open in this server before.
     New,
     /// The caller just closed its last opening in this server, whose worker
-    /// was or was not seen yet: the room counts as free once it is gone.
-    Reopen { worker_seen: bool },
+    /// was seen (or not yet): the room counts as free once it is gone.
+    Reopen { worker: Option<Seen> },
 }
 
 /// Whether a Lean server of the tree has a child that is not yet the

@@ -1,11 +1,13 @@
-//! The two libc calls process supervision needs and std/tokio do not offer.
+//! The libc calls process supervision needs and std/tokio do not offer.
 //!
 //! Neither std nor tokio can (1) signal a whole process group — `Child::kill`
 //! reaches only the leader, but Lean's file workers are the server's children
-//! and must die with it — nor (2) ask the kernel to SIGKILL a child when its
+//! and must die with it —, (2) ask the kernel to SIGKILL a child when its
 //! parent dies (`PR_SET_PDEATHSIG`), which is what keeps a `lean` tree from
-//! outliving a crashed or SIGKILLed MCP server. Both are plain syscall wrappers
-//! with integer arguments; nothing else is unsafe.
+//! outliving a crashed or SIGKILLed MCP server, nor (3) wait for the exit of
+//! a process that is not our child (a file worker is Lean's): a pidfd turns
+//! readable when it exits. All are plain syscall wrappers with integer
+//! arguments (and one `pollfd` on the stack); nothing else is unsafe.
 
 use std::io;
 
@@ -87,4 +89,46 @@ pub fn set_parent_death_signal(expected_parent: u32) -> io::Result<()> {
 #[cfg(not(target_os = "linux"))]
 pub fn set_parent_death_signal(_expected_parent: u32) -> io::Result<()> {
     Ok(())
+}
+
+/// A pidfd of process `pid` (Linux 5.3+): it turns readable when the process
+/// exits. `None` when the kernel has none or the process is gone.
+#[cfg(target_os = "linux")]
+pub fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open(2) takes two integers and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the descriptor was just made for us and nobody else owns it.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn pidfd_open(_pid: u32) -> Option<std::os::fd::OwnedFd> {
+    None
+}
+
+/// Block until `fd` is readable or `limit` passes; whether it became readable.
+#[cfg(unix)]
+pub fn wait_readable(fd: &std::os::fd::OwnedFd, limit: std::time::Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut pollfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one pollfd on our stack, its count 1.
+        let rc = unsafe { libc::poll(&mut pollfd, 1, ms) };
+        if rc > 0 {
+            return pollfd.revents & libc::POLLIN != 0;
+        }
+        if rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
 }

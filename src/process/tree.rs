@@ -46,7 +46,7 @@ pub fn processes_with_token(token: &str) -> Vec<u32> {
             continue;
         }
         // Zombies have an empty environ, so they drop out by themselves.
-        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+        let Some(environ) = proc_bytes(pid, "environ") else {
             continue;
         };
         if environ.split(|&b| b == 0).any(|kv| kv == entry.as_bytes()) {
@@ -71,6 +71,22 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// Block until this process has exited, at most `limit`, without
+    /// polling: on a pidfd, which turns readable at the exit (by then the
+    /// process has let go of its memory; only its zombie is left). `false`
+    /// when that cannot be waited for here (no pidfd, the timeout); when the
+    /// process is already gone, or its pid was reused, at once `true`.
+    pub fn wait_exit(&self, limit: std::time::Duration) -> bool {
+        let Some(fd) = super::sys::pidfd_open(self.pid) else {
+            return stat_of(self.pid).is_none_or(|stat| stat.start != self.start);
+        };
+        // Opened after the sighting: the pid may be another process's now.
+        if stat_of(self.pid).is_none_or(|stat| stat.start != self.start) {
+            return true;
+        }
+        super::sys::wait_readable(&fd, limit)
+    }
+
     /// The process still runs and will go on running: it has not exited, is
     /// not a zombie waiting for its parent, is not on its way out (a SIGKILL
     /// pending, or already exiting), and its pid was not reused. A process
@@ -148,12 +164,17 @@ fn stat_of(pid: u32) -> Option<Stat> {
     })
 }
 
-/// `/proc/<pid>/<name>` as text. procfs reports a size of 0, so
-/// `fs::read_to_string` would `statx` the file, then read it 32 bytes first
-/// and double: nine system calls for one `stat`, which `rt.server()` reads on
-/// every call. Plain reads into room for the whole file take three (the
-/// open, one read, the read that sees its end) and the close.
+/// `/proc/<pid>/<name>` as text (see [`proc_bytes`]).
 fn proc_file(pid: u32, name: &str) -> Option<String> {
+    String::from_utf8(proc_bytes(pid, name)?).ok()
+}
+
+/// `/proc/<pid>/<name>`. procfs reports a size of 0, so `fs::read` would
+/// `statx` the file, then read it 32 bytes first and double: ten system
+/// calls for a process's `environ`, which a scan reads for every process.
+/// Plain reads into room for the usual file take the open, one or two reads,
+/// the read that sees the end, and the close.
+fn proc_bytes(pid: u32, name: &str) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut file = std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?;
     let mut bytes = vec![0; 4096];
@@ -170,7 +191,7 @@ fn proc_file(pid: u32, name: &str) -> Option<String> {
         }
     }
     bytes.truncate(len);
-    String::from_utf8(bytes).ok()
+    Some(bytes)
 }
 
 /// `/proc/<pid>/stat` alone, with only the main thread's pending signals.
@@ -199,7 +220,7 @@ pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
     processes_with_token(token)
         .into_iter()
         .filter_map(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = proc_bytes(pid, "cmdline")?;
             if !cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
                 return None;
             }
@@ -218,8 +239,8 @@ pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
 /// holds nothing). Blocking: a scan of `/proc`.
 pub fn any_with_arg(token: &str, arg: &str) -> bool {
     processes_with_token(token).into_iter().any(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        proc_bytes(pid, "cmdline")
+            .is_some_and(|cmdline| cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
     })
 }
 
@@ -244,7 +265,7 @@ pub fn usage(token: &str) -> Vec<Usage> {
         .filter_map(|pid| {
             let stat = stat_file(pid).filter(Stat::runs)?;
             let rss = status_kb(pid, "VmRSS")? * 1024;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = proc_bytes(pid, "cmdline")?;
             let args: Vec<&[u8]> = cmdline
                 .split(|&b| b == 0)
                 .filter(|a| !a.is_empty())
@@ -353,5 +374,44 @@ mod tests {
         assert_eq!(find_with_arg(&token, &marker), None);
         child.wait().unwrap();
         assert!(!seen.is_running());
+    }
+
+    /// A sighting of a just-spawned child (with its start time).
+    fn seen_child(child: &std::process::Child) -> Seen {
+        let stat = stat_of(child.id()).expect("the child's stat");
+        Seen {
+            pid: child.id(),
+            start: stat.start,
+        }
+    }
+
+    #[test]
+    fn waiting_for_a_seen_process_ends_at_its_exit_not_at_the_limit() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let seen = seen_child(&child);
+        // Running: the wait ends at the limit, saying so.
+        assert!(!seen.wait_exit(std::time::Duration::from_millis(50)));
+        // Killed from another thread while the wait runs: the wait ends with
+        // the exit, long before its limit, and says so (the zombie is not
+        // reaped until after the wait).
+        let pid = child.id();
+        let killer = std::thread::spawn(move || {
+            crate::process::sys::kill_process(pid, crate::process::sys::SIGKILL).unwrap();
+        });
+        let started = std::time::Instant::now();
+        assert!(seen.wait_exit(std::time::Duration::from_secs(600)));
+        assert!(started.elapsed() < std::time::Duration::from_secs(300));
+        killer.join().unwrap();
+        child.wait().unwrap();
+        // Gone, and a pid taken for another start time: at once.
+        assert!(seen.wait_exit(std::time::Duration::from_secs(600)));
+        let other = Seen {
+            start: seen.start + 1,
+            ..seen
+        };
+        assert!(other.wait_exit(std::time::Duration::from_secs(600)));
     }
 }
