@@ -384,8 +384,7 @@ impl Runtime {
                     process.seen.pid,
                     process.rss >> 20
                 );
-                let client = Arc::clone(&session.client);
-                let _ = tokio::task::spawn_blocking(move || client.kill()).await;
+                session.client.kill().await;
                 return;
             };
             if killed.contains(&worker.seen.pid) {

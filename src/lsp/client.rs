@@ -105,11 +105,11 @@ impl LspClient {
         let result = match init {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
-                client.kill_off_runtime().await;
+                client.kill().await;
                 return Err(e);
             }
             Err(_) => {
-                client.kill_off_runtime().await;
+                client.kill().await;
                 let tail = client.stderr_tail();
                 let (tail, _) = short_tail(&tail);
                 return Err(LspError::Protocol(format!(
@@ -251,7 +251,7 @@ impl LspClient {
             let _ = tokio::time::timeout(grace, sh.wait_exit()).await;
         }
         // Kill what is left (the server if it ignored `exit`, stray workers).
-        self.kill_off_runtime().await;
+        self.kill().await;
         if tokio::time::timeout(Duration::from_secs(5), sh.wait_exit())
             .await
             .is_err()
@@ -267,15 +267,10 @@ impl LspClient {
     /// SIGKILL the server's process group and every other process of its tree
     /// (Lean's workers live in their own sessions, see [`tree`]) now. Pending
     /// requests then fail with [`LspError::Exited`] and [`ServerEvent::Exited`]
-    /// follows, once reaped.
-    pub fn kill(&self) {
-        self.connection.kill_tree();
-    }
-
-    /// [`LspClient::kill`] from async code: the sweep for workers reads the
-    /// `environ` of every process in `/proc`, which on a busy machine takes
-    /// long enough to stall every other call on the runtime.
-    async fn kill_off_runtime(&self) {
+    /// follows, once reaped. Off the async runtime: the sweep for workers
+    /// reads the `environ` of every process in `/proc`, which on a busy
+    /// machine takes long enough to stall every other call on the runtime.
+    pub async fn kill(&self) {
         let connection = Arc::clone(&self.connection);
         if tokio::task::spawn_blocking(move || connection.kill_tree())
             .await

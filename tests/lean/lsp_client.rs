@@ -621,7 +621,7 @@ async fn kill_fails_pending_requests_with_exited() {
         assert_eq!(s.client.stats().pending, 1);
 
         let t0 = Instant::now();
-        s.client.kill();
+        s.client.kill().await;
         assert!(!s.client.is_alive());
         let err = pending.await.unwrap().unwrap_err();
         let kill_ms = ms(t0);
@@ -646,7 +646,7 @@ async fn kill_fails_pending_requests_with_exited() {
         assert!(left.is_empty(), "still running after kill: {left:?}");
         assert!(s.client.process_tree().is_empty());
         // Idempotent.
-        s.client.kill();
+        s.client.kill().await;
         s.client.shutdown(Duration::from_millis(100)).await;
         eprintln!("kill -> pending request failed in {kill_ms:.1} ms");
     })
