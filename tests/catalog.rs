@@ -535,3 +535,61 @@ fn instructions_state_positions_and_the_loop_in_both_eras() {
         }
     }
 }
+
+/// What an SDK-v1 host (TypeScript SDK <= 1.32: Gemini CLI, the Inspectors,
+/// mcp-remote) does with a tool's result, ported: a tool with an
+/// `outputSchema` must return `structuredContent` on success, and whatever
+/// `structuredContent` a result carries, an error's included, must satisfy
+/// that schema, else the host shows "Structured content does not match the
+/// tool's output schema" instead of the result (typescript-sdk#1943). Every
+/// tool's error results here (invalid arguments for all 30, a root that does
+/// not exist for every workspace tool) pass it and keep their
+/// `{code, message, data?}` in `content[0].text`.
+#[test]
+fn every_tool_error_passes_the_sdk_v1_output_schema_check() {
+    let mut server = Server::spawn();
+    server.legacy_init();
+    let mut checked = 0;
+    for (i, entry) in catalog().iter().enumerate() {
+        let name = entry["name"].as_str().unwrap();
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&entry["outputSchema"])
+            .unwrap();
+        let mut calls = vec![json!({"undeclared_argument": 1})];
+        if entry["inputSchema"]["properties"]["workspace"].is_object() {
+            let mut arguments = valid_instance(&entry["inputSchema"], false);
+            arguments["workspace"] = json!({"root": "/nonexistent/beam-sdk-v1-check"});
+            calls.push(arguments);
+        }
+        for (j, arguments) in calls.into_iter().enumerate() {
+            let result = server.result(&request(
+                format!("{i}-{j}"),
+                "tools/call",
+                json!({"name": name, "arguments": arguments}),
+            ));
+            if j > 0 && result["isError"] == false {
+                // lean_drop_workspace of a root it never held succeeds.
+                continue;
+            }
+            assert_eq!(result["isError"], true, "{name} {arguments}: {result}");
+            if let Some(structured) = result.get("structuredContent") {
+                let errors: Vec<String> = validator
+                    .iter_errors(structured)
+                    .map(|e| e.to_string())
+                    .collect();
+                assert!(
+                    errors.is_empty(),
+                    "{name}: an SDK-v1 host would hide this error: {errors:?}\n{result}"
+                );
+            }
+            let error = common::tool_error(&result);
+            assert!(
+                error["code"].is_string() && error["message"].is_string(),
+                "{name}: {error}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > TOOL_COUNT, "{checked}");
+}

@@ -630,8 +630,14 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    /// `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":…}`:
-    /// one result in two forms, serialized once.
+    /// A success: `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":false}`,
+    /// one result in two forms, serialized once. A tool error:
+    /// `{"content":[{"type":"text","text":…}],"isError":true}`, its
+    /// `{code, message, data?}` in the text only: `structuredContent` is the
+    /// tool's `outputSchema` shape, which an error is not, and SDK-v1 hosts
+    /// (TypeScript SDK <= 1.32, the Inspectors, Gemini CLI, mcp-remote)
+    /// validate it even on errors and then show their own complaint instead
+    /// of the error (typescript-sdk#1943).
     pub fn tool_result(&self, era: Era, outcome: &ToolOutcome) -> String {
         let structured = match outcome {
             Ok(value) => serde_json::to_string(value),
@@ -646,13 +652,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
         result.push_str(r#"{"content":[{"type":"text","text":"#);
         // The text form: the same JSON as a string literal.
         result.push_str(&serde_json::to_string(structured.as_str()).expect("a string serializes"));
-        result.push_str(r#"}],"structuredContent":"#);
-        result.push_str(&structured);
-        result.push_str(if outcome.is_err() {
-            r#","isError":true"#
+        if outcome.is_ok() {
+            result.push_str(r#"}],"structuredContent":"#);
+            result.push_str(&structured);
+            result.push_str(r#","isError":false"#);
         } else {
-            r#","isError":false"#
-        });
+            result.push_str(r#"}],"isError":true"#);
+        }
         result.push_str(suffix);
         result.push('}');
         result
