@@ -4,7 +4,7 @@
 //! an `Outbound` channel.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
@@ -135,6 +135,17 @@ impl<O: Handler + 'static> Dispatcher<O> {
 
     pub fn stats(&self) -> &Arc<Stats> {
         &self.stats
+    }
+
+    /// The operations behind the dispatcher (the HTTP transport's `/metrics`
+    /// and `/status` read `beam_stats` through it, as no call is counted).
+    pub fn handler(&self) -> &O {
+        &self.ops
+    }
+
+    /// Calls holding a global running slot now (of `max_in_flight`).
+    pub fn running(&self) -> usize {
+        self.config.max_in_flight - self.slots.available_permits()
     }
 
     pub fn config(&self) -> &Config {
@@ -455,10 +466,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
             Err(invalid) => {
                 let tool = surface::Tool::from_name(&name).expect("known tool");
                 self.stats.record_call(tool, era);
-                self.stats.record_tool_error();
-                return Ok(Some(
-                    self.tool_result(era, &Err(invalid.into_tool_error(&name))),
-                ));
+                let error = invalid.into_tool_error(&name);
+                self.stats.record_tool_error(tool, &error);
+                return Ok(Some(self.tool_result(era, &Err(error))));
             }
         };
 
@@ -581,7 +591,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
         turn: Turn,
         out: Outbound,
     ) {
-        let spec = call.tool().spec();
+        let (tool, started) = (call.tool(), Instant::now());
+        let spec = tool.spec();
         let path = call.path().map(str::to_owned);
         let work = async {
             if spec.progress != ProgressClass::Quiet && ctx.has_progress_token() {
@@ -634,10 +645,11 @@ impl<O: Handler + 'static> Dispatcher<O> {
         };
         // Retire the id before publishing, so a client may reuse it on sight.
         let deliver = session.retire(&ctx.request_id);
+        self.stats.record_latency(tool, started.elapsed());
         match finished {
             Some((outcome, held)) if deliver => {
-                if outcome.is_err() {
-                    self.stats.record_tool_error();
+                if let Err(error) = &outcome {
+                    self.stats.record_tool_error(tool, error);
                 }
                 let line =
                     jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
