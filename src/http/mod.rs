@@ -16,9 +16,12 @@ mod drain;
 pub mod guard;
 mod headers;
 mod legacy;
+mod metrics;
 mod modern;
+mod observe;
 mod reply;
 mod sessions;
+mod status;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -362,6 +365,9 @@ impl<O: Handler + 'static> Server<O> {
                     return Ok(response);
                 }
                 ("/health", &Method::GET) => self.health(),
+                ("/metrics", &Method::GET) => self.metrics().await,
+                ("/status", &Method::GET) => self.status().await,
+                ("/metrics" | "/status", _) => method_not_allowed(&parts.method, path, "GET"),
                 ("/mcp", _) => {
                     method_not_allowed(&parts.method, path, "GET, POST, DELETE, OPTIONS")
                 }
@@ -547,6 +553,25 @@ impl<O: Handler + 'static> Server<O> {
             },
         });
         reply::json(code, body.to_string())
+    }
+
+    /// `GET /metrics`: Prometheus's text format (`metrics.rs`).
+    async fn metrics(&self) -> Response<Body> {
+        let text = metrics::render(&self.observe().await);
+        observe::text(metrics::CONTENT_TYPE, text)
+    }
+
+    /// `GET /status`: the self-contained status page (`status.rs`).
+    async fn status(&self) -> Response<Body> {
+        let page = status::render(&self.observe().await);
+        let mut response = observe::text("text/html; charset=utf-8", page);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(status::CONTENT_SECURITY_POLICY),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
     }
 
     /// Cancel every cancellable call, wait for admitted work, end the sessions.

@@ -4,14 +4,14 @@
 //! an `Outbound` channel.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::catch_panic::CatchPanic;
 use super::config::Config;
-use super::era::{self, Family, LEGACY_VERSION, META_SERVER_INFO, SUPPORTED_MODERN};
+use super::era::{self, Family, META_SERVER_INFO, SUPPORTED_MODERN};
 use super::fence::{Admission, FenceScope, RootFences};
 use super::jsonrpc::{self, Incoming, RequestId, RpcError};
 use super::params::{check_tools_list, only_members, unknown_tool, validate_initialize};
@@ -137,6 +137,17 @@ impl<O: Handler + 'static> Dispatcher<O> {
         &self.stats
     }
 
+    /// The operations behind the dispatcher (the HTTP transport's `/metrics`
+    /// and `/status` read `beam_stats` through it, as no call is counted).
+    pub fn handler(&self) -> &O {
+        &self.ops
+    }
+
+    /// Calls holding a global running slot now (of `max_in_flight`).
+    pub fn running(&self) -> usize {
+        self.config.max_in_flight - self.slots.available_permits()
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -245,8 +256,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
     ) {
         match method {
             "notifications/initialized" => {
-                if session.family() == Family::LegacyInitializing {
-                    session.set_family(Family::LegacyReady);
+                if let Family::LegacyInitializing(revision) = session.family() {
+                    session.set_family(Family::LegacyReady(revision));
                 } else {
                     log_debug!(
                         "ignored notifications/initialized in state {:?}",
@@ -290,9 +301,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
     ) -> Result<Option<String>, RpcError> {
         let modern = method == "server/discover" || era::is_modern(params.as_ref());
         if modern {
-            if session.family().is_legacy() {
+            if let Some(revision) = session.family().legacy_revision() {
                 return Err(RpcError::invalid_request(format!(
-                    "this stream selected MCP {LEGACY_VERSION} with initialize; a {} request cannot be mixed into it",
+                    "this stream selected MCP {revision} with initialize; a {} request cannot be mixed into it",
                     era::MODERN_VERSION
                 )));
             }
@@ -340,14 +351,17 @@ impl<O: Handler + 'static> Dispatcher<O> {
         match method {
             "ping" => Ok(Some(self.empty_result(Era::Legacy))),
             "initialize" if family == Family::Unselected => {
-                validate_initialize(params.as_ref())?;
-                session.set_family(Family::LegacyInitializing);
-                Ok(Some(self.initialize_result()))
+                let requested = validate_initialize(params.as_ref())?;
+                let revision = era::negotiate_legacy(requested);
+                session.set_family(Family::LegacyInitializing(revision));
+                Ok(Some(self.initialize_result(revision)))
             }
             "initialize" => Err(RpcError::invalid_request(
                 "initialize was already received on this stream",
             )),
-            "tools/list" | "tools/call" | "logging/setLevel" if family != Family::LegacyReady => {
+            "tools/list" | "tools/call" | "logging/setLevel"
+                if !matches!(family, Family::LegacyReady(_)) =>
+            {
                 Err(RpcError::invalid_request(format!(
                     "`{method}` before the lifecycle completed: send initialize, then notifications/initialized (or use MCP {} per-request _meta)",
                     era::MODERN_VERSION
@@ -388,9 +402,10 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    fn initialize_result(&self) -> String {
+    /// The same result in every supported revision but for the one it names.
+    fn initialize_result(&self, revision: &str) -> String {
         json!({
-            "protocolVersion": LEGACY_VERSION,
+            "protocolVersion": revision,
             "capabilities": capabilities(),
             "serverInfo": identity::server_info(),
             "instructions": identity::INSTRUCTIONS,
@@ -451,10 +466,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
             Err(invalid) => {
                 let tool = surface::Tool::from_name(&name).expect("known tool");
                 self.stats.record_call(tool, era);
-                self.stats.record_tool_error();
-                return Ok(Some(
-                    self.tool_result(era, &Err(invalid.into_tool_error(&name))),
-                ));
+                let error = invalid.into_tool_error(&name);
+                self.stats.record_tool_error(tool, &error);
+                return Ok(Some(self.tool_result(era, &Err(error))));
             }
         };
 
@@ -577,7 +591,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
         turn: Turn,
         out: Outbound,
     ) {
-        let spec = call.tool().spec();
+        let (tool, started) = (call.tool(), Instant::now());
+        let spec = tool.spec();
         let path = call.path().map(str::to_owned);
         let work = async {
             if spec.progress != ProgressClass::Quiet && ctx.has_progress_token() {
@@ -630,10 +645,11 @@ impl<O: Handler + 'static> Dispatcher<O> {
         };
         // Retire the id before publishing, so a client may reuse it on sight.
         let deliver = session.retire(&ctx.request_id);
+        self.stats.record_latency(tool, started.elapsed());
         match finished {
             Some((outcome, held)) if deliver => {
-                if outcome.is_err() {
-                    self.stats.record_tool_error();
+                if let Err(error) = &outcome {
+                    self.stats.record_tool_error(tool, error);
                 }
                 let line =
                     jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
@@ -648,8 +664,14 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    /// `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":…}`:
-    /// one result in two forms, serialized once.
+    /// A success: `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":false}`,
+    /// one result in two forms, serialized once. A tool error:
+    /// `{"content":[{"type":"text","text":…}],"isError":true}`, its
+    /// `{code, message, data?}` in the text only: `structuredContent` is the
+    /// tool's `outputSchema` shape, which an error is not, and SDK-v1 hosts
+    /// (TypeScript SDK <= 1.32, the Inspectors, Gemini CLI, mcp-remote)
+    /// validate it even on errors and then show their own complaint instead
+    /// of the error (typescript-sdk#1943).
     pub fn tool_result(&self, era: Era, outcome: &ToolOutcome) -> String {
         let structured = match outcome {
             Ok(value) => serde_json::to_string(value),
@@ -664,13 +686,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
         result.push_str(r#"{"content":[{"type":"text","text":"#);
         // The text form: the same JSON as a string literal.
         result.push_str(&serde_json::to_string(structured.as_str()).expect("a string serializes"));
-        result.push_str(r#"}],"structuredContent":"#);
-        result.push_str(&structured);
-        result.push_str(if outcome.is_err() {
-            r#","isError":true"#
+        if outcome.is_ok() {
+            result.push_str(r#"}],"structuredContent":"#);
+            result.push_str(&structured);
+            result.push_str(r#","isError":false"#);
         } else {
-            r#","isError":false"#
-        });
+            result.push_str(r#"}],"isError":true"#);
+        }
         result.push_str(suffix);
         result.push('}');
         result
