@@ -55,6 +55,9 @@ pub use drain::Drain;
 pub use guard::AllowList;
 use sessions::Sessions;
 
+/// The paths that need the bearer token when one is set.
+const GUARDED: &[&str] = &["/mcp", "/metrics", "/status"];
+
 /// The default port of `--http` when only a host is given.
 pub const DEFAULT_PORT: u16 = 8765;
 /// One limit for every request body, in both eras.
@@ -339,7 +342,7 @@ impl<O: Handler + 'static> Server<O> {
                 path,
                 &RpcError::invalid_request(refusal.message()),
             )
-        } else if path == "/mcp"
+        } else if GUARDED.contains(&path)
             && parts.method != Method::OPTIONS
             && let Some(refusal) = self
                 .config
@@ -347,12 +350,14 @@ impl<O: Handler + 'static> Server<O> {
                 .as_ref()
                 .and_then(|t| t.refusal(&parts.headers))
         {
-            // Only `/mcp` is guarded: `/health` is for load balancers, CORS
-            // preflights never carry credentials, and every other path is a
-            // 404 whoever asks (the OAuth discovery and registration paths
-            // included: there is no OAuth here, and a 401 on them sends hosts
-            // into an OAuth flow that cannot succeed).
-            self.count(headers::claims_modern(&parts.headers));
+            // Only what serves something is guarded: `/health` is for load
+            // balancers, CORS preflights never carry credentials, and every
+            // other path is a 404 whoever asks (the OAuth discovery and
+            // registration paths included: there is no OAuth here, and a 401
+            // on them sends hosts into an OAuth flow that cannot succeed).
+            if path == "/mcp" {
+                self.count(headers::claims_modern(&parts.headers));
+            }
             Self::unauthorized(&parts.method, path, refusal)
         } else {
             match (path, &parts.method) {
