@@ -87,7 +87,8 @@ pub struct HttpConfig {
     pub body_timeout: Duration,
     pub max_connections: usize,
     pub max_sessions: usize,
-    /// Calls one legacy session may run at once (applied to the dispatcher's
+    /// Calls one client (a legacy session, or the root of sessionless calls)
+    /// may run at once, see `mcp::share` (applied to the dispatcher's
     /// configuration by the caller); `None` keeps the dispatcher's.
     pub max_in_flight_per_client: Option<usize>,
     /// Required on every request but `/health` when set.
