@@ -6,11 +6,11 @@
 # the Kubernetes schema validator (PyPI) — then runs every lane and stops at
 # the first failure. Safe to re-run. Nothing outside the clone is written
 # (pip runs without its cache, npm's cache and logs go to target/npm-cache,
-# cargo keeps its usual registry cache) except Debian packages for three
+# cargo keeps its usual registry cache) except Debian packages for four
 # lanes: HAProxy (the multi-replica lane), promtool (package prometheus) and
-# chromium (the /metrics and /status lane): each missing one is installed with
-# apt-get, and on a machine without apt-get (or root) its lane is skipped,
-# saying why.
+# chromium (the /metrics and /status lane), buildah (the container lane): each
+# missing one is installed with apt-get, and on a machine without apt-get (or
+# root) its lane is skipped, saying why.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -38,6 +38,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace (unit, protocol, and tests/lean: every suite against the real Lean server)"
 cargo test --workspace --locked
+
+step "packaging: cargo package of both crates, the server built from its tarball offline (scripts/package-lane.sh)"
+scripts/package-lane.sh
 
 step "fuzzing, bounded (scripts/fuzz.sh: every target for ${FUZZ_SECONDS:-30} s)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}" scripts/fuzz.sh
@@ -67,6 +70,15 @@ LEAN_BEAM_MCP_BIN="$server" scripts/conformance/run.sh
 
 step "operator's view: /metrics through promtool, /status in headless Chromium (scripts/observe-lane.sh)"
 LEAN_BEAM_MCP_BIN="$server" scripts/observe-lane.sh
+
+step "container image: deploy/Containerfile built with buildah and smoke-tested (scripts/container-lane.sh)"
+container_status=0
+LEAN_BEAM_MCP_BIN="$server" scripts/container-lane.sh || container_status=$?
+if [[ $container_status -eq 3 ]]; then
+  printf '==> container lane NOT RUN: no buildah here (scripts/install-apt.sh said why above)\n' >&2
+elif [[ $container_status -ne 0 ]]; then
+  exit "$container_status"
+fi
 
 step "deployment: Kubernetes manifests against the Kubernetes schemas, offline (scripts/validate-k8s.sh)"
 scripts/validate-k8s.sh
