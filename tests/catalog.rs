@@ -55,6 +55,8 @@ fn catalog_lists_30_tools_in_table_order() {
             .keys()
             .map(String::as_str)
             .collect();
+        // Members of MCP 2025-06-18's Tool, the oldest revision served
+        // (2025-11-25 added `icons` and `execution`, which no session may get).
         for m in &members {
             assert!(
                 [
@@ -66,6 +68,26 @@ fn catalog_lists_30_tools_in_table_order() {
                 ]
                 .contains(m),
                 "{}: member {m}",
+                tool.name()
+            );
+        }
+    }
+    for (tool, entry) in Tool::ALL.iter().zip(&tools) {
+        for hint in entry["annotations"]
+            .as_object()
+            .into_iter()
+            .flat_map(|a| a.keys())
+        {
+            let in_2025_06_18 = [
+                "title",
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ];
+            assert!(
+                in_2025_06_18.contains(&hint.as_str()),
+                "{}: {hint}",
                 tool.name()
             );
         }

@@ -269,11 +269,16 @@ async fn modern(
 
 /// initialize + notifications/initialized; returns the session id.
 async fn legacy_session(port: u16) -> String {
+    legacy_session_at(port, LEGACY).await
+}
+
+/// A session of an initialize-based revision the server supports.
+async fn legacy_session_at(port: u16, revision: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}});
+        "protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}});
     let response = post(port, &[ACCEPT_BOTH], &init).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
-    assert_eq!(response.json()["result"]["protocolVersion"], LEGACY);
+    assert_eq!(response.json()["result"]["protocolVersion"], revision);
     let sid = response
         .header("mcp-session-id")
         .expect("initialize mints a session id")
@@ -282,7 +287,7 @@ async fn legacy_session(port: u16) -> String {
     let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let response = post(
         port,
-        &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", revision)],
         &done,
     )
     .await;
@@ -314,6 +319,42 @@ async fn legacy(
 fn progress_call() -> Value {
     json!({"name": "lean_sync", "arguments": {"workspace": {"root": "/nonexistent/beam-http-test"}, "path": "A.lean"},
            "_meta": {"progressToken": "tok"}})
+}
+
+/// Each supported initialize-based revision gets its own revision back and the
+/// same session: catalog, a call streamed with its progress, a tool error.
+#[tokio::test]
+async fn each_legacy_revision_is_negotiated_over_http() {
+    let server = Server::start(&[]);
+    let port = server.port;
+    let mut seen: Vec<(&str, Value)> = Vec::new();
+    for revision in lean_beam_mcp::mcp::era::SUPPORTED_LEGACY {
+        let sid = legacy_session_at(port, revision).await;
+        let headers = [
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", revision),
+            ACCEPT_BOTH,
+        ];
+        let message = |id: i64, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let list = post(port, &headers, &message(1, "tools/list", json!({}))).await;
+        assert_eq!(list.status, StatusCode::OK, "{revision}: {}", list.text());
+        let call = post(port, &headers, &message(2, "tools/call", progress_call())).await;
+        assert_eq!(call.status, StatusCode::OK, "{revision}: {}", call.text());
+        let events = call.events();
+        assert_eq!(events[0]["method"], "notifications/progress", "{revision}");
+        let result = &events.last().unwrap()["result"];
+        assert_eq!(result["isError"], true, "{revision}: {result}");
+        seen.push((revision, json!([list.json()["result"], result])));
+    }
+    let (latest, expected) = &seen[0];
+    for (revision, got) in &seen[1..] {
+        assert_eq!(got, expected, "{revision} differs from {latest}");
+    }
+    // An unsupported request is answered with the latest revision.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old"}}});
+    let response = post(port, &[ACCEPT_BOTH], &init).await;
+    assert_eq!(response.json()["result"]["protocolVersion"], LEGACY);
 }
 
 #[tokio::test]

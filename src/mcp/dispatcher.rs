@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::catch_panic::CatchPanic;
 use super::config::Config;
-use super::era::{self, Family, LEGACY_VERSION, META_SERVER_INFO, SUPPORTED_MODERN};
+use super::era::{self, Family, META_SERVER_INFO, SUPPORTED_MODERN};
 use super::fence::{Admission, FenceScope, RootFences};
 use super::jsonrpc::{self, Incoming, RequestId, RpcError};
 use super::params::{check_tools_list, only_members, unknown_tool, validate_initialize};
@@ -234,8 +234,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
     ) {
         match method {
             "notifications/initialized" => {
-                if session.family() == Family::LegacyInitializing {
-                    session.set_family(Family::LegacyReady);
+                if let Family::LegacyInitializing(revision) = session.family() {
+                    session.set_family(Family::LegacyReady(revision));
                 } else {
                     log_debug!(
                         "ignored notifications/initialized in state {:?}",
@@ -279,9 +279,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
     ) -> Result<Option<String>, RpcError> {
         let modern = method == "server/discover" || era::is_modern(params.as_ref());
         if modern {
-            if session.family().is_legacy() {
+            if let Some(revision) = session.family().legacy_revision() {
                 return Err(RpcError::invalid_request(format!(
-                    "this stream selected MCP {LEGACY_VERSION} with initialize; a {} request cannot be mixed into it",
+                    "this stream selected MCP {revision} with initialize; a {} request cannot be mixed into it",
                     era::MODERN_VERSION
                 )));
             }
@@ -329,14 +329,17 @@ impl<O: Handler + 'static> Dispatcher<O> {
         match method {
             "ping" => Ok(Some(self.empty_result(Era::Legacy))),
             "initialize" if family == Family::Unselected => {
-                validate_initialize(params.as_ref())?;
-                session.set_family(Family::LegacyInitializing);
-                Ok(Some(self.initialize_result()))
+                let requested = validate_initialize(params.as_ref())?;
+                let revision = era::negotiate_legacy(requested);
+                session.set_family(Family::LegacyInitializing(revision));
+                Ok(Some(self.initialize_result(revision)))
             }
             "initialize" => Err(RpcError::invalid_request(
                 "initialize was already received on this stream",
             )),
-            "tools/list" | "tools/call" | "logging/setLevel" if family != Family::LegacyReady => {
+            "tools/list" | "tools/call" | "logging/setLevel"
+                if !matches!(family, Family::LegacyReady(_)) =>
+            {
                 Err(RpcError::invalid_request(format!(
                     "`{method}` before the lifecycle completed: send initialize, then notifications/initialized (or use MCP {} per-request _meta)",
                     era::MODERN_VERSION
@@ -377,9 +380,10 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    fn initialize_result(&self) -> String {
+    /// The same result in every supported revision but for the one it names.
+    fn initialize_result(&self, revision: &str) -> String {
         json!({
-            "protocolVersion": LEGACY_VERSION,
+            "protocolVersion": revision,
             "capabilities": capabilities(),
             "serverInfo": identity::server_info(),
             "instructions": identity::INSTRUCTIONS,
