@@ -74,6 +74,22 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// The log once a line matching `marker` has been read (within 20 s).
+    fn log_until(&self, marker: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            if log.iter().any(|l| marker(l)) {
+                return log;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the marker never reached the log: {log:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
@@ -1238,14 +1254,155 @@ async fn a_bearer_token_is_required_on_every_request_but_health() {
         )
         .await;
         assert_eq!(preflight.status, StatusCode::NO_CONTENT);
+        // Only /mcp is guarded: there is nothing elsewhere to protect.
         let unknown = send(port, "GET", "/elsewhere", &[], vec![]).await;
-        assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(unknown.status, StatusCode::NOT_FOUND);
         assert!(
             !server.log().iter().any(|l| l.contains(TOKEN)),
             "the token is never logged"
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client without the token is told what to configure instead of being sent
+/// into an OAuth maze: the OAuth discovery and registration paths answer 404
+/// (there is no OAuth here) whatever the credentials, `/mcp` answers 401 with
+/// `WWW-Authenticate: Bearer` and a message naming the header. What ordinary
+/// clients send while probing (OAuth discovery, no credentials yet, a `GET`
+/// stream without `text/event-stream` or without a session, a modern `GET`)
+/// logs nothing at the default level; a wrong token does (a misconfiguration).
+#[tokio::test]
+async fn a_client_without_the_token_is_told_the_header_and_not_sent_to_oauth() {
+    const TOKEN: &str = "probe-token-5d1e";
+    let server = Server::start_with(&["127.0.0.1:0"], &[], &[("LEAN_BEAM_HTTP_TOKEN", TOKEN)]);
+    let port = server.port;
+    let bearer = format!("Bearer {TOKEN}");
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/openid-configuration",
+    ] {
+        for credentials in [None, Some(bearer.as_str()), Some("Bearer wrong")] {
+            let headers: Vec<_> = credentials
+                .map(|c| ("authorization", c))
+                .into_iter()
+                .collect();
+            let response = send(port, "GET", path, &headers, vec![]).await;
+            assert_eq!(
+                response.status,
+                StatusCode::NOT_FOUND,
+                "{path} {credentials:?}"
+            );
+            assert!(response.header("www-authenticate").is_none(), "{path}");
+            let message = response.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(
+                message.contains("no OAuth") && message.contains("Authorization: Bearer <token>"),
+                "{path}: {message}"
+            );
+        }
+    }
+    let register = json!({"client_name": "host", "redirect_uris": ["http://127.0.0.1:1/cb"]});
+    let response = post(port, &[], &register).await;
+    // `post` goes to /mcp; registration is its own path.
+    assert_eq!(response.status, StatusCode::UNAUTHORIZED);
+    let response = send(
+        port,
+        "POST",
+        "/register",
+        &[JSON],
+        register.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        response.status,
+        StatusCode::NOT_FOUND,
+        "{}",
+        response.text()
+    );
+
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c"}}});
+    for (credentials, says) in [
+        (None, "carried none"),
+        (Some("Bearer wrong"), "wrong bearer token"),
+    ] {
+        let headers: Vec<_> = credentials
+            .map(|c| ("authorization", c))
+            .into_iter()
+            .collect();
+        let refused = post(port, &headers, &init).await;
+        assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{credentials:?}");
+        assert!(
+            refused
+                .header("www-authenticate")
+                .unwrap()
+                .starts_with("Bearer"),
+            "{credentials:?}"
+        );
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            message.contains("`Authorization: Bearer <token>`") && message.contains(says),
+            "{message}"
+        );
+    }
+    // GET probes with the token: no SSE accepted, no session, a modern GET.
+    let auth = ("authorization", bearer.as_str());
+    let no_sse = send(
+        port,
+        "GET",
+        "/mcp",
+        &[auth, ("accept", "application/json")],
+        vec![],
+    )
+    .await;
+    assert_eq!(no_sse.status, StatusCode::NOT_ACCEPTABLE);
+    let no_session = send(
+        port,
+        "GET",
+        "/mcp",
+        &[auth, ("accept", "text/event-stream")],
+        vec![],
+    )
+    .await;
+    assert_eq!(no_session.status, StatusCode::BAD_REQUEST);
+    let modern_get = send(
+        port,
+        "GET",
+        "/mcp",
+        &[
+            auth,
+            ("accept", "text/event-stream"),
+            ("mcp-protocol-version", MODERN),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(modern_get.status, StatusCode::METHOD_NOT_ALLOWED);
+    // A refusal that does warn marks the end of the log to judge: stderr is
+    // one pipe, so once its line is read every earlier line is too.
+    let put = send(port, "PUT", "/mcp", &[auth], vec![]).await;
+    assert_eq!(put.status, StatusCode::METHOD_NOT_ALLOWED);
+    let warnings = server.log_until(|l| l.contains("refused PUT /mcp"));
+    let warnings: Vec<_> = warnings
+        .into_iter()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        2,
+        "only the wrong token warns: {warnings:#?}"
+    );
+    assert!(warnings[0].contains("wrong bearer token"), "{warnings:#?}");
+    assert!(!server.log().iter().any(|l| l.contains(TOKEN)));
 }
 
 /// `--http` on an address other clients can reach refuses to start without a

@@ -37,6 +37,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use crate::logging::Level;
 use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
 use crate::mcp::session::Session;
@@ -297,27 +298,21 @@ impl<O: Handler + 'static> Server<O> {
                 path,
                 &RpcError::invalid_request(refusal.message()),
             )
-        } else if self.config.token.as_ref().is_some_and(|token| {
-            // Health checks and CORS preflights (which never carry
-            // credentials) are answered without the token; they reveal nothing.
-            path != "/health" && parts.method != Method::OPTIONS && !token.admits(&parts.headers)
-        }) {
-            if path == "/mcp" {
-                self.count(headers::claims_modern(&parts.headers));
-            }
-            let mut response = refuse(
-                StatusCode::UNAUTHORIZED,
-                &parts.method,
-                path,
-                &RpcError::invalid_request(
-                    "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token this server was started with (LEAN_BEAM_HTTP_TOKEN or --http-token-file)",
-                ),
-            );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(r#"Bearer realm="lean-beam-mcp""#),
-            );
-            response
+        } else if path == "/mcp"
+            && parts.method != Method::OPTIONS
+            && let Some(refusal) = self
+                .config
+                .token
+                .as_ref()
+                .and_then(|t| t.refusal(&parts.headers))
+        {
+            // Only `/mcp` is guarded: `/health` is for load balancers, CORS
+            // preflights never carry credentials, and every other path is a
+            // 404 whoever asks (the OAuth discovery and registration paths
+            // included: there is no OAuth here, and a 401 on them sends hosts
+            // into an OAuth flow that cannot succeed).
+            self.count(headers::claims_modern(&parts.headers));
+            Self::unauthorized(&parts.method, path, refusal)
         } else {
             match (path, &parts.method) {
                 ("/mcp", &Method::POST) => self.post(&parts, body).await,
@@ -333,18 +328,34 @@ impl<O: Handler + 'static> Server<O> {
                     method_not_allowed(&parts.method, path, "GET, POST, DELETE, OPTIONS")
                 }
                 ("/health", _) => method_not_allowed(&parts.method, path, "GET, OPTIONS"),
-                _ => refuse(
-                    StatusCode::NOT_FOUND,
-                    &parts.method,
-                    path,
-                    &RpcError::invalid_request(format!(
-                        "no endpoint at {path}: the MCP endpoint is /mcp"
-                    )),
-                ),
+                _ => not_found(&parts.method, path),
             }
         };
         guard::cors(&parts.headers, response.headers_mut());
         Ok(response)
+    }
+
+    /// 401 with `WWW-Authenticate: Bearer` and a message naming the header
+    /// to configure. A request without any credentials is what a client not
+    /// configured with the token (or probing for OAuth) sends: logged at info;
+    /// a wrong token at warn.
+    fn unauthorized(method: &Method, path: &str, denied: auth::Denied) -> Response<Body> {
+        let level = match denied {
+            auth::Denied::Missing => Level::Info,
+            auth::Denied::Wrong => Level::Warn,
+        };
+        let mut response = refuse_at(
+            level,
+            StatusCode::UNAUTHORIZED,
+            method,
+            path,
+            &RpcError::invalid_request(denied.message()),
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="lean-beam-mcp""#),
+        );
+        response
     }
 
     async fn post(&self, parts: &hyper::http::request::Parts, body: Incoming) -> Response<Body> {
@@ -514,16 +525,63 @@ impl<O: Handler + 'static> Server<O> {
 
 /// A refused request: logged as a warning, answered with a JSON-RPC error body.
 fn refuse(status: StatusCode, method: &Method, path: &str, error: &RpcError) -> Response<Body> {
-    log_warn!(
-        "http: refused {method} {path} with {}: {}",
-        status.as_u16(),
-        error.message
+    refuse_at(Level::Warn, status, method, path, error)
+}
+
+/// A refused request logged at `level`: the answers to what ordinary clients
+/// send while finding out what the server offers (OAuth discovery, a `GET`
+/// stream the server may not offer) are not the operator's concern.
+fn refuse_at(
+    level: Level,
+    status: StatusCode,
+    method: &Method,
+    path: &str,
+    error: &RpcError,
+) -> Response<Body> {
+    crate::logging::write(
+        level,
+        format_args!(
+            "http: refused {method} {path} with {}: {}",
+            status.as_u16(),
+            error.message
+        ),
     );
     reply::error(status, None, error)
 }
 
+/// A path with nothing behind it: 404 whoever asks, logged at debug (clients
+/// probe `/.well-known/oauth-*`, `/register` and the like). There is no OAuth
+/// here, which the answer says, so that a host stops looking for it.
+fn not_found(method: &Method, path: &str) -> Response<Body> {
+    let oauth = path.starts_with("/.well-known/") || path == "/register" || path == "/token";
+    let message = if oauth {
+        format!(
+            "no endpoint at {path}: this server has no OAuth; when it requires a token, configure the client to send the header `Authorization: Bearer <token>` (the MCP endpoint is /mcp)"
+        )
+    } else {
+        format!("no endpoint at {path}: the MCP endpoint is /mcp")
+    };
+    refuse_at(
+        Level::Debug,
+        StatusCode::NOT_FOUND,
+        method,
+        path,
+        &RpcError::invalid_request(message),
+    )
+}
+
 fn method_not_allowed(method: &Method, path: &str, allow: &'static str) -> Response<Body> {
-    let mut response = refuse(
+    method_not_allowed_at(Level::Warn, method, path, allow)
+}
+
+fn method_not_allowed_at(
+    level: Level,
+    method: &Method,
+    path: &str,
+    allow: &'static str,
+) -> Response<Body> {
+    let mut response = refuse_at(
+        level,
         StatusCode::METHOD_NOT_ALLOWED,
         method,
         path,
