@@ -226,9 +226,13 @@ export function shellCommands(text, vars = {}) {
     .map((l) => shellWords(l, vars));
 }
 
-/** A tool result's text as JSON: hosts may wrap it (Codex adds "Wall time ... Output:"). */
+/**
+ * A tool result's text as JSON. Hosts wrap it: Codex puts "Wall time ...
+ * Output:" before it, Gemini CLI puts it inside <untrusted_context>.
+ */
 export function resultJson(text) {
   const start = text.indexOf("{");
-  assert.ok(start >= 0, `no JSON in the tool result the host passed on: ${text.slice(0, 500)}`);
-  return JSON.parse(text.slice(start));
+  const end = text.lastIndexOf("}");
+  assert.ok(start >= 0 && end > start, `no JSON in the tool result the host passed on: ${text.slice(0, 500)}`);
+  return JSON.parse(text.slice(start, end + 1));
 }

@@ -16,9 +16,18 @@
 
 import { createServer } from "node:http";
 
-/** The declared tool whose name is `short` or ends in a host prefix + `short`. */
+// Joins a Codex namespace and a tool name in the names this module matches on.
+const NS = "\u0000";
+
+/**
+ * The declared tool that is MCP tool `short` under the host's naming: Claude
+ * Code `mcp__lean-beam__lean_sync`, Gemini CLI `mcp_lean-beam_lean_sync`,
+ * Codex `lean_sync` in the namespace `mcp__lean_beam` (see `NS`).
+ */
 function findTool(declared, short) {
-  return declared.find((name) => name === short || name.endsWith(`__${short}`) || name.endsWith(`\u0000${short}`));
+  return declared.find(
+    (name) => name === short || name.endsWith(`__${short}`) || name.endsWith(`${NS}${short}`) || (name.startsWith("mcp_") && name.endsWith(`_${short}`)),
+  );
 }
 
 function textOf(value) {
@@ -76,7 +85,13 @@ const gemini = {
       (c.parts ?? []).filter((p) => p.functionResponse).map((p) => textOf(p.functionResponse.response)),
     ),
   respond(res, body, turn, n, req) {
-    const part = turn.tool ? { functionCall: { name: turn.tool, args: turn.args } } : { text: turn.text };
+    // Gemini CLI adds `wait_for_previous` to every tool's parameters and tells
+    // the model to set it; a Gemini model does, so the scripted one does too.
+    const declaration = (body.tools ?? [])
+      .flatMap((t) => t.functionDeclarations ?? [])
+      .find((f) => f.name === turn.tool);
+    const injected = declaration?.parametersJsonSchema?.properties?.wait_for_previous ? { wait_for_previous: true } : {};
+    const part = turn.tool ? { functionCall: { name: turn.tool, args: { ...turn.args, ...injected } } } : { text: turn.text };
     const chunk = {
       candidates: [{ content: { role: "model", parts: [part] }, finishReason: "STOP", index: 0 }],
       usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
@@ -86,8 +101,6 @@ const gemini = {
     json(res, chunk);
   },
 };
-
-const NS = "\u0000";
 
 const openai = {
   match: (req) => req.method === "POST" && /\/responses(\?|$)/.test(req.url),
