@@ -59,7 +59,9 @@ fn assert_legacy_envelope(result: &Value) {
     );
 }
 
-/// The two forms of a tool result are one JSON value.
+/// The JSON of a tool result: a success's two forms are one JSON value; an
+/// error has only its text (no `structuredContent` an SDK-v1 host would
+/// check against the success's `outputSchema`).
 fn structured(result: &Value) -> Value {
     let content = result["content"]
         .as_array()
@@ -68,11 +70,17 @@ fn structured(result: &Value) -> Value {
     assert_eq!(content[0]["type"], "text", "{result}");
     let text: Value = serde_json::from_str(content[0]["text"].as_str().expect("text"))
         .expect("content[0].text is JSON");
-    assert_eq!(
-        text, result["structuredContent"],
-        "content[0].text and structuredContent differ: {result}"
-    );
-    assert!(result["isError"].is_boolean(), "{result}");
+    match result["isError"].as_bool() {
+        Some(false) => assert_eq!(
+            text, result["structuredContent"],
+            "content[0].text and structuredContent differ: {result}"
+        ),
+        Some(true) => assert!(
+            result.get("structuredContent").is_none(),
+            "a tool error with structuredContent: {result}"
+        ),
+        None => panic!("isError is not a boolean: {result}"),
+    }
     text
 }
 

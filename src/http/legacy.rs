@@ -14,7 +14,7 @@ use super::sessions;
 use super::sessions::LegacySession;
 use super::{Server, method_not_allowed, method_not_allowed_at, refuse, refuse_at};
 use crate::logging::Level;
-use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Incoming, RpcError};
+use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Incoming, RpcError, TOO_MANY_CALLS};
 use crate::surface::Handler;
 
 /// A request reusing the id of a call in flight on its session, well-formed
@@ -128,6 +128,9 @@ impl<O: Handler + 'static> Server<O> {
             return active_id_conflict(parts);
         }
         match reply::dispatch(&self.dispatcher, &session.core, message).await {
+            Delivery::Now(line) if reply::error_code(&line) == Some(TOO_MANY_CALLS) => {
+                reply::too_many_calls(line)
+            }
             Delivery::Now(line) => reply::json(StatusCode::OK, line),
             Delivery::Later(rx) => {
                 let stream_to = Arc::clone(&session);
