@@ -5,7 +5,8 @@
 // - Claude Code: `claude mcp list` shows the server connected (stdio and
 //   HTTP with a bearer token); `claude -p` calls lean_sync → lean_goals →
 //   lean_run_batch on a fixture file.
-// - Codex: `codex exec` calls beam_version → lean_sync unattended (stdio), and
+// - Codex: `codex exec` calls beam_version → lean_sync unattended (stdio; and,
+//   as a control, is refused without `default_tools_approval_mode`), and
 //   lean_sync over HTTP with `bearer_token_env_var`.
 // - Gemini CLI: `gemini mcp list` shows the server connected (stdio and HTTP);
 //   `gemini -p` calls beam_version → lean_sync.
@@ -189,6 +190,22 @@ describe("Codex 0.171.0", () => {
       const sync = lean(api.state.toolResults, 1);
       assert.equal(sync.path, "Fix/Goals.lean");
       assert.equal(sync.diagnostics.counts.error, 0);
+    } finally {
+      await api.close();
+    }
+  });
+
+  test("without default_tools_approval_mode, codex exec refuses lean_sync (why the README sets it)", { timeout: GUARD_MS }, async () => {
+    const root = scratch("codex-ask-work", { workspace: true });
+    const api = await startModelApi("openai", [{ tool: "lean_sync", args: () => fixtureArgs(root) }]);
+    try {
+      const setting = 'default_tools_approval_mode = "approve"\n';
+      const toml = readme("codex-stdio");
+      assert.ok(toml.includes(setting), toml);
+      const { env } = codexHome("codex-ask-home", api, toml.replace(setting, ""));
+      await exec(env, root, "Sync Fix/Goals.lean.");
+      assert.ok(api.state.finished);
+      assert.match(api.state.toolResults[0], /requires approval/, api.state.toolResults[0]);
     } finally {
       await api.close();
     }

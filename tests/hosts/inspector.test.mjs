@@ -59,8 +59,8 @@ async function inspector(version, target, args, cwd) {
   return run(NODE, [...cli, ...where, ...args], { env, cwd: dir, guardMs: GUARD_MS });
 }
 
-function printedJson(result, what) {
-  assert.equal(result.code, 0, `${what}: exit ${result.code}\n${result.stderr}\n${result.stdout}`);
+function printedJson(result, what, exit = 0) {
+  assert.equal(result.code, exit, `${what}: exit ${result.code}\n${result.stderr}\n${result.stdout}`);
   return JSON.parse(result.stdout);
 }
 
@@ -81,17 +81,20 @@ for (const version of [1, 2]) {
         assert.notEqual(sync.isError, true, JSON.stringify(sync));
         assert.equal(sync.structuredContent.path, "Fix/Goals.lean");
 
-        // A version never synced: the Inspector prints the server's error.
+        // A version this server never returned: the Inspector prints the server's error.
         const failed = await inspector(
           version,
           target,
           ["--method", "tools/call", "--tool-name", "lean_goals", "--tool-arg", workspace, "path=Fix/Goals.lean", "version=9999", "line=15", "character=4", "mode=before"],
           root,
         );
-        const shown = printedJson(failed, "lean_goals at a version never synced");
+        // (Inspector 2.12 prints the result and exits 5 for a tool error.)
+        const shown = printedJson(failed, "lean_goals at a version never synced", version === 2 ? 5 : 0);
         assert.equal(shown.isError, true, failed.stdout);
         const error = JSON.parse(shown.content[0].text);
-        assert.ok(error.code && error.message, shown.content[0].text);
+        // A fresh stdio server never synced the file; the shared HTTP server did.
+        assert.ok(["notSynced", "versionMismatch"].includes(error.data?.reason), shown.content[0].text);
+        assert.match(error.message, /lean_sync/, shown.content[0].text);
       });
     }
   });
