@@ -74,6 +74,22 @@ function lean(results, i) {
 
 const fixtureArgs = (root) => ({ workspace: { root }, path: "Fix/Goals.lean" });
 
+/** README's smoke test as scripted model turns: beam_version, then a first lean_sync. */
+const smokeTest = (root) => [
+  { tool: "beam_version", args: () => ({}) },
+  { tool: "lean_sync", args: () => fixtureArgs(root) },
+];
+
+/** The host ran both turns and handed both of the server's answers back to the model. */
+function checkSmokeTest(api, output) {
+  assert.deepEqual(api.state.errors, []);
+  assert.ok(api.state.finished, output);
+  assert.equal(lean(api.state.toolResults, 0).name, "lean-beam-mcp");
+  const sync = lean(api.state.toolResults, 1);
+  assert.equal(sync.path, "Fix/Goals.lean");
+  assert.equal(sync.diagnostics.counts.error, 0);
+}
+
 // ---- Claude Code --------------------------------------------------------------------
 
 describe("Claude Code 2.1.332", () => {
@@ -177,19 +193,11 @@ describe("Codex 0.171.0", () => {
 
   test("stdio: codex exec runs beam_version → lean_sync unattended (the smoke test)", { timeout: GUARD_MS }, async () => {
     const root = scratch("codex-work", { workspace: true });
-    const api = await startModelApi("openai", [
-      { tool: "beam_version", args: () => ({}) },
-      { tool: "lean_sync", args: () => fixtureArgs(root) },
-    ]);
+    const api = await startModelApi("openai", smokeTest(root));
     try {
       const { env } = codexHome("codex-home", api, readme("codex-stdio"));
       const result = await exec(env, root, "Smoke-test lean-beam.");
-      assert.deepEqual(api.state.errors, []);
-      assert.ok(api.state.finished, result.stdout + result.stderr);
-      assert.equal(lean(api.state.toolResults, 0).name, "lean-beam-mcp");
-      const sync = lean(api.state.toolResults, 1);
-      assert.equal(sync.path, "Fix/Goals.lean");
-      assert.equal(sync.diagnostics.counts.error, 0);
+      checkSmokeTest(api, result.stdout + result.stderr);
     } finally {
       await api.close();
     }
@@ -252,22 +260,14 @@ describe("Gemini CLI 0.61.0", () => {
     const list = await run(GEMINI[0], [GEMINI[1], "mcp", "list"], { env: geminiEnv(home), cwd: root });
     assert.match(list.stdout + list.stderr, /lean-beam: .*Connected/, list.stdout + list.stderr);
 
-    const api = await startModelApi("gemini", [
-      { tool: "beam_version", args: () => ({}) },
-      { tool: "lean_sync", args: () => fixtureArgs(root) },
-    ]);
+    const api = await startModelApi("gemini", smokeTest(root));
     try {
       const env = geminiEnv(home, { GOOGLE_GEMINI_BASE_URL: api.url });
       // A model named on the command line: no routing classifier request.
       const args = [GEMINI[1], "-p", "Smoke-test lean-beam.", "-m", "gemini-2.5-flash", "--output-format", "json"];
       const result = await run(GEMINI[0], args, { env, cwd: root, guardMs: GUARD_MS });
       assert.equal(result.code, 0, result.stdout + result.stderr);
-      assert.deepEqual(api.state.errors, []);
-      assert.ok(api.state.finished, result.stdout + result.stderr);
-      assert.equal(lean(api.state.toolResults, 0).name, "lean-beam-mcp");
-      const sync = lean(api.state.toolResults, 1);
-      assert.equal(sync.path, "Fix/Goals.lean");
-      assert.equal(sync.diagnostics.counts.error, 0);
+      checkSmokeTest(api, result.stdout + result.stderr);
     } finally {
       await api.close();
     }
