@@ -128,8 +128,9 @@ describe("Claude Code 2.1.332", () => {
     ]);
     try {
       env = claudeEnv(home, { ANTHROPIC_BASE_URL: api.url });
-      const args = ["-p", "Check Fix/Goals.lean with lean-beam.", "--allowedTools", "mcp__lean-beam", "--output-format", "json"];
-      const result = await run(CLAUDE, args, { env, cwd: root, input: "", guardMs: GUARD_MS });
+      const [[program, ...args]] = shellCommands(readme("claude-headless"));
+      assert.equal(program, "claude");
+      const result = await run(CLAUDE, [...args, "--output-format", "json"], { env, cwd: root, input: "", guardMs: GUARD_MS });
       assert.equal(result.code, 0, result.stdout + result.stderr);
       assert.deepEqual(api.state.errors, []);
       assert.ok(api.state.finished, `the scripted turns did not all run: ${result.stdout}\n${result.stderr}`);
