@@ -151,10 +151,14 @@ export function readmeSnippets() {
   return snippets;
 }
 
+/** The names of the snippets this process has run (see `snippet`). */
+export const snippetsRun = new Set();
+
 /** A README snippet with its placeholders replaced by this run's paths, URL and token. */
 export function snippet(name, values = {}) {
   const all = readmeSnippets();
   assert.ok(all.has(name), `README.md has no snippet marked <!-- hosts-lane: ${name} -->`);
+  snippetsRun.add(name);
   let text = all.get(name);
   const table = {
     "/absolute/path/to/lean-beam-mcp": BINARY,

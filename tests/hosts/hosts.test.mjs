@@ -27,11 +27,13 @@ import {
   hostEnv,
   importFrom,
   installedVersion,
+  readmeSnippets,
   resultJson,
   run,
   scratch,
   shellCommands,
   snippet,
+  snippetsRun,
   startHttpServer,
 } from "./common.mjs";
 import { startModelApi } from "./model_apis.mjs";
@@ -333,4 +335,9 @@ describe("mcp.json entries, started and called with SDK v1 1.32.2", async () => 
     const local = { ...entry, command: NODE, args: [MCP_REMOTE, ...entry.args.slice(2)] };
     await callEntry(local, root, { LEAN_BEAM_AUTH: `Bearer ${TOKEN}` });
   });
+});
+
+// Last (tests run in order): no README snippet goes untested.
+test("every snippet marked in README.md was run", () => {
+  assert.deepEqual([...snippetsRun].sort(), [...readmeSnippets().keys()].sort());
 });
