@@ -4,7 +4,8 @@
 //
 // - Claude Code: `claude mcp list` shows the server connected (stdio and
 //   HTTP with a bearer token); `claude -p` calls lean_sync → lean_goals →
-//   lean_run_batch on a fixture file.
+//   lean_run_batch on a fixture file. With a Lean that cannot start, the list
+//   still says connected and the README's smoke test shows the cause.
 // - Codex: `codex exec` calls beam_version → lean_sync unattended (stdio; and,
 //   as a control, is refused without `default_tools_approval_mode`), and
 //   lean_sync over HTTP with `bearer_token_env_var`.
@@ -143,10 +144,35 @@ describe("Claude Code 2.1.332", () => {
       assert.equal(lean(results, 1).goals[0].target, "Eq (N.zero.add m.succ) m.succ");
       const batch = lean(results, 2);
       assert.deepEqual(batch.candidates.map((c) => c.outcome), ["closed", "failed"], results[2]);
-      // `--tools core` after `--` reached the server: only the core profile was declared.
+      // Every tool of the server reached the model.
       const declared = JSON.parse(api.state.requests.find((r) => /lean_sync/.test(r.body)).body).tools.map((t) => t.name);
       const ours = declared.filter((n) => n.startsWith("mcp__lean-beam__"));
-      assert.equal(ours.length, 15, ours.join(","));
+      assert.equal(ours.length, 30, ours.join(","));
+    } finally {
+      await api.close();
+    }
+  });
+
+  test("a Lean that cannot start: claude mcp list still says connected; the smoke test's lean_sync names the cause", { timeout: GUARD_MS }, async () => {
+    const home = scratch("claude-nolean-home");
+    const root = scratch("claude-nolean-work", { workspace: true });
+    const broken = snippet("claude-stdio", { "/absolute/path/to/lean": join(root, "no-such-lean") });
+    for (const [, ...args] of shellCommands(broken)) {
+      const added = await run(CLAUDE, args, { env: claudeEnv(home), cwd: root });
+      assert.equal(added.code, 0, added.stdout + added.stderr);
+    }
+    const list = await run(CLAUDE, ["mcp", "list"], { env: claudeEnv(home), cwd: root });
+    assert.match(list.stdout, /lean-beam: .*Connected/, list.stdout + list.stderr);
+    const api = await startModelApi("anthropic", smokeTest(root));
+    try {
+      const [[, ...args]] = shellCommands(readme("claude-headless"));
+      const result = await run(CLAUDE, args, { env: claudeEnv(home, { ANTHROPIC_BASE_URL: api.url }), cwd: root, input: "", guardMs: GUARD_MS });
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      assert.ok(api.state.finished, result.stdout + result.stderr);
+      assert.equal(lean(api.state.toolResults, 0).name, "lean-beam-mcp");
+      const failed = lean(api.state.toolResults, 1);
+      assert.equal(failed.code, "runtimeSetup", api.state.toolResults[1]);
+      assert.match(failed.message, /no-such-lean|LEAN_BEAM_LEAN/, failed.message);
     } finally {
       await api.close();
     }
