@@ -12,7 +12,7 @@
 #   - mcp-remote 0.15.1;
 #   - Node 22 to run them (npm `node`: the machine's Node may be older).
 # About 1.3 GB (Codex 0.42 GB and Claude Code 0.38 GB are native binaries, Node
-# 0.19 GB); npm ci takes about 75 s on 2 cores from an empty cache.
+# 0.19 GB); npm ci took 1-3 minutes on 2 busy cores.
 #
 # Idempotent: a copy of the lock file, written last, makes re-runs instant; a
 # changed lock or a broken install is rebuilt. Nothing is written outside the
