@@ -245,7 +245,10 @@ describe("TypeScript SDK v1 1.22.0 (offers 2025-06-18)", async () => {
     const server = await startHttpServer();
     const client = new Client({ name: "lean-beam-hosts-lane", version: "1.0.0" });
     try {
-      await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+      const transport = new StreamableHTTPClientTransport(new URL(server.url));
+      await client.connect(transport);
+      // The revision it asked for, which the server answers in the initialize-based family.
+      assert.equal(transport.protocolVersion, "2025-06-18");
       await smoke(client, root);
     } finally {
       await client.close();
