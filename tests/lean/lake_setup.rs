@@ -381,3 +381,50 @@ fn a_shadow_whose_lake_setup_fails_reports_the_setup_error_not_a_crash() {
         assert_eq!(candidate["outcome"], "closed", "{closed}");
     }
 }
+
+#[test]
+fn lean_goals_after_a_header_failure_is_an_error_naming_it() {
+    // Through Lake (its set-up fails: no source for Fix.Missing) and on a
+    // bare `lean --server` (the import does not load).
+    for via_lake in [true, false] {
+        let tw = TempWorkspace::copy("basic");
+        let probed = PROBED
+            .replace("Fix.Helper", "Fix.Basic")
+            .replace("helper n", "Eq.refl n");
+        tw.write("Fix/Probed.lean", &probed);
+        let mut mcp = if via_lake {
+            spawn_via_lake(Era::Modern)
+        } else {
+            Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env_bare()))
+        };
+        let goals_at = |version: &Value| {
+            json!({"workspace": ws(&tw.root_str()), "path": "Fix/Probed.lean",
+                   "version": version, "line": 6, "character": 2, "mode": "before"})
+        };
+        // Control: the goals at the position while the header imports.
+        let synced = mcp.call("lean_sync", probed_args(&tw));
+        let goals = mcp.call("lean_goals", goals_at(&synced["version"]));
+        assert_eq!(goals["goals"][0]["pretty"], PROBED_GOAL, "{goals}");
+
+        tw.write(
+            "Fix/Probed.lean",
+            &probed.replace("Fix.Basic", "Fix.Missing"),
+        );
+        let synced = mcp.call("lean_sync", probed_args(&tw));
+        assert_eq!(synced["diagnostics"]["counts"]["error"], 1, "{synced}");
+        let error = mcp.call_err("lean_goals", goals_at(&synced["version"]));
+        assert_eq!(error["code"], "invalidParams", "lake {via_lake}: {error}");
+        assert_eq!(error["data"]["reason"], "headerFailed", "{error}");
+        assert_eq!(error["data"]["import"], "Fix.Missing", "{error}");
+        assert_eq!(error["data"]["version"], synced["version"], "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("Fix/Probed.lean") && message.contains("header"),
+            "{message}"
+        );
+        let lean_said = synced["diagnostics"]["items"][0]["message"]
+            .as_str()
+            .unwrap();
+        assert_eq!(error["data"]["message"], lean_said, "{error}");
+    }
+}
