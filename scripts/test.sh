@@ -43,6 +43,15 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test --workspace (unit, protocol, and tests/lean: every suite against the real Lean server)"
 cargo test --workspace --locked
 
+# The production launch path: the suites of sync, goals, probes, batches,
+# saves, crashes and import rebuilds once more with every server started by
+# `lake serve` of the Lake stand-in (tests/lake/README.md), whose
+# `setup-file` each Lean worker runs.
+step "the Lake lane: tests/lean through lake serve and setup-file of tests/lake/lake"
+LEAN_BEAM_TEST_LAKE=1 cargo test --locked --test lean -- \
+  broker:: speculate:: batch:: save_feedback:: lake_setup:: inspect::goals \
+  inspect::hover inspect::definition faults::a_worker_crash faults::lean_killed_at_random
+
 step "packaging: cargo package of both crates, the server built from its tarball offline (scripts/package-lane.sh)"
 scripts/package-lane.sh
 
