@@ -310,18 +310,19 @@ fn a_hatch_in_an_imported_module_and_a_stale_olean() {
     assert!(r["provenance"]["imports"][0].get("stale").is_none(), "{r}");
 }
 
-/// The attacks of issue 24, each a file of a copy of the fixture: a verdict
-/// that certified any of them was the bug.
+// The attacks of issue 24, each on a copy of the fixture: a verdict that
+// certified any of them was the bug (each of these failed before the fresh
+// build).
+
+/// The file ends inside `namespace Evil` (with `open` and `section`), with a
+/// harmless twin of the theorem there.
 #[test]
-fn the_attacks_on_the_certificate_fail() {
+fn a_file_ending_inside_a_namespace_cannot_redirect_the_checks() {
     let copy = TempWorkspace::copy("basic");
     let root = copy.root_str();
     let head = "prelude\nimport Fix.Basic\n";
     let mut mcp = spawn();
     let named = |name: &str| json!({ "declarations": [{ "name": name }] });
-
-    // The file ends inside `namespace Evil`, with a harmless twin of the
-    // theorem there: the checks still name the real one.
     copy.write(
         "Atk/Evil.lean",
         &format!(
@@ -342,7 +343,22 @@ fn the_attacks_on_the_certificate_fail() {
         .collect();
     assert_eq!(names, ["Ver.one_is_two", "Evil.Ver.one_is_two"], "{r}");
     assert_eq!(r["certified"], false, "{r}");
+}
 
+/// A reference that is not one term, and one whose names the file shadows.
+#[test]
+fn a_reference_is_one_term_resolved_from_the_root() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    copy.write(
+        "Atk/Evil.lean",
+        &format!(
+            "{head}namespace Ver\ntheorem one_is_two : Eq Fix.one Fix.two := sorry\nend Ver\nnamespace Evil\nnamespace Ver\ntheorem one_is_two : True := True.intro\nend Ver\nopen Ver\nsection\n"
+        ),
+    );
+    let v = sync(&mut mcp, &root, "Atk/Evil.lean");
     // A reference that is not one term: Lean's parser, where only a term
     // fits, says so (and the `#exit` never runs); text that would close
     // the term early is refused before Lean sees it.
@@ -380,7 +396,16 @@ fn the_attacks_on_the_certificate_fail() {
         json!({ "declarations": [{ "name": "Evil.Ver.one_is_two", "reference": "True" }] }),
     );
     assert_eq!(r["certified"], true, "{r}");
+}
 
+/// `axiom propext : False` in the file.
+#[test]
+fn an_axiom_with_an_allowed_name_declared_by_the_file_fails() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
     // An axiom with an allowed name, declared by the file.
     copy.write(
         "Atk/Propext.lean",
@@ -393,7 +418,17 @@ fn the_attacks_on_the_certificate_fail() {
     assert_eq!(declaration(&r, "bad")["axioms"], json!(["propext"]), "{r}");
     assert_eq!(r["certified"], false, "{r}");
     assert_eq!(reasons(&r), ["axiom_origin"], "{r}");
+}
 
+/// The kernel bypass spelled with guillemets after a raw string, in a module
+/// imported as `«Atk».Lib`.
+#[test]
+fn the_kernel_bypass_behind_a_raw_string_in_a_quoted_import_fails() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
     // The kernel bypass spelled with guillemets after a raw string that
     // hid it from a textual scan, in a module imported as `«Atk».Lib`.
     copy.write(
@@ -424,7 +459,16 @@ fn the_attacks_on_the_certificate_fail() {
         .map(|i| i["module"].as_str().unwrap())
         .collect();
     assert_eq!(modules, ["Fix.Basic", "Atk.Lib"], "{r}");
+}
 
+/// `«..»` components and a link out of the root.
+#[test]
+fn dots_and_links_out_of_the_root_are_refused() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
     // `«..»` components and a link out of the root are refused.
     let outside = common::lean::TempDir::new("verify-outside");
     std::fs::write(
@@ -432,6 +476,7 @@ fn the_attacks_on_the_certificate_fail() {
         "prelude\ntheorem s : True := True.intro\n",
     )
     .unwrap();
+    std::fs::create_dir_all(copy.root().join("Atk")).unwrap();
     std::os::unix::fs::symlink(
         outside.path().join("Secret.lean"),
         copy.root().join("Atk/Link.lean"),
@@ -458,7 +503,16 @@ fn the_attacks_on_the_certificate_fail() {
             "nothing of the file outside is revealed: {r}"
         );
     }
+}
 
+/// `theorem «x» … := sorry` and a Prop-valued `def`, and a huge
+/// `declarations` list.
+#[test]
+fn a_verify_without_names_covers_every_declaration_and_names_are_capped() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
     // A guillemet-named theorem and a Prop-valued `def`, both `sorry`, next
     // to a clean theorem: a verify without names covers them.
     copy.write(
@@ -492,8 +546,9 @@ fn the_attacks_on_the_certificate_fail() {
 
 /// The stale dependency, done as an ordinary agent would: `lean_save` B,
 /// `lean_save` A (proved against B), change B, `lean_save` B again. A's
-/// `.olean` still holds a proof checked against the old B; the verdict comes
-/// from a fresh build of both, which fails.
+/// `.olean` still holds a proof checked against the old B, and C, which
+/// imports A, loads it with the new B's: Lean's editor view of C has no
+/// error. The verdict comes from a fresh build of all three, which fails.
 #[test]
 fn a_proof_against_an_old_dependency_is_not_certified() {
     let copy = TempWorkspace::copy("basic");
@@ -512,9 +567,12 @@ fn a_proof_against_an_old_dependency_is_not_certified() {
     );
     let saved = mcp.call("lean_save", doc("Dep/A.lean"));
     assert_eq!(saved["written"], true, "{saved}");
-    let v = sync(&mut mcp, &root, "Dep/A.lean");
-    let named = json!({ "declarations": [{ "name": "Dep.a_thm" }] });
-    let r = verify(&mut mcp, &root, "Dep/A.lean", v, named.clone());
+    copy.write(
+        "Dep/C.lean",
+        "prelude\nimport Dep.A\ntheorem Dep.c : Eq Dep.f Fix.one := Dep.a_thm\n",
+    );
+    let v = sync(&mut mcp, &root, "Dep/C.lean");
+    let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
     assert_eq!(r["certified"], true, "the honest state certifies: {r}");
 
     copy.write(
@@ -523,9 +581,136 @@ fn a_proof_against_an_old_dependency_is_not_certified() {
     );
     let saved = mcp.call("lean_save", doc("Dep/B.lean"));
     assert_eq!(saved["written"], true, "{saved}");
-    let v = sync(&mut mcp, &root, "Dep/A.lean");
-    let r = verify(&mut mcp, &root, "Dep/A.lean", v, named);
+    let s = mcp.call("lean_sync", doc("Dep/C.lean"));
+    assert_eq!(
+        s["diagnostics"]["counts"]["error"], 0,
+        "C itself has no error: {s}"
+    );
+    let v = s["version"].as_u64().unwrap();
+    let r = verify(
+        &mut mcp,
+        &root,
+        "Dep/C.lean",
+        v,
+        json!({ "declarations": [{ "name": "Dep.c" }, { "name": "Dep.a_thm" }] }),
+    );
     assert_eq!(r["certified"], false, "{r}");
-    assert!(reasons(&r).contains(&"build_failed"), "{r}");
-    assert!(r["failures"].to_string().contains("Dep.A"), "{r}");
+    assert_eq!(reasons(&r), ["build_failed"], "{r}");
+    assert!(
+        r["failures"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("Dep.A does not compile"),
+        "{r}"
+    );
+    assert_eq!(r["tier"], "none", "{r}");
+}
+
+/// A copy of the test toolchain whose own library (`lib/lean`) holds a
+/// compiled prelude module declaring `propext`, as Lean's `Init` does: the
+/// allowed axiom counts when it is that declaration. A stand-in
+/// `leanchecker` in the copy's `bin/` (the test toolchain ships none) checks
+/// that the replay tier runs it on every workspace module of the fresh
+/// build, and that a failing replay fails the verdict.
+struct Toolchain {
+    dir: common::lean::TempDir,
+}
+
+impl Toolchain {
+    fn new() -> Toolchain {
+        let dir = common::lean::TempDir::new("verify-toolchain");
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("bin")).unwrap();
+        std::fs::create_dir_all(d.join("lib/lean")).unwrap();
+        let real = Path::new(&lean().server_env()[0].1).to_path_buf();
+        std::fs::copy(&real, d.join("bin/lean")).unwrap();
+        let lib = real.parent().unwrap().join("../lib/lean/libleanshared.so");
+        std::os::unix::fs::symlink(
+            lib.canonicalize().unwrap(),
+            d.join("lib/lean/libleanshared.so"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("TcBase.lean"),
+            "prelude\ninductive True : Prop where\n  | intro : True\ninductive Eq {α : Sort u} : α → α → Prop where\n  | refl (a : α) : Eq a a\naxiom propext {a b : Prop} (ab : a → b) (ba : b → a) : Eq a b\n",
+        )
+        .unwrap();
+        let out = Command::new(d.join("bin/lean"))
+            .args(["-o", "lib/lean/TcBase.olean", "TcBase.lean"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        Toolchain { dir }
+    }
+
+    fn lean(&self) -> String {
+        self.dir
+            .path()
+            .join("bin/lean")
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// A `leanchecker` that checks each module's `.olean` is on its
+    /// `LEAN_PATH`, records its arguments, and exits with `status`.
+    fn checker(&self, status: i32) {
+        let script = format!(
+            "#!/bin/sh\necho \"$@\" > \"{}/replayed\"\nfor m in \"$@\"; do test -f \"$LEAN_PATH/$(echo $m | tr . /).olean\" || exit 3; done\nexit {status}\n",
+            self.dir.path().display()
+        );
+        let path = self.dir.path().join("bin/leanchecker");
+        std::fs::write(&path, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[test]
+fn the_toolchains_own_axiom_is_allowed_and_a_replay_is_a_tier() {
+    let tc = Toolchain::new();
+    let w = common::lean::TempDir::new("verify-tc-ws");
+    let root = w.path().to_string_lossy().into_owned();
+    std::fs::create_dir_all(w.path().join("Tc")).unwrap();
+    std::fs::write(
+        w.path().join("lean-toolchain"),
+        "leanprover/lean4:v4.35.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.path().join("Tc/Lemma.lean"),
+        "prelude\nimport TcBase\ntheorem Tc.lemma : Eq True True := propext (fun h => h) (fun h => h)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.path().join("Tc/Good.lean"),
+        "prelude\nimport Tc.Lemma\ntheorem Tc.good : Eq True True := Tc.lemma\n",
+    )
+    .unwrap();
+    let mut mcp = Mcp::start(
+        Era::Modern,
+        Spawn::default().envs(vec![("LEAN_BEAM_LEAN".to_string(), tc.lean())]),
+    );
+    let v = sync(&mut mcp, &root, "Tc/Good.lean");
+    let r = verify(&mut mcp, &root, "Tc/Good.lean", v, json!({}));
+    assert_eq!(
+        declaration(&r, "Tc.good")["axioms"],
+        json!(["propext"]),
+        "{r}"
+    );
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(r["tier"], "rebuilt", "{r}");
+
+    tc.checker(0);
+    let r = verify(&mut mcp, &root, "Tc/Good.lean", v, json!({}));
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(r["tier"], "replayed", "{r}");
+    let replayed = std::fs::read_to_string(tc.dir.path().join("replayed")).unwrap();
+    assert_eq!(replayed.trim(), "Tc.Lemma Tc.Good");
+
+    tc.checker(1);
+    let r = verify(&mut mcp, &root, "Tc/Good.lean", v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(r["tier"], "rebuilt", "{r}");
+    assert_eq!(reasons(&r), ["check_failed"], "{r}");
 }
