@@ -14,7 +14,8 @@
 //!
 //! The private cache keys each module by the SHA-256 of its whole source
 //! closure (its text and the keys of its imports), the Lean version and the
-//! toolchain: a repeat verify rebuilds only modules whose closure changed.
+//! toolchain: a repeat verify rebuilds only modules whose closure changed. It
+//! keeps at most 1024 built modules (the oldest not in use go).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -33,6 +34,10 @@ use crate::sha256;
 
 /// Modules one verify may build, far past a real workspace's closure.
 pub const MAX_MODULES: usize = 2_000;
+
+/// Built modules the private cache keeps; past it, the least recently built
+/// ones not in use go.
+const MAX_CACHED_MODULES: usize = 1_024;
 
 /// Folders of the private build cache in the temp dir:
 /// `lean-beam-verify-<pid>-<random>`.
@@ -539,7 +544,41 @@ pub async fn build(
         link(&dir, &view, rel).await?;
     }
     built.lean_path = search;
+    let (prune_cache, keep) = (
+        Arc::clone(&cache),
+        keys.into_values().collect::<HashSet<_>>(),
+    );
+    // Pruning is housekeeping: a failure leaves the cache as it was.
+    let _ = safe_fs::off_runtime(cache.path(), "prune the verify cache in", move || {
+        prune(&prune_cache, &keep);
+        Ok(())
+    })
+    .await;
     Ok(built)
+}
+
+/// Keep at most [`MAX_CACHED_MODULES`] built modules: remove the oldest
+/// (by modification time) that `keep` does not name.
+fn prune(cache: &Dir, keep: &HashSet<String>) {
+    let names = cache.names().unwrap_or_default();
+    let mut built: Vec<(std::time::SystemTime, std::ffi::OsString)> = names
+        .into_iter()
+        .filter(|n| {
+            n.to_str()
+                .is_some_and(|n| !n.starts_with('.') && !keep.contains(n))
+        })
+        .filter_map(|n| {
+            let modified = std::fs::symlink_metadata(cache.path().join(&n))
+                .and_then(|m| m.modified())
+                .ok()?;
+            Some((modified, n))
+        })
+        .collect();
+    let over = (built.len() + keep.len()).saturating_sub(MAX_CACHED_MODULES);
+    built.sort();
+    for (_, name) in built.into_iter().take(over) {
+        let _ = cache.remove_tree(&name);
+    }
 }
 
 /// Hard-link a cached module's artifacts into the view.
@@ -687,5 +726,22 @@ mod tests {
         assert_eq!(header("import A\n").unwrap(), ["Init", "A"]);
         assert_eq!(header("/- c -/\nprelude\nimport A\n").unwrap(), ["A"]);
         assert_eq!(header("module\nprelude\n").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_cache_keeps_its_bound_and_the_modules_in_use() {
+        let dir = std::env::temp_dir().join(safe_fs::random_name("beam-prune-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..MAX_CACHED_MODULES + 5 {
+            std::fs::create_dir(dir.join(format!("k{i:05}"))).unwrap();
+        }
+        std::fs::create_dir(dir.join(".view-x")).unwrap();
+        let keep: HashSet<String> = ["k00000".to_string()].into();
+        prune(&Dir::open(&dir).unwrap(), &keep);
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(left, MAX_CACHED_MODULES + 1, "the bound, and the view");
+        assert!(dir.join("k00000").exists(), "in use");
+        assert!(dir.join(".view-x").exists(), "a view is not a module");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -439,6 +439,12 @@ fn the_kernel_bypass_behind_a_raw_string_in_a_quoted_import_fails() {
         "Atk/UsesLib.lean",
         "prelude\nimport «Atk».Lib\ntheorem uses : True := hidden\n",
     );
+    // Built in the workspace, as an agent's checkpoint would be.
+    let saved = mcp.call(
+        "lean_save",
+        json!({ "workspace": ws(&root), "path": "Atk/Lib.lean" }),
+    );
+    assert_eq!(saved["written"], true, "{saved}");
     let v = sync(&mut mcp, &root, "Atk/UsesLib.lean");
     let r = verify(&mut mcp, &root, "Atk/UsesLib.lean", v, named("uses"));
     assert_eq!(r["certified"], false, "{r}");
