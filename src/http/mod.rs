@@ -339,7 +339,7 @@ impl<O: Handler + 'static> Server<O> {
                 path,
                 &RpcError::invalid_request(refusal.message()),
             )
-        } else if path == "/mcp"
+        } else if matches!(path, "/mcp" | "/metrics" | "/status")
             && parts.method != Method::OPTIONS
             && let Some(refusal) = self
                 .config
@@ -347,12 +347,15 @@ impl<O: Handler + 'static> Server<O> {
                 .as_ref()
                 .and_then(|t| t.refusal(&parts.headers))
         {
-            // Only `/mcp` is guarded: `/health` is for load balancers, CORS
-            // preflights never carry credentials, and every other path is a
-            // 404 whoever asks (the OAuth discovery and registration paths
-            // included: there is no OAuth here, and a 401 on them sends hosts
-            // into an OAuth flow that cannot succeed).
-            self.count(headers::claims_modern(&parts.headers));
+            // Only `/mcp` and the operator's `/metrics` and `/status` (what
+            // the agents do, workspace paths) are guarded: `/health` is for
+            // load balancers, CORS preflights never carry credentials, and
+            // every other path is a 404 whoever asks (the OAuth discovery and
+            // registration paths included: there is no OAuth here, and a 401
+            // on them sends hosts into an OAuth flow that cannot succeed).
+            if path == "/mcp" {
+                self.count(headers::claims_modern(&parts.headers));
+            }
             Self::unauthorized(&parts.method, path, refusal)
         } else {
             match (path, &parts.method) {
