@@ -47,7 +47,7 @@ pub(crate) mod workspace;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use launch::{Launcher, Limits, Timeouts};
+pub use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
 
 use crate::results::{self, LimitUse, RuntimeStats};
@@ -132,6 +132,12 @@ impl Broker {
     /// (absolute, an existing Lean/Lake project).
     pub fn check_descriptor(workspace: &str) -> Result<()> {
         workspace::resolve(workspace).map(drop)
+    }
+
+    /// The canonical root of a descriptor, checked as a call checks it (for
+    /// `doctor`, which then says what the first call on it will start).
+    pub fn canonical_root(workspace: &str) -> Result<Root> {
+        workspace::resolve(workspace)
     }
 
     /// [`Broker::check_descriptor`] for a drop, which also accepts a root
@@ -273,7 +279,7 @@ impl Broker {
         let limits = &self.limits;
         let bound = |limit: u64, used: Option<u64>, per: &'static str| LimitUse {
             limit: Some(limit),
-            used: used.map(Some),
+            used,
             busy: None,
             per,
         };
@@ -304,7 +310,7 @@ impl Broker {
             ),
             max_lean_rss_mib: LimitUse {
                 limit: limits.lean_rss.map(|b| b / mib),
-                used: Some(largest_rss.map(|b| b / mib)),
+                used: largest_rss.map(|b| b / mib),
                 busy: None,
                 per: "Lean process",
             },

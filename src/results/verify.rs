@@ -70,8 +70,9 @@ pub struct ReferenceCheck {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct CheckedDeclaration {
     pub name: String,
-    /// As `#print axioms` lists them; null when Lean did not answer (`error`
+    /// As `#print axioms` lists them; left out when Lean did not answer (`error`
     /// says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub axioms: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -125,6 +126,7 @@ pub struct Provenance {
     pub rebuilt: u32,
     pub reused: u32,
     /// `lean --version` of the workspace's toolchain.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lean_version: Option<String>,
     /// This server: name and version.
     pub server: Value,
