@@ -175,7 +175,10 @@ def main():
         verify = dict(sync, version=version)
         first = [bench.timed(lambda: mcp.call("lean_verify", verify))]
         r = mcp.call("lean_verify", verify)
-        assert r["certified"] and len(r["declarations"]) == 50, r
+        # propext is the fixture's own (the test toolchain's library is
+        # empty), so the verdict is axiom_origin and nothing else.
+        assert r["tier"] == "rebuilt" and len(r["declarations"]) == 50, r
+        assert {f["reason"] for f in r["failures"]} <= {"axiom_origin"}, r
         results.append(figure("lean_verify 50 declarations, first call", first))
         edited, unchanged, refresh = [], [], []
         for i in range(args.rounds):

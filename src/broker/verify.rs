@@ -384,13 +384,27 @@ impl Broker {
                             .ok()
                         });
                         match ilean.as_ref().and_then(|c| certify::declarations(&c.bytes)) {
-                            Some(names) => names
-                                .into_iter()
-                                .map(|name| Declaration {
-                                    name,
-                                    reference: None,
-                                })
-                                .collect(),
+                            Some(names) => {
+                                // A name Lean prints that is not one name
+                                // to the lexer (a component a macro made
+                                // that cannot be quoted) is never pasted.
+                                let (ok, odd): (Vec<String>, Vec<String>) =
+                                    names.into_iter().partition(|n| check_name(n).is_ok());
+                                for n in odd {
+                                    fail(
+                                        FailureReason::UnknownDeclaration,
+                                        format!(
+                                            "{n:?}: a declaration whose name cannot be written as one Lean name"
+                                        ),
+                                    );
+                                }
+                                ok.into_iter()
+                                    .map(|name| Declaration {
+                                        name,
+                                        reference: None,
+                                    })
+                                    .collect()
+                            }
                             None => {
                                 return Err(Error::Unexpected(format!(
                                     "the fresh build of {module} left no readable .ilean"
@@ -613,10 +627,27 @@ fn answers(
         } else if m.error {
             entry.error.get_or_insert_with(|| m.text.clone());
         } else if let Some(axioms) = parse_axioms(&m.text) {
+            if entry.axioms.is_some() {
+                // One `#print axioms` answers once: a second answer came
+                // from text that is not ours.
+                entry
+                    .error
+                    .get_or_insert_with(|| "Lean answered twice for it".to_string());
+            }
             entry.axioms = Some(axioms);
         }
     }
     for c in &mut checked {
+        if let Some(why) = &c.error {
+            if c.axioms.is_some() {
+                fail(
+                    FailureReason::UnknownDeclaration,
+                    format!("{}: {why}", c.name),
+                );
+                c.axioms = None;
+                continue;
+            }
+        }
         if c.axioms.is_none() {
             let why = c
                 .error
@@ -697,5 +728,59 @@ mod tests {
             Some(vec![])
         );
         assert_eq!(parse_axioms("unknown constant 'x'"), None);
+    }
+
+    #[test]
+    fn a_second_answer_to_one_question_is_no_answer() {
+        let targets = [Declaration {
+            name: "a".into(),
+            reference: None,
+        }];
+        let (_, questions) = check_module("M", &targets);
+        let info = |text: &str| certify::Message {
+            line: 3,
+            error: false,
+            text: text.into(),
+        };
+        let mut failed = Vec::new();
+        let one = answers(
+            &targets,
+            &questions,
+            &[info("'a' does not depend on any axioms")],
+            &mut |r, _| failed.push(r),
+        );
+        assert_eq!(one[0].axioms, Some(vec![]));
+        assert!(failed.is_empty());
+        let two = answers(
+            &targets,
+            &questions,
+            &[
+                info("'a' depends on axioms: [sorryAx]"),
+                info("'ok' does not depend on any axioms"),
+            ],
+            &mut |r, _| failed.push(r),
+        );
+        assert_eq!(two[0].axioms, None);
+        assert_eq!(failed, [FailureReason::UnknownDeclaration]);
+    }
+
+    #[test]
+    fn references_are_one_term() {
+        assert!(check_reference("∀ (n : N), Eq (f n) n").is_ok());
+        assert!(check_reference("(a, b) = ⟨c, d⟩ -- note").is_ok());
+        for bad in [
+            "True) := x\nexample : (True",
+            "(True",
+            "True /-",
+            "\"open",
+            "",
+            "«x",
+        ] {
+            assert!(check_reference(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(check_name("_root_.Ver.x").unwrap(), "Ver.x");
+        assert!(check_name("Ver.x--c").is_err());
+        assert!(check_name("Ver.«x y»").is_ok());
+        assert!(check_name("a».b").is_err());
     }
 }
