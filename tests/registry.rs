@@ -346,6 +346,11 @@ fn server_json_has_only_documented_fields_and_says_true_things() {
         }
     }
     assert!(oci >= 1 && cargo_pkgs == 1, "the OCI image and the crate");
+    // The Kubernetes replicas run this image, as the user it declares.
+    let replicas = read("deploy/k8s/30-replicas.yaml");
+    assert!(replicas.contains(&format!("image: lean-beam-mcp:{}", entry.version)));
+    assert!(replicas.contains("deploy/Containerfile") && replicas.contains("runAsUser: 10001"));
+    assert!(containerfile.contains("USER 10001:10001"));
     assert!(transports.contains(&"stdio".into()));
     assert!(transports.contains(&"streamable-http".into()));
 }
