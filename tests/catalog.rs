@@ -487,7 +487,9 @@ fn speculative_tools_state_the_io_boundary() {
 }
 
 /// The server instructions, in both eras (initialize and server/discover), say
-/// that positions are 0-based in UTF-16 code units and what the usual loop is.
+/// that positions are 0-based in UTF-16 code units, what the usual loop is
+/// (through lean_run_batch) and the one argument that asks for structured
+/// goals.
 #[test]
 fn instructions_state_positions_and_the_loop_in_both_eras() {
     let mut modern_server = Server::spawn();
@@ -503,8 +505,9 @@ fn instructions_state_positions_and_the_loop_in_both_eras() {
             "UTF-16 code units",
             "The usual loop: edit the file",
             "lean_sync",
-            "lean_goals",
-            "lean_run_at",
+            "lean_todo",
+            "one lean_run_batch call",
+            "structured_goals: true",
         ] {
             assert!(
                 text.contains(fact),

@@ -45,15 +45,16 @@ fn sync(mcp: &mut Mcp, root: &str, path: &str) -> u64 {
     r["version"].as_u64().expect("version")
 }
 
+/// Probe arguments; the goals with their parts, which [`render`] reads.
 fn at_args(root: &str, path: &str, version: u64, line: u64, character: u64, text: &str) -> Value {
     json!({
         "workspace": ws(root), "path": path, "version": version,
-        "line": line, "character": character, "text": text,
+        "line": line, "character": character, "text": text, "structured_goals": true,
     })
 }
 
 fn with_args(root: &str, path: &str, handle: &str, text: &str) -> Value {
-    json!({"workspace": ws(root), "path": path, "handle": handle, "text": text})
+    json!({"workspace": ws(root), "path": path, "handle": handle, "text": text, "structured_goals": true})
 }
 
 /// One goal as `$/lean/plainGoal` renders it.
@@ -81,6 +82,8 @@ fn render(goal: &Value) -> String {
     }
     out.push_str(goal["goalPrefix"].as_str().expect("goalPrefix"));
     out.push_str(goal["target"].as_str().expect("target"));
+    // The parts say what Lean's text says.
+    assert_eq!(goal["pretty"], out.as_str(), "{goal}");
     out
 }
 
