@@ -460,6 +460,31 @@ fn every_reporting_tool_advertises_the_progress_token() {
     }
 }
 
+/// A tool that takes a workspace waits on Lean or on its runtime's queue
+/// (a fence, a busy document), so none is quiet: each advertises the progress
+/// token, sends its preparation update and the 2-second status notice. Only
+/// the process utilities, which answer at once, are quiet.
+#[test]
+fn no_tool_that_waits_on_lean_is_quiet() {
+    let quiet: Vec<&str> = Tool::ALL
+        .into_iter()
+        .filter(|t| t.spec().progress == surface::ProgressClass::Quiet)
+        .map(Tool::name)
+        .collect();
+    assert_eq!(quiet, ["beam_version", "beam_stats"]);
+    for tool in Tool::ALL {
+        let spec = tool.spec();
+        if spec.workspace_bound {
+            assert_ne!(
+                spec.status_notice,
+                surface::StatusNotice::Never,
+                "{}",
+                tool.name()
+            );
+        }
+    }
+}
+
 /// The read-only hint is not an OS sandbox: every speculative tool's
 /// description states the IO boundary (seed: "The generated descriptions for
 /// speculative tools state that boundary directly").
