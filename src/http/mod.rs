@@ -265,6 +265,11 @@ impl<O: Handler + 'static> Server<O> {
         self.config.token.as_ref().is_none_or(|t| t.admits(headers))
     }
 
+    /// Connections open, pending and proved (what /metrics and /status show).
+    fn connections(&self) -> usize {
+        self.admission.proved() + self.admission.pending()
+    }
+
     /// A proving request whose connection gets no slot: 503, and closed.
     fn connection_refused(&self, refused: admission::Refused) -> Response<Body> {
         let message = match refused {
