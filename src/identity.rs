@@ -18,7 +18,10 @@ workspace {\"root\": \"/absolute/project/path\"}; pass the same one each time; a
 relative to that root, or absolute; a `version` is one lean_sync or lean_update returned. Goals \
 come as Lean prints them (`pretty`); pass structured_goals: true for their parts (hyps, target, \
 goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is Lean's \
-maxHeartbeats in thousands, timeout_ms counts from when a shadow slot is free. The server never \
+maxHeartbeats in thousands, timeout_ms counts from when a shadow slot is free. Results are \
+bounded: a field past 6,000 characters is cut in the middle (a marker gives its length), a \
+result past 64 KiB (max_result_bytes) is cut further, and `truncated` then says what was cut. \
+The server never \
 writes .lean files. Without _meta.progressToken, a call still running after 2 s sends one \
 `beam.status` log at level notice.";
 

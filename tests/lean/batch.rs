@@ -679,3 +679,82 @@ fn todo_probes_go_into_a_batch_as_they_are() {
         "{r:#}"
     );
 }
+
+/// Output budgets on the real server (issue 26, item 5): a goal with 600
+/// hypotheses (about 19 KB as Lean prints it) and the "unsolved goals" error
+/// that repeats it are cut in the middle, each with a marker giving its
+/// length, and the result says so in `truncated`; `max_result_bytes` bounds
+/// the whole result; a small result carries no `truncated`.
+#[test]
+fn huge_goals_and_messages_are_cut_and_say_so() {
+    let tmp = TempWorkspace::copy("basic");
+    let root = tmp.root_str();
+    let path = "Fix/Huge.lean";
+    // Neighbours of different types, so that Lean prints one line each.
+    let hyps: String = (0..600)
+        .map(|i| {
+            let ty = if i % 2 == 0 { "Eq x x" } else { "Eq one one" };
+            format!(" (hypothesis_number_{i} : {ty})")
+        })
+        .collect();
+    tmp.write(
+        path,
+        &format!(
+            "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem huge (x : N){hyps} : Eq x x := by\n  exact sorry\n\nend Fix\n"
+        ),
+    );
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, path);
+    let args = json!({
+        "workspace": ws(&root), "path": path, "version": v,
+        "line": 6, "character": 2, "texts": ["done", "skip"],
+    });
+    let r = mcp.call("lean_run_batch", args.clone());
+    assert_eq!(outcomes(&r), ["failed", "progressed"], "{r:.2000}");
+    let start = r["start_goals"][0]["pretty"].as_str().unwrap();
+    assert!(
+        start.starts_with("x : N\nhypothesis_number_0 : Eq x x\n"),
+        "{start:.200}"
+    );
+    assert!(start.ends_with("⊢ Eq x x"), "{start:.200}");
+    assert!(start.contains("characters elided] …"), "{start:.200}");
+    let message = r["candidates"][0]["messages"][0]["text"].as_str().unwrap();
+    assert!(message.starts_with("unsolved goals\n"), "{message:.200}");
+    assert!(message.contains("characters elided] …"), "{message:.200}");
+    let whole = serde_json::to_string(&r).unwrap().len();
+    let note = &r["truncated"];
+    assert!(note["fields"].as_u64().unwrap() >= 2, "{note}");
+    assert_eq!(note["items"], 0, "{note}");
+    assert!(note["bytes"].as_u64().unwrap() as usize > whole, "{note}");
+    // The cut field is no longer than the field cap and its marker.
+    assert!(start.chars().count() < 6_100, "{}", start.chars().count());
+
+    // A per-call cap bounds the whole result, fields cut harder.
+    let small = mcp.call(
+        "lean_run_batch",
+        with(args, json!({"max_result_bytes": 3000})),
+    );
+    assert_eq!(outcomes(&small), ["failed", "progressed"], "{small:.2000}");
+    let size = serde_json::to_string(&small).unwrap().len();
+    assert!(size <= 3000, "{size} bytes: {small:.500}");
+    assert_eq!(small["truncated"]["limit"], 3000, "{small:.500}");
+
+    // lean_goals is bounded too; a small answer is not flagged.
+    let goals = mcp.call(
+        "lean_goals",
+        json!({"workspace": ws(&root), "path": path, "version": v, "line": 6, "character": 2, "mode": "before"}),
+    );
+    assert!(
+        goals["goals"][0]["pretty"]
+            .as_str()
+            .unwrap()
+            .contains("characters elided"),
+        "{goals:.300}"
+    );
+    assert!(
+        goals["truncated"]["fields"].as_u64().unwrap() >= 1,
+        "{goals:.300}"
+    );
+    let plain = mcp.call("lean_sync", json!({"workspace": ws(&root), "path": BATCH}));
+    assert!(plain.get("truncated").is_none(), "{plain}");
+}
