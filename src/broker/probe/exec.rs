@@ -161,6 +161,17 @@ pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
         })
 }
 
+/// Whether Lean's worker died under the step: a fatal report that no error
+/// within the header explains. A header Lean or Lake rejects (Lake's
+/// `setup-file` failing to build an import, a module that does not load)
+/// also ends the file's progress as fatal, and its errors are the answer.
+fn crashed(snap: &Snapshot, text: &str) -> bool {
+    snap.progress.fatal
+        && crate::broker::snippets::header_errors(snap, text)
+            .next()
+            .is_none()
+}
+
 /// A step elaborated in a slot (held until its goals are read).
 pub(super) struct Elaborated {
     pub(super) slot: SlotGuard,
@@ -416,6 +427,8 @@ pub(super) async fn interpret(
         ProofStateAt::BeforeFailedStep
     };
     let proof_state = match step.mode {
+        // Nothing after the header was elaborated: no goals to read.
+        _ if blocked => None,
         Mode::Proof => {
             // After a failed step Lean's error recovery leaves goals that
             // look finished; the goals before the step are what to work from.
@@ -465,7 +478,7 @@ pub(super) async fn interpret(
             exhausted,
             disk_changed: false,
         },
-        crashed: snap.progress.fatal,
+        crashed: crashed(&snap, &exec.text),
         unsolved,
         elapsed: std::time::Duration::ZERO,
         step: None,
