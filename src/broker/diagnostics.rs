@@ -33,6 +33,12 @@ pub fn severity(diagnostic: &Value) -> u64 {
         .unwrap_or(ERROR)
 }
 
+/// Whether a message says that a declaration uses `sorry` (Lean's warning
+/// "declaration uses `sorry`", on the declaration's name).
+pub fn says_sorry(text: &str) -> bool {
+    text.starts_with("declaration uses") && text.contains("sorry")
+}
+
 pub fn message(diagnostic: &Value) -> &str {
     diagnostic
         .get("message")
@@ -215,6 +221,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn sorry_warnings_are_recognized() {
+        assert!(says_sorry("declaration uses `sorry`"));
+        assert!(says_sorry("declaration uses 'sorry'"));
+        assert!(!says_sorry("unknown identifier 'sorry_free'"));
+    }
 
     #[test]
     fn private_base_directories_are_left_out_of_messages() {
