@@ -194,7 +194,7 @@ class Mcp:
             if message.get("id") == rid:
                 result = message["result"]
                 if result.get("isError"):
-                    raise RuntimeError(f"{tool}: {result['structuredContent']}")
+                    raise RuntimeError(f"{tool}: {result['content'][0]['text']}")
                 return result["structuredContent"]
 
     def rss_kib(self):

@@ -240,7 +240,8 @@ class Answer:
     def tool_error(self) -> dict | None:
         r = self.result
         if r is not None and r.get("isError") is True:
-            return r.get("structuredContent")
+            # A tool error's {code, message, data?} is its text block only.
+            return json.loads(r["content"][0]["text"])
         return None
 
     @property

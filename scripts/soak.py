@@ -290,6 +290,8 @@ class Soak:
         result = message["result"]
         content = result.get("structuredContent")
         if result.get("isError"):
+            # A tool error's {code, message, data?} is its text block only.
+            content = json.loads(result["content"][0]["text"])
             if info.get("mode"):
                 ws.soak_inflight -= 1
             code = f"{tool}:{content.get('code')}"

@@ -99,6 +99,14 @@ def log(*args):
     print("soak:", *args, file=__import__("sys").stderr, flush=True)
 
 
+def payload(result):
+    """A result's JSON: a success's structuredContent, an error's text block
+    (its only form)."""
+    if result.get("isError"):
+        return json.loads(result["content"][0]["text"])
+    return result.get("structuredContent") or {}
+
+
 def tool_kind(message):
     """The outcome of a JSON-RPC answer to tools/call, as a short kind."""
     if "error" in message:
@@ -106,7 +114,7 @@ def tool_kind(message):
     result = message.get("result") or {}
     if not result.get("isError"):
         return "ok"
-    content = result.get("structuredContent") or {}
+    content = payload(result)
     code, data = content.get("code"), content.get("data") or {}
     if code == "resourceLimit":
         return f"tool:resourceLimit/{data.get('kind')}"
@@ -122,7 +130,7 @@ class Outcome:
 
     @property
     def content(self):
-        return ((self.message or {}).get("result") or {}).get("structuredContent") or {}
+        return payload((self.message or {}).get("result") or {})
 
     def __repr__(self):
         return f"<{self.kind} {json.dumps(self.content)[:300]}>"

@@ -6,9 +6,11 @@
 # the Kubernetes schema validator (PyPI) — then runs every lane and stops at
 # the first failure. Safe to re-run. Nothing outside the clone is written
 # (pip runs without its cache, npm's cache and logs go to target/npm-cache,
-# cargo keeps its usual registry cache) except HAProxy for the multi-replica
-# lane: when no haproxy 2.6+ is on PATH it is installed with apt-get, and on a
-# machine without apt-get (or root) the lane is skipped, saying why.
+# cargo keeps its usual registry cache) except Debian packages for three
+# lanes: HAProxy (the multi-replica lane), promtool (package prometheus) and
+# chromium (the /metrics and /status lane): each missing one is installed with
+# apt-get, and on a machine without apt-get (or root) its lane is skipped,
+# saying why.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -63,6 +65,9 @@ LEAN_BEAM_MCP_BIN="$server" \
 step "MCP conformance suites (2025-11-25 and 2026-07-28 lanes)"
 LEAN_BEAM_MCP_BIN="$server" scripts/conformance/run.sh
 
+step "operator's view: /metrics through promtool, /status in headless Chromium (scripts/observe-lane.sh)"
+LEAN_BEAM_MCP_BIN="$server" scripts/observe-lane.sh
+
 step "deployment: Kubernetes manifests against the Kubernetes schemas, offline (scripts/validate-k8s.sh)"
 scripts/validate-k8s.sh
 
@@ -73,6 +78,8 @@ if [[ $haproxy_status -eq 0 ]]; then
   # Both shapes of deploy/haproxy/haproxy.cfg: fixed servers and DNS discovery.
   LEAN_BEAM_REPLICA1=127.0.0.1:1 "$haproxy" -c -q -f deploy/haproxy/haproxy.cfg
   LEAN_BEAM_REPLICAS_DNS=replicas.invalid:8765 "$haproxy" -c -q -f deploy/haproxy/haproxy.cfg
+  # With the statistics frontend and its Prometheus exporter (Kubernetes sets it).
+  LEAN_BEAM_REPLICA1=127.0.0.1:1 LEAN_BEAM_LB_STATS_BIND=127.0.0.1:8404 "$haproxy" -c -q -f deploy/haproxy/haproxy.cfg
   python3 scripts/replicas-lane.py --binary "$server" \
     --lean "$LEAN_BEAM_TEST_LEAN" --haproxy "$haproxy"
 elif [[ $haproxy_status -eq 3 ]]; then

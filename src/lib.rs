@@ -8,6 +8,7 @@ pub mod logging;
 
 pub mod broker;
 pub mod context;
+pub mod doctor;
 pub mod http;
 pub mod identity;
 pub mod lsp;

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use lean_beam_mcp::broker::Broker;
 use lean_beam_mcp::context::CallContext;
+use lean_beam_mcp::doctor;
 use lean_beam_mcp::http;
 use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::config::Config;
@@ -35,6 +36,10 @@ USAGE:
                                            session, and print each structured result
     lean-beam-mcp --http [ADDR] [OPTIONS]  serve MCP over Streamable HTTP at http://ADDR/mcp
                                            (both eras; ADDR defaults to 127.0.0.1:8765)
+    lean-beam-mcp doctor [ROOT]            check what the first call will meet: the Lean or Lake
+                                           it starts and from where, whether it answers, the
+                                           root's project files and build layout, the bounds;
+                                           then print the host snippets for this binary
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
 
@@ -75,6 +80,7 @@ USAGE:
 surface never does), shows progress on stderr and prints each result on stdout
 labelled with its tool: {\"tool\": TOOL, \"result\"|\"error\": ...}.
 Exit status: 0 success, 1 tool error or invalid arguments, 2 usage error.
+`doctor`: 0 every line OK, 1 the worst line a WARN, 2 a FAIL.
 ";
 
 enum Command {
@@ -83,6 +89,7 @@ enum Command {
     Tools,
     Validate(String, String),
     Call(Vec<(String, String)>),
+    Doctor(Option<String>),
     Version,
     Help,
 }
@@ -94,6 +101,11 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         [flag] if flag == "--help" || flag == "-h" => Ok(Command::Help),
         [flag, rest @ ..] if flag == "--http" => Ok(Command::Http(rest.to_vec())),
         [cmd] if cmd == "tools" => Ok(Command::Tools),
+        [cmd] if cmd == "doctor" => Ok(Command::Doctor(None)),
+        [cmd, root] if cmd == "doctor" && !root.starts_with('-') => {
+            Ok(Command::Doctor(Some(root.clone())))
+        }
+        [cmd, ..] if cmd == "doctor" => Err("`doctor` takes at most one argument: ROOT".into()),
         [cmd, tool, payload] if cmd == "validate" => {
             Ok(Command::Validate(tool.clone(), payload.clone()))
         }
@@ -173,6 +185,7 @@ fn main() -> ExitCode {
         Command::Validate(tool, payload) => validate(&tools, &tool, &payload),
         Command::Call(calls) => runtime().block_on(call_all(&tools, &calls)),
         Command::Serve => stdio_runtime().block_on(serve(tools)),
+        Command::Doctor(root) => stdio_runtime().block_on(doctor(root.as_deref())),
         Command::Http(mut args) => {
             // Parsed (and the token file read) before any runtime runs.
             let parsed = replica::take_options(&mut args, env_var)
@@ -410,6 +423,33 @@ async fn call(beam: &Beam, tools: &ToolSet, tool: &str, payload: &str) -> ExitCo
 fn print_result(tool: &str, kind: &str, value: &Value) -> ExitCode {
     let labelled = serde_json::json!({ "tool": tool, kind: value });
     print_stdout(&(serde_json::to_string_pretty(&labelled).expect("serializes") + "\n"))
+}
+
+/// `doctor [ROOT]`: the report on stdout, then the host snippets.
+async fn doctor(root: Option<&str>) -> ExitCode {
+    let env = doctor::Env {
+        var: &env_var,
+        path: env_var("PATH"),
+    };
+    let report = doctor::run(root, &env).await;
+    let binary = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| identity::NAME.into());
+    let lean = env_var("LEAN_BEAM_LEAN").filter(|v| !v.is_empty());
+    let worst = report.worst();
+    let text = format!(
+        "{}\n{}: {}\n\nRegister this binary with a host:\n\n{}",
+        report.render(),
+        identity::NAME,
+        match worst {
+            doctor::Level::Ok => "ready: the first call will start Lean as shown",
+            doctor::Level::Warn => "usable, with the warnings above",
+            doctor::Level::Fail => "the first call will fail: fix the FAIL lines above",
+        },
+        doctor::host_snippets(&binary, lean.as_deref())
+    );
+    let _ = print_stdout(&text);
+    ExitCode::from(worst.exit_code())
 }
 
 fn env_var(name: &str) -> Option<String> {

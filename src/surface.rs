@@ -46,8 +46,9 @@ pub fn structured(result: &impl Serialize) -> ToolOutcome {
     })
 }
 
-/// A structured tool error: `{code, message, data?}`, the `structuredContent`
-/// of every `isError: true` result (its schema: [`tool_error_schema`]).
+/// A structured tool error: `{code, message, data?}`, the JSON in
+/// `content[0].text` of every `isError: true` result, which carries no
+/// `structuredContent` (its schema: [`tool_error_schema`]).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ToolError {
     pub code: ErrorCode,
@@ -59,9 +60,10 @@ pub struct ToolError {
     pub data: Option<Value>,
 }
 
-/// The schema every tool error's `structuredContent` satisfies. MCP has no
-/// place for it in the catalog (a tool's `outputSchema` describes its
-/// successes); the tests validate every error they see against it.
+/// The schema every tool error's text satisfies. MCP has no place for it in
+/// the catalog (a tool's `outputSchema` describes its successes, and hosts
+/// check any `structuredContent` against it); the tests validate every error
+/// they see against it.
 pub fn tool_error_schema() -> Value {
     results::output_schema::<ToolError>()
 }

@@ -55,6 +55,8 @@ fn catalog_lists_30_tools_in_table_order() {
             .keys()
             .map(String::as_str)
             .collect();
+        // Members of MCP 2025-06-18's Tool, the oldest revision served
+        // (2025-11-25 added `icons` and `execution`, which no session may get).
         for m in &members {
             assert!(
                 [
@@ -66,6 +68,26 @@ fn catalog_lists_30_tools_in_table_order() {
                 ]
                 .contains(m),
                 "{}: member {m}",
+                tool.name()
+            );
+        }
+    }
+    for (tool, entry) in Tool::ALL.iter().zip(&tools) {
+        for hint in entry["annotations"]
+            .as_object()
+            .into_iter()
+            .flat_map(|a| a.keys())
+        {
+            let in_2025_06_18 = [
+                "title",
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ];
+            assert!(
+                in_2025_06_18.contains(&hint.as_str()),
+                "{}: {hint}",
                 tool.name()
             );
         }
@@ -183,6 +205,88 @@ fn every_output_schema_is_an_object_schema_clients_can_compile() {
     let errors = surface::tool_error_schema();
     assert_eq!(errors["type"], "object");
     assert_eq!(errors["required"], json!(["code", "message"]));
+}
+
+/// The arguments hosts inject (Gemini CLI's `wait_for_previous`) are accepted
+/// by every tool and change nothing: the call parses to what it parses to
+/// without them, whatever value the host sent. Only they are: a near miss,
+/// or one nested in a declared object, is still an undeclared field.
+#[test]
+fn every_tool_accepts_and_ignores_host_injected_arguments() {
+    assert_eq!(surface::HOST_INJECTED, ["wait_for_previous"]);
+    for tool in Tool::ALL {
+        let schema: Value = serde_json::from_str(INPUT_SCHEMAS[tool.index()]).unwrap();
+        for full in [false, true] {
+            let plain = valid_instance(&schema, full);
+            let expected = surface::parse(tool.name(), Some(plain.clone())).unwrap();
+            for injected in surface::HOST_INJECTED {
+                for value in [json!(true), json!(false), json!("yes"), Value::Null] {
+                    let mut payload = plain.clone();
+                    payload[*injected] = value;
+                    assert_eq!(
+                        surface::parse(tool.name(), Some(payload.clone()))
+                            .as_ref()
+                            .ok(),
+                        Some(&expected),
+                        "{}: {payload}",
+                        tool.name()
+                    );
+                }
+            }
+        }
+        let mut near_miss = valid_instance(&schema, false);
+        near_miss["wait_for_prev"] = json!(true);
+        assert!(
+            matches!(surface::parse(tool.name(), Some(near_miss)), Err(ParseError::Invalid(v)) if v.iter().any(|v| v.pointer == "/wait_for_prev")),
+            "{}: a near miss accepted",
+            tool.name()
+        );
+        if tool.spec().workspace_bound {
+            let mut nested = valid_instance(&schema, false);
+            nested["workspace"]["wait_for_previous"] = json!(true);
+            assert!(
+                matches!(surface::parse(tool.name(), Some(nested)), Err(ParseError::Invalid(v)) if v.iter().any(|v| v.pointer == "/workspace/wait_for_previous")),
+                "{}: an injected name inside `workspace` accepted",
+                tool.name()
+            );
+        }
+    }
+}
+
+/// Over the wire, as Gemini CLI sends it: `wait_for_previous` beside a call's
+/// arguments is no error, and the same call with another undeclared argument
+/// is still `invalidInput` naming it.
+#[test]
+fn a_host_injected_argument_reaches_no_tool_over_stdio() {
+    let mut server = Server::spawn();
+    server.legacy_init();
+    let call = |id: i64, name: &str, arguments: Value| {
+        request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    };
+    let version = server.result(&call(1, "beam_version", json!({"wait_for_previous": true})));
+    assert_eq!(version["isError"], false, "{version}");
+    let missing_root =
+        json!({"workspace": {"root": "/nonexistent/beam-injected"}, "path": "A.lean"});
+    let mut injected = missing_root.clone();
+    injected["wait_for_previous"] = json!(false);
+    let plain = server.result(&call(2, "lean_sync", missing_root.clone()));
+    let with_injected = server.result(&call(3, "lean_sync", injected));
+    assert_eq!(
+        common::tool_error(&with_injected),
+        common::tool_error(&plain)
+    );
+    let mut undeclared = missing_root;
+    undeclared["wait_for_everyone"] = json!(true);
+    let refused = common::tool_error(&server.result(&call(4, "lean_sync", undeclared)));
+    assert_eq!(refused["code"], "invalidInput", "{refused}");
+    assert!(
+        refused.to_string().contains("/wait_for_everyone"),
+        "{refused}"
+    );
 }
 
 #[test]
@@ -512,4 +616,62 @@ fn instructions_state_positions_and_the_loop_in_both_eras() {
             );
         }
     }
+}
+
+/// What an SDK-v1 host (TypeScript SDK <= 1.32: Gemini CLI, the Inspectors,
+/// mcp-remote) does with a tool's result, ported: a tool with an
+/// `outputSchema` must return `structuredContent` on success, and whatever
+/// `structuredContent` a result carries, an error's included, must satisfy
+/// that schema, else the host shows "Structured content does not match the
+/// tool's output schema" instead of the result (typescript-sdk#1943). Every
+/// tool's error results here (invalid arguments for all 30, a root that does
+/// not exist for every workspace tool) pass it and keep their
+/// `{code, message, data?}` in `content[0].text`.
+#[test]
+fn every_tool_error_passes_the_sdk_v1_output_schema_check() {
+    let mut server = Server::spawn();
+    server.legacy_init();
+    let mut checked = 0;
+    for (i, entry) in catalog().iter().enumerate() {
+        let name = entry["name"].as_str().unwrap();
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&entry["outputSchema"])
+            .unwrap();
+        let mut calls = vec![json!({"undeclared_argument": 1})];
+        if entry["inputSchema"]["properties"]["workspace"].is_object() {
+            let mut arguments = valid_instance(&entry["inputSchema"], false);
+            arguments["workspace"] = json!({"root": "/nonexistent/beam-sdk-v1-check"});
+            calls.push(arguments);
+        }
+        for (j, arguments) in calls.into_iter().enumerate() {
+            let result = server.result(&request(
+                format!("{i}-{j}"),
+                "tools/call",
+                json!({"name": name, "arguments": arguments}),
+            ));
+            if j > 0 && result["isError"] == false {
+                // lean_drop_workspace of a root it never held succeeds.
+                continue;
+            }
+            assert_eq!(result["isError"], true, "{name} {arguments}: {result}");
+            if let Some(structured) = result.get("structuredContent") {
+                let errors: Vec<String> = validator
+                    .iter_errors(structured)
+                    .map(|e| e.to_string())
+                    .collect();
+                assert!(
+                    errors.is_empty(),
+                    "{name}: an SDK-v1 host would hide this error: {errors:?}\n{result}"
+                );
+            }
+            let error = common::tool_error(&result);
+            assert!(
+                error["code"].is_string() && error["message"].is_string(),
+                "{name}: {error}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > TOOL_COUNT, "{checked}");
 }

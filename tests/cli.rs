@@ -254,3 +254,154 @@ fn call_labels_results_and_puts_every_diagnostic_and_update_on_its_own_line() {
         }
     }
 }
+
+/// `doctor ROOT` with a clean environment but for `vars` (so that the
+/// caller's LEAN_BEAM_* settings cannot change its verdict).
+fn doctor(root: &std::path::Path, vars: &[(&str, String)]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .arg("doctor")
+        .arg(root)
+        .env_clear()
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run lean-beam-mcp doctor");
+    (out.status.code(), text(&out.stdout))
+}
+
+/// The report's line about `subject`: (level, text).
+fn doctor_line<'a>(report: &'a str, subject: &str) -> Option<(&'a str, &'a str)> {
+    report.lines().find_map(|line| {
+        let (level, rest) = line.split_once("  ")?;
+        let rest = rest.trim_start();
+        rest.strip_prefix(subject)
+            .filter(|r| r.starts_with(' '))
+            .map(|r| (level.trim(), r.trim()))
+    })
+}
+
+#[test]
+fn doctor_passes_a_good_root_and_prints_the_host_snippets() {
+    let lean = common::lean::lean();
+    let root = lean.fixture("basic");
+    let (code, report) = doctor(
+        &root,
+        &[("LEAN_BEAM_LEAN", lean.lean.display().to_string())],
+    );
+    assert_eq!(code, Some(0), "{report}");
+    for line in report.lines().take_while(|l| !l.is_empty()) {
+        assert!(
+            line.starts_with("OK ") || line.starts_with("      "),
+            "{line}\n{report}"
+        );
+    }
+    let (_, starts) = doctor_line(&report, "starts").expect(&report);
+    assert!(starts.contains("Lean (version 4.35.0"), "{report}");
+    let (_, layout) = doctor_line(&report, "build layout").expect(&report);
+    assert!(
+        layout.contains(".olean file(s)") && !layout.starts_with(": 0 "),
+        "{report}"
+    );
+    let (_, first) = doctor_line(&report, "first call").expect(&report);
+    assert!(
+        first.contains("--server") && first.contains(&*root.to_string_lossy()),
+        "{report}"
+    );
+    // The snippets name this binary by its absolute path, with the lean it runs.
+    let bin = std::path::Path::new(BIN).canonicalize().unwrap();
+    let bin = bin.to_string_lossy();
+    assert!(
+        report.contains(&format!(
+            "claude mcp add lean-beam -e LEAN_BEAM_LEAN={} -- {bin}",
+            lean.lean.display()
+        )),
+        "{report}"
+    );
+    for host in ["Codex", "Gemini CLI", "VS Code"] {
+        assert!(report.contains(host), "{report}");
+    }
+    let vscode = report
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(r#"{"servers""#))
+        .expect(&report);
+    let vscode: Value = serde_json::from_str(vscode).expect(vscode);
+    assert_eq!(vscode["servers"]["lean-beam"]["command"], *bin);
+}
+
+#[test]
+fn doctor_fails_a_root_without_a_toolchain() {
+    let dir = common::lean::TempDir::new("doctor-bare");
+    std::fs::write(dir.path().join("lakefile.toml"), "name = \"bare\"\n").unwrap();
+    let empty_path = common::lean::TempDir::new("doctor-path");
+    let (code, report) = doctor(
+        dir.path(),
+        &[("PATH", empty_path.path().display().to_string())],
+    );
+    assert_eq!(code, Some(2), "{report}");
+    let (level, lean) = doctor_line(&report, "lean").expect(&report);
+    assert_eq!(level, "FAIL", "{report}");
+    assert!(lean.contains("`lake` not found on PATH"), "{report}");
+    assert!(report.contains("fix: install elan"), "{report}");
+    let (level, toolchain) = doctor_line(&report, "lean-toolchain").expect(&report);
+    assert_eq!(
+        (level, toolchain.starts_with("none")),
+        ("WARN", true),
+        "{report}"
+    );
+    assert!(report.contains("the first call will fail"), "{report}");
+}
+
+#[test]
+fn doctor_fails_a_broken_lean_beam_lean() {
+    let lean = common::lean::lean();
+    let root = lean.fixture("basic");
+    let dir = common::lean::TempDir::new("doctor-broken");
+
+    // A path that is not there.
+    let missing = dir.path().join("no-such-lean");
+    let (code, report) = doctor(&root, &[("LEAN_BEAM_LEAN", missing.display().to_string())]);
+    assert_eq!(code, Some(2), "{report}");
+    let (level, line) = doctor_line(&report, "lean").expect(&report);
+    assert_eq!(level, "FAIL", "{report}");
+    assert!(
+        line.contains("does not exist") && line.contains("LEAN_BEAM_LEAN"),
+        "{report}"
+    );
+    assert!(
+        report.contains("fix: point LEAN_BEAM_LEAN at a `lean` binary"),
+        "{report}"
+    );
+
+    // A program that is there but does not start: what it said is shown.
+    let broken = dir.path().join("lean");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\necho 'lean: error while loading shared libraries: libleanshared.so' >&2\nexit 127\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, report) = doctor(&root, &[("LEAN_BEAM_LEAN", broken.display().to_string())]);
+    assert_eq!(code, Some(2), "{report}");
+    let (level, line) = doctor_line(&report, "starts").expect(&report);
+    assert_eq!(level, "FAIL", "{report}");
+    assert!(
+        line.contains("exited with status 127") && line.contains("libleanshared.so"),
+        "{report}"
+    );
+
+    // A lean of another release than the root's lean-toolchain: a warning.
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\necho 'Lean (version 4.9.0, x86_64-unknown-linux-gnu, commit 0, Release)'\n",
+    )
+    .unwrap();
+    let (code, report) = doctor(&root, &[("LEAN_BEAM_LEAN", broken.display().to_string())]);
+    assert_eq!(code, Some(1), "{report}");
+    let (level, line) = doctor_line(&report, "toolchain").expect(&report);
+    assert_eq!(level, "WARN", "{report}");
+    assert!(
+        line.contains("asks for 4.35.0") && line.contains("is 4.9.0"),
+        "{report}"
+    );
+}

@@ -157,12 +157,19 @@ fn haproxy_routes_checks_and_sticks_on_what_the_server_serves() {
         serde_json::from_str::<Value>(&body).unwrap()["status"],
         "ok"
     );
-    for other in ["/", "/mcp/", "/healthz", "/metrics"] {
+    for other in ["/", "/mcp/", "/healthz"] {
         let (status, _, _) = exchange(port, "GET", other, host, &[], "");
         assert_eq!(
             status, 404,
             "{other}: HAProxy refuses it, so the server must not serve it"
         );
+    }
+    // The operator's routes are served by each replica, scraped there, and
+    // never passed through to the load balancer's clients.
+    for operator in ["/metrics", "/status"] {
+        assert!(!routes.contains(&operator), "{routes:?}");
+        let (status, _, body) = exchange(port, "GET", operator, host, &[], "");
+        assert_ne!(status, 404, "{operator} on a replica: {body}");
     }
 
     // Sessions: the header HAProxy stores from the initialize response and matches on.

@@ -92,13 +92,9 @@ fn discover(s: &mut Server, id: impl Into<Value>) {
     assert!(result["supportedVersions"].is_array(), "{result}");
 }
 
-/// `structuredContent` of a tool result that must be a tool error.
+/// The error of a response whose result must be a tool error.
 fn tool_error(response: &Value) -> Value {
-    assert_eq!(
-        response["result"]["isError"], true,
-        "expected a tool error: {response}"
-    );
-    response["result"]["structuredContent"].clone()
+    common::tool_error(&response["result"])
 }
 
 #[test]

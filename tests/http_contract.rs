@@ -74,6 +74,22 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// The log once a line matching `marker` has been read (within 20 s).
+    fn log_until(&self, marker: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            if log.iter().any(|l| marker(l)) {
+                return log;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the marker never reached the log: {log:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
@@ -269,11 +285,16 @@ async fn modern(
 
 /// initialize + notifications/initialized; returns the session id.
 async fn legacy_session(port: u16) -> String {
+    legacy_session_at(port, LEGACY).await
+}
+
+/// A session of an initialize-based revision the server supports.
+async fn legacy_session_at(port: u16, revision: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}});
+        "protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}});
     let response = post(port, &[ACCEPT_BOTH], &init).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
-    assert_eq!(response.json()["result"]["protocolVersion"], LEGACY);
+    assert_eq!(response.json()["result"]["protocolVersion"], revision);
     let sid = response
         .header("mcp-session-id")
         .expect("initialize mints a session id")
@@ -282,7 +303,7 @@ async fn legacy_session(port: u16) -> String {
     let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let response = post(
         port,
-        &[("mcp-session-id", &sid), ("mcp-protocol-version", LEGACY)],
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", revision)],
         &done,
     )
     .await;
@@ -314,6 +335,42 @@ async fn legacy(
 fn progress_call() -> Value {
     json!({"name": "lean_sync", "arguments": {"workspace": {"root": "/nonexistent/beam-http-test"}, "path": "A.lean"},
            "_meta": {"progressToken": "tok"}})
+}
+
+/// Each supported initialize-based revision gets its own revision back and the
+/// same session: catalog, a call streamed with its progress, a tool error.
+#[tokio::test]
+async fn each_legacy_revision_is_negotiated_over_http() {
+    let server = Server::start(&[]);
+    let port = server.port;
+    let mut seen: Vec<(&str, Value)> = Vec::new();
+    for revision in lean_beam_mcp::mcp::era::SUPPORTED_LEGACY {
+        let sid = legacy_session_at(port, revision).await;
+        let headers = [
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", revision),
+            ACCEPT_BOTH,
+        ];
+        let message = |id: i64, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let list = post(port, &headers, &message(1, "tools/list", json!({}))).await;
+        assert_eq!(list.status, StatusCode::OK, "{revision}: {}", list.text());
+        let call = post(port, &headers, &message(2, "tools/call", progress_call())).await;
+        assert_eq!(call.status, StatusCode::OK, "{revision}: {}", call.text());
+        let events = call.events();
+        assert_eq!(events[0]["method"], "notifications/progress", "{revision}");
+        let result = &events.last().unwrap()["result"];
+        assert_eq!(result["isError"], true, "{revision}: {result}");
+        seen.push((revision, json!([list.json()["result"], result])));
+    }
+    let (latest, expected) = &seen[0];
+    for (revision, got) in &seen[1..] {
+        assert_eq!(got, expected, "{revision} differs from {latest}");
+    }
+    // An unsupported request is answered with the latest revision.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old"}}});
+    let response = post(port, &[ACCEPT_BOTH], &init).await;
+    assert_eq!(response.json()["result"]["protocolVersion"], LEGACY);
 }
 
 #[tokio::test]
@@ -590,14 +647,8 @@ async fn legacy_sessions_expire_when_idle() {
     assert_eq!(health["sessions"], 1);
     // Idle past 0.3 s, the reaper ends it, and says so.
     until_sessions(port, 0, "the idle session expires").await;
-    assert!(
-        server
-            .log()
-            .iter()
-            .any(|l| l.contains(&format!("session {sid} expired"))),
-        "{:?}",
-        server.log()
-    );
+    // The reaper logs once the session is gone: wait for the line.
+    server.log_until(|l| l.contains(&format!("session {sid} expired")));
     let expired = legacy(port, &sid, 2, "ping", json!({}), &[]).await;
     assert_eq!(expired.status, StatusCode::NOT_FOUND);
 
@@ -1197,14 +1248,155 @@ async fn a_bearer_token_is_required_on_every_request_but_health() {
         )
         .await;
         assert_eq!(preflight.status, StatusCode::NO_CONTENT);
+        // Only /mcp is guarded: there is nothing elsewhere to protect.
         let unknown = send(port, "GET", "/elsewhere", &[], vec![]).await;
-        assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(unknown.status, StatusCode::NOT_FOUND);
         assert!(
             !server.log().iter().any(|l| l.contains(TOKEN)),
             "the token is never logged"
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client without the token is told what to configure instead of being sent
+/// into an OAuth maze: the OAuth discovery and registration paths answer 404
+/// (there is no OAuth here) whatever the credentials, `/mcp` answers 401 with
+/// `WWW-Authenticate: Bearer` and a message naming the header. What ordinary
+/// clients send while probing (OAuth discovery, no credentials yet, a `GET`
+/// stream without `text/event-stream` or without a session, a modern `GET`)
+/// logs nothing at the default level; a wrong token does (a misconfiguration).
+#[tokio::test]
+async fn a_client_without_the_token_is_told_the_header_and_not_sent_to_oauth() {
+    const TOKEN: &str = "probe-token-5d1e";
+    let server = Server::start_with(&["127.0.0.1:0"], &[], &[("LEAN_BEAM_HTTP_TOKEN", TOKEN)]);
+    let port = server.port;
+    let bearer = format!("Bearer {TOKEN}");
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/openid-configuration",
+    ] {
+        for credentials in [None, Some(bearer.as_str()), Some("Bearer wrong")] {
+            let headers: Vec<_> = credentials
+                .map(|c| ("authorization", c))
+                .into_iter()
+                .collect();
+            let response = send(port, "GET", path, &headers, vec![]).await;
+            assert_eq!(
+                response.status,
+                StatusCode::NOT_FOUND,
+                "{path} {credentials:?}"
+            );
+            assert!(response.header("www-authenticate").is_none(), "{path}");
+            let message = response.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(
+                message.contains("no OAuth") && message.contains("Authorization: Bearer <token>"),
+                "{path}: {message}"
+            );
+        }
+    }
+    let register = json!({"client_name": "host", "redirect_uris": ["http://127.0.0.1:1/cb"]});
+    let response = post(port, &[], &register).await;
+    // `post` goes to /mcp; registration is its own path.
+    assert_eq!(response.status, StatusCode::UNAUTHORIZED);
+    let response = send(
+        port,
+        "POST",
+        "/register",
+        &[JSON],
+        register.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        response.status,
+        StatusCode::NOT_FOUND,
+        "{}",
+        response.text()
+    );
+
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c"}}});
+    for (credentials, says) in [
+        (None, "carried none"),
+        (Some("Bearer wrong"), "wrong bearer token"),
+    ] {
+        let headers: Vec<_> = credentials
+            .map(|c| ("authorization", c))
+            .into_iter()
+            .collect();
+        let refused = post(port, &headers, &init).await;
+        assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{credentials:?}");
+        assert!(
+            refused
+                .header("www-authenticate")
+                .unwrap()
+                .starts_with("Bearer"),
+            "{credentials:?}"
+        );
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            message.contains("`Authorization: Bearer <token>`") && message.contains(says),
+            "{message}"
+        );
+    }
+    // GET probes with the token: no SSE accepted, no session, a modern GET.
+    let auth = ("authorization", bearer.as_str());
+    let no_sse = send(
+        port,
+        "GET",
+        "/mcp",
+        &[auth, ("accept", "application/json")],
+        vec![],
+    )
+    .await;
+    assert_eq!(no_sse.status, StatusCode::NOT_ACCEPTABLE);
+    let no_session = send(
+        port,
+        "GET",
+        "/mcp",
+        &[auth, ("accept", "text/event-stream")],
+        vec![],
+    )
+    .await;
+    assert_eq!(no_session.status, StatusCode::BAD_REQUEST);
+    let modern_get = send(
+        port,
+        "GET",
+        "/mcp",
+        &[
+            auth,
+            ("accept", "text/event-stream"),
+            ("mcp-protocol-version", MODERN),
+        ],
+        vec![],
+    )
+    .await;
+    assert_eq!(modern_get.status, StatusCode::METHOD_NOT_ALLOWED);
+    // A refusal that does warn marks the end of the log to judge: stderr is
+    // one pipe, so once its line is read every earlier line is too.
+    let put = send(port, "PUT", "/mcp", &[auth], vec![]).await;
+    assert_eq!(put.status, StatusCode::METHOD_NOT_ALLOWED);
+    let warnings = server.log_until(|l| l.contains("refused PUT /mcp"));
+    let warnings: Vec<_> = warnings
+        .into_iter()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        2,
+        "only the wrong token warns: {warnings:#?}"
+    );
+    assert!(warnings[0].contains("wrong bearer token"), "{warnings:#?}");
+    assert!(!server.log().iter().any(|l| l.contains(TOKEN)));
 }
 
 /// `--http` on an address other clients can reach refuses to start without a
@@ -1383,11 +1575,89 @@ async fn slow_bodies_are_bounded_by_the_connection_cap_and_the_body_timeout() {
     );
     // Serving again, and counting.
     let health = send(port, "GET", "/health", &[], vec![]).await.json();
-    assert_eq!(health["refusedConnections"], (CLIENTS - CAP) as u64);
+    // Refused for want of a slot once their heads came, or evicted while
+    // pending (at most one per accept past CAP pending): CLIENTS - CAP in all.
+    let refused = health["refusedConnections"].as_u64().unwrap();
+    let evicted = health["evictedConnections"].as_u64().unwrap();
+    assert_eq!(refused + evicted, (CLIENTS - CAP) as u64, "{health}");
     assert_eq!(health["limits"]["maxConnections"], CAP as u64);
     let log = server.log();
     assert!(!log.iter().any(|l| l.contains("ERROR")), "{log:#?}");
     assert!(log.iter().any(|l| l.contains("408")), "{log:#?}");
+}
+
+/// With a token, connections that have not yet sent a request with it are
+/// bounded apart from the authorized ones: a flood of token-less slow heads,
+/// twice `--max-connections`, does not lock out a client with the token (the
+/// flood's oldest connections are evicted with 503 as new ones come; before,
+/// the authorized client got 503 until the header timeout).
+#[tokio::test]
+async fn a_token_less_flood_cannot_lock_out_a_client_with_the_token() {
+    use tokio::io::AsyncWriteExt;
+    const TOKEN: &str = "flood-token-0c4b";
+    const CAP: usize = 8;
+    let server = Server::start_with(
+        &["127.0.0.1:0"],
+        &[
+            "--max-connections",
+            &CAP.to_string(),
+            // Far longer than the test: the flood is never timed out.
+            "--body-timeout-secs",
+            "600",
+        ],
+        &[("LEAN_BEAM_HTTP_TOKEN", TOKEN)],
+    );
+    let port = server.port;
+    let partial = format!("POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: appl");
+    let mut flood = Vec::new();
+    for _ in 0..2 * CAP {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream.write_all(partial.as_bytes()).await.unwrap();
+        flood.push(stream);
+    }
+    // Every flood connection accepted: the pending ones are at the cap, and
+    // every one past it evicted one (a health check's own connection is
+    // pending too, and evicts one more).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let health = loop {
+        let health = send(port, "GET", "/health", &[], vec![]).await.json();
+        if health["evictedConnections"].as_u64().unwrap() >= CAP as u64 {
+            break health;
+        }
+        assert!(std::time::Instant::now() < deadline, "{health}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(health["pendingConnections"], CAP as u64, "{health}");
+    assert_eq!(health["connections"], 0, "{health}");
+    let bearer = format!("Bearer {TOKEN}");
+    for id in 0..3 {
+        let version = modern(
+            port,
+            id,
+            "tools/call",
+            json!({"name": "beam_version", "arguments": {}}),
+            &[("accept", "application/json"), ("authorization", &bearer)],
+        )
+        .await;
+        assert_eq!(version.status, StatusCode::OK, "{}", version.text());
+        assert_eq!(version.json()["result"]["isError"], false);
+    }
+    // A token-less request is still answered 401, and proves nothing.
+    let refused = modern(port, 9, "server/discover", json!({}), &[]).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    let health = send(port, "GET", "/health", &[], vec![]).await.json();
+    assert_eq!(health["refusedConnections"], 0, "{health}");
+    // The oldest flood connection was told why it was closed.
+    let mut oldest = flood.remove(0);
+    let mut answer = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut oldest, &mut answer)
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 503") && answer.contains("waited the longest"),
+        "{answer}"
+    );
 }
 
 /// A chunked body sent a byte per chunk is read whole (the pieces it is kept
@@ -1685,30 +1955,82 @@ fn tool_of(response: &Response) -> String {
         .to_string()
 }
 
-/// One client's 256 slow calls leave room for the others: a legacy session
-/// runs at most its share of the slots (the rest of its calls wait), so
-/// another session's Lean call runs, and `beam_version` needs no slot at all.
+/// The answers of background requests, as they come.
+fn as_they_come(
+    calls: Vec<tokio::task::JoinHandle<Response>>,
+) -> tokio::sync::mpsc::UnboundedReceiver<Response> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for call in calls {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(call.await.unwrap());
+        });
+    }
+    rx
+}
+
+/// A call refused for its client's share: 429 with `Retry-After`, the
+/// connection closed, and a JSON-RPC error saying nothing was done.
+fn assert_too_many_calls(response: &Response) {
+    assert_eq!(
+        response.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        response.text()
+    );
+    assert_eq!(response.header("retry-after"), Some("1"));
+    assert_eq!(response.header("connection"), Some("close"));
+    assert_eq!(response.error_code(), -32030);
+    assert!(
+        response.text().contains("nothing of this call was done"),
+        "{}",
+        response.text()
+    );
+}
+
+/// Poll `/health` until at most `n` proved connections are open (a request
+/// on a full server may be answered 503 meanwhile: retried).
+async fn until_connections_at_most(port: u16, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let health = send(port, "GET", "/health", &[], vec![]).await;
+        if health.status == StatusCode::OK && health.json()["connections"].as_u64().unwrap() <= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still more than {n} connections: {}",
+            health.text()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// One client's 256 slow calls leave room for the others, at the default
+/// limits (256 connections, 64 calls running per client): a legacy session
+/// runs its share, holds as many again waiting, and the rest of its calls are
+/// refused at once (429), so they hold neither a slot nor a connection;
+/// another session's Lean call runs, and `beam_version` is answered in both
+/// eras (before: the 256 calls held every connection, and the other client's
+/// `beam_version` got 503).
 #[tokio::test]
 async fn one_clients_slow_calls_do_not_block_another_client() {
-    let mut server = InProcess::start(
-        Config::default(),
-        HttpConfig {
-            // Room for 256 held connections and the other clients'.
-            max_connections: 512,
-            ..HttpConfig::default()
-        },
-    )
-    .await;
+    let mut server = InProcess::start(Config::default(), HttpConfig::default()).await;
     let port = server.port;
-    let limits = send(port, "GET", "/health", &[], vec![]).await.json()["limits"].clone();
-    assert_eq!(limits["maxInFlight"], 256);
-    assert_eq!(limits["maxInFlightPerClient"], 64);
+    let health = send(port, "GET", "/health", &[], vec![]).await.json();
+    assert_eq!(health["limits"]["maxInFlight"], 256);
+    assert_eq!(health["limits"]["maxInFlightPerClient"], 64);
+    assert_eq!(health["limits"]["maxConnections"], 256);
 
     let greedy = legacy_session(port).await;
     let slow: Vec<_> = (0..256)
         .map(|i| spawn_legacy(port, &greedy, 1000 + i, gated_sync("slow")))
         .collect();
-    server.until_admitted(256).await;
+    let mut answers = as_they_come(slow);
+    for _ in 0..128 {
+        assert_too_many_calls(&answers.recv().await.unwrap());
+    }
+    server.until_admitted(128).await;
     for _ in 0..64 {
         assert!(matches!(
             server.event().await,
@@ -1716,6 +2038,7 @@ async fn one_clients_slow_calls_do_not_block_another_client() {
         ));
     }
     assert_eq!(server.ops.running(), 64, "a session runs at most its share");
+    until_connections_at_most(port, 128 + 1).await;
 
     // Another legacy session: its Lean call runs and answers.
     let other = legacy_session(port).await;
@@ -1753,8 +2076,60 @@ async fn one_clients_slow_calls_do_not_block_another_client() {
     assert_eq!(tool_of(&modern_version), "beam_version");
 
     server.ops.open("slow");
-    for call in slow {
-        assert_eq!(tool_of(&call.await.unwrap()), "lean_sync");
+    for _ in 0..128 {
+        assert_eq!(tool_of(&answers.recv().await.unwrap()), "lean_sync");
+    }
+    server.until_admitted(0).await;
+}
+
+/// A 2026-07-28 client flooding one workspace from many connections runs at
+/// most the workspace's share there, so another client's call on another
+/// workspace gets a slot at once (before: the flood took every global slot,
+/// and the other call waited for one of them to finish, 13.5 s where it took
+/// 0.02 s alone).
+#[tokio::test]
+async fn a_sessionless_flood_on_one_root_leaves_slots_for_other_roots() {
+    let mut server = InProcess::start(
+        Config {
+            max_in_flight: 8,
+            max_in_flight_per_client: 4,
+            ..Config::default()
+        },
+        HttpConfig::default(),
+    )
+    .await;
+    let port = server.port;
+    let flood: Vec<_> = (0..12)
+        .map(|i| spawn_modern(port, 100 + i, gated_sync("flood")))
+        .collect();
+    let mut answers = as_they_come(flood);
+    // 4 run, 4 wait for the root's share, 4 are refused at once.
+    for _ in 0..4 {
+        assert_too_many_calls(&answers.recv().await.unwrap());
+    }
+    server.until_admitted(8).await;
+    for _ in 0..4 {
+        assert!(matches!(
+            server.event().await,
+            Event::Started("lean_sync", _)
+        ));
+    }
+    assert_eq!(server.ops.running(), 4);
+    // Another workspace's call runs while the flood holds its share.
+    server.ops.open("other");
+    let other = modern(
+        port,
+        1,
+        "tools/call",
+        gated_sync("other"),
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(tool_of(&other), "lean_sync");
+    assert_eq!(server.event().await, Event::Started("lean_sync", json!(1)));
+    server.ops.open("flood");
+    for _ in 0..8 {
+        assert_eq!(tool_of(&answers.recv().await.unwrap()), "lean_sync");
     }
     server.until_admitted(0).await;
 }

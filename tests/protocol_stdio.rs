@@ -59,7 +59,9 @@ fn assert_legacy_envelope(result: &Value) {
     );
 }
 
-/// The two forms of a tool result are one JSON value.
+/// The JSON of a tool result: a success's two forms are one JSON value; an
+/// error has only its text (no `structuredContent` an SDK-v1 host would
+/// check against the success's `outputSchema`).
 fn structured(result: &Value) -> Value {
     let content = result["content"]
         .as_array()
@@ -68,11 +70,17 @@ fn structured(result: &Value) -> Value {
     assert_eq!(content[0]["type"], "text", "{result}");
     let text: Value = serde_json::from_str(content[0]["text"].as_str().expect("text"))
         .expect("content[0].text is JSON");
-    assert_eq!(
-        text, result["structuredContent"],
-        "content[0].text and structuredContent differ: {result}"
-    );
-    assert!(result["isError"].is_boolean(), "{result}");
+    match result["isError"].as_bool() {
+        Some(false) => assert_eq!(
+            text, result["structuredContent"],
+            "content[0].text and structuredContent differ: {result}"
+        ),
+        Some(true) => assert!(
+            result.get("structuredContent").is_none(),
+            "a tool error with structuredContent: {result}"
+        ),
+        None => panic!("isError is not a boolean: {result}"),
+    }
     text
 }
 
@@ -358,19 +366,91 @@ fn legacy_lifecycle() {
 }
 
 #[test]
-fn legacy_initialize_answers_its_own_revision_whatever_was_proposed() {
-    for proposed in [
-        "2025-11-25",
-        "2025-06-18",
-        "2024-11-05",
-        "1999-01-01",
-        "2026-07-28",
+fn legacy_initialize_answers_the_requested_revision_when_supported() {
+    for (proposed, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        // Unsupported: the latest supported revision, for the client to judge.
+        ("2025-03-26", LEGACY),
+        ("2024-11-05", LEGACY),
+        ("1999-01-01", LEGACY),
+        ("2026-07-28", LEGACY),
     ] {
         let mut s = Server::spawn();
         let mut params = initialize_params();
         params["protocolVersion"] = json!(proposed);
         let init = s.result(&request(1, "initialize", params));
-        assert_eq!(init["protocolVersion"], LEGACY, "proposed {proposed}");
+        assert_eq!(init["protocolVersion"], answered, "proposed {proposed}");
+    }
+}
+
+/// Every supported initialize-based revision gets the same session: the same
+/// catalog, results and tool errors, logging and ping; a modern request mixed
+/// in is refused naming the revision the stream negotiated.
+#[test]
+fn each_legacy_revision_serves_the_same_session() {
+    let mut lines: Vec<(&str, Value)> = Vec::new();
+    for revision in lean_beam_mcp::mcp::era::SUPPORTED_LEGACY {
+        let mut s = Server::spawn();
+        let mut params = initialize_params();
+        params["protocolVersion"] = json!(revision);
+        let init = s.result(&request(1, "initialize", params));
+        assert_eq!(init["protocolVersion"], *revision);
+        assert_legacy_envelope(&init);
+        // Only what the oldest supported revision (2025-06-18) defines:
+        // 2025-11-25 added Implementation.icons/description/websiteUrl and
+        // the tasks capability.
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        for key in keys(&init["serverInfo"]) {
+            assert!(
+                ["name", "title", "version"].contains(&key.as_str()),
+                "{init}"
+            );
+        }
+        for key in keys(&init["capabilities"]) {
+            let in_2025_06_18 = [
+                "experimental",
+                "logging",
+                "completions",
+                "prompts",
+                "resources",
+                "tools",
+            ];
+            assert!(in_2025_06_18.contains(&key.as_str()), "{init}");
+        }
+        s.send(&notification("notifications/initialized", Value::Null));
+        let list = s.result(&request(2, "tools/list", Value::Null));
+        assert_eq!(list["tools"].as_array().unwrap().len(), TOOL_COUNT);
+        let version = s.result(&request(
+            3,
+            "tools/call",
+            call_params("beam_version", json!({})),
+        ));
+        assert_eq!(version["isError"], false, "{version}");
+        let error = s.result(&request(
+            4,
+            "tools/call",
+            call_params("lean_sync", json!({})),
+        ));
+        assert_eq!(error["isError"], true, "{error}");
+        assert_eq!(
+            s.result(&request(5, "logging/setLevel", json!({"level": "info"}))),
+            json!({})
+        );
+        assert_eq!(s.result(&request(6, "ping", Value::Null)), json!({}));
+        let mixed = s.expect_error(&modern(7, "tools/list", json!({})), INVALID_REQUEST);
+        let message = mixed["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("MCP {revision}")), "{message}");
+        let mut version = structured(&version);
+        version.as_object_mut().unwrap().remove("build");
+        lines.push((
+            revision,
+            json!([init["capabilities"], list, version, error]),
+        ));
+    }
+    let (latest, expected) = &lines[0];
+    for (revision, got) in &lines[1..] {
+        assert_eq!(got, expected, "{revision} differs from {latest}");
     }
 }
 

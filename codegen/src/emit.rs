@@ -329,6 +329,7 @@ pub fn emit(table: &Table) -> String {
         .collect();
 
     let profiles = crate::profiles::tokens(table);
+    let host_injected = &table.host_injected;
 
     let file = quote! {
         use crate::surface::{results, CallContext, ParseError, StatusNotice, ToolError, ToolOutcome};
@@ -452,10 +453,19 @@ pub fn emit(table: &Table) -> String {
             #workspace_fn
         }
 
+        /// Arguments hosts inject into every call (`host_injected` in the
+        /// table): no tool declares one, and each is dropped before validation.
+        pub const HOST_INJECTED: &[&str] = &[#(#host_injected),*];
+
         /// Parse and validate `arguments` (absent means `{}`) for the tool `name`.
         pub fn parse(name: &str, arguments: Option<::serde_json::Value>) -> Result<ToolCall, ParseError> {
             let tool = Tool::from_name(name).ok_or_else(|| ParseError::UnknownTool(name.to_string()))?;
-            let arguments = arguments.unwrap_or_else(|| ::serde_json::Value::Object(::serde_json::Map::new()));
+            let mut arguments = arguments.unwrap_or_else(|| ::serde_json::Value::Object(::serde_json::Map::new()));
+            if let ::serde_json::Value::Object(members) = &mut arguments {
+                for injected in HOST_INJECTED {
+                    members.remove(*injected);
+                }
+            }
             crate::surface::validate(&VALIDATORS[tool.index()], &arguments)?;
             let call = match tool {
                 #(Tool::#variants => ::serde_json::from_value(arguments).map(ToolCall::#variants),)*

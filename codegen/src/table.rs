@@ -16,6 +16,11 @@ pub struct Table {
     /// The sentence appended to the description of every `speculative` tool.
     #[serde(default)]
     pub speculative_note: String,
+    /// Arguments MCP hosts add to every call on their own (e.g. Gemini CLI's
+    /// `wait_for_previous`): accepted by every tool and dropped before
+    /// validation; no tool may declare one.
+    #[serde(default)]
+    pub host_injected: Vec<String>,
     pub progress: BTreeMap<String, ProgressClass>,
     #[serde(default)]
     pub shape: BTreeMap<String, Shape>,
@@ -226,6 +231,24 @@ fn is_type_name(name: &str) -> bool {
 }
 
 fn check(table: &Table) -> Result<(), TableError> {
+    let mut injected = BTreeSet::new();
+    for name in &table.host_injected {
+        if !injected.insert(name.as_str()) {
+            return Err(TableError(format!(
+                "operations.toml: host_injected: duplicate `{name}`"
+            )));
+        }
+        if let Some(tool) = table
+            .tool
+            .iter()
+            .find(|tool| tool.args.iter().any(|arg| &arg.name == name))
+        {
+            return Err(TableError(format!(
+                "operations.toml: host_injected: tool `{}` declares `{name}`, which would be dropped before it reads it",
+                tool.name
+            )));
+        }
+    }
     let mut tools = BTreeSet::new();
     for (name, shape) in &table.shape {
         if !name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {

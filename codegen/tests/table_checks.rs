@@ -65,6 +65,23 @@ fn cases() -> Vec<Case> {
     };
     vec![
         case(
+            "a host-injected argument a tool declares",
+            format!(
+                "host_injected = [\"wait_for_previous\"]\n{}",
+                table(&tool(
+                    "waiter",
+                    &[QUIET],
+                    &[r#"{ name = "wait_for_previous", type = "boolean", doc = "Wait." }"#],
+                ))
+            ),
+            &[
+                "operations.toml",
+                "host_injected",
+                "waiter",
+                "wait_for_previous",
+            ],
+        ),
+        case(
             "a tool key the table does not know",
             table(&tool("colourful", &[QUIET, r#"colour = "blue""#], &[])),
             &["operations.toml", "colour", "colourful"],

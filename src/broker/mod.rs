@@ -46,7 +46,7 @@ pub(crate) mod workspace;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use launch::{Launcher, Limits, Timeouts};
+pub use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
 
 use crate::results::{self, LimitUse, RuntimeStats};
@@ -133,6 +133,12 @@ impl Broker {
     /// (absolute, an existing Lean/Lake project).
     pub fn check_descriptor(workspace: &str) -> Result<()> {
         workspace::resolve(workspace).map(drop)
+    }
+
+    /// The canonical root of a descriptor, checked as a call checks it (for
+    /// `doctor`, which then says what the first call on it will start).
+    pub fn canonical_root(workspace: &str) -> Result<Root> {
+        workspace::resolve(workspace)
     }
 
     /// [`Broker::check_descriptor`] for a drop, which also accepts a root

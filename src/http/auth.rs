@@ -40,16 +40,48 @@ impl Token {
     /// Whether the request carries exactly one `Authorization: Bearer` header
     /// with this token.
     pub fn admits(&self, headers: &HeaderMap) -> bool {
+        self.refusal(headers).is_none()
+    }
+
+    /// Why the request is not admitted, or `None` when it carries exactly one
+    /// `Authorization: Bearer` header with this token.
+    pub fn refusal(&self, headers: &HeaderMap) -> Option<Denied> {
         let mut values = headers.get_all(header::AUTHORIZATION).iter();
-        let (Some(value), None) = (values.next(), values.next()) else {
-            return false;
+        let value = match (values.next(), values.next()) {
+            (None, _) => return Some(Denied::Missing),
+            (Some(_), Some(_)) => return Some(Denied::Wrong),
+            (Some(value), None) => value.as_bytes(),
         };
-        let value = value.as_bytes();
         let Some(space) = value.iter().position(|&b| b == b' ') else {
-            return false;
+            return Some(Denied::Wrong);
         };
         let (scheme, presented) = (&value[..space], &value[space + 1..]);
-        scheme.eq_ignore_ascii_case(b"bearer") && constant_time_eq(presented, &self.0)
+        let good = scheme.eq_ignore_ascii_case(b"bearer") && constant_time_eq(presented, &self.0);
+        (!good).then_some(Denied::Wrong)
+    }
+}
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    /// No `Authorization` header: a client not configured with the token (or
+    /// one probing for OAuth before it sends any).
+    Missing,
+    /// A header that is not exactly `Bearer <this token>`: a misconfigured client.
+    Wrong,
+}
+
+impl Denied {
+    /// The agent-facing message: what to configure, never the token.
+    pub fn message(self) -> &'static str {
+        match self {
+            Denied::Missing => {
+                "this server requires a bearer token and the request carried none: configure the client to send the header `Authorization: Bearer <token>` with the token the server was started with (LEAN_BEAM_HTTP_TOKEN or --http-token-file); there is no OAuth"
+            }
+            Denied::Wrong => {
+                "wrong bearer token: configure the client to send exactly one header `Authorization: Bearer <token>` with the token the server was started with (LEAN_BEAM_HTTP_TOKEN or --http-token-file); there is no OAuth"
+            }
+        }
     }
 }
 
@@ -94,7 +126,8 @@ mod tests {
         ] {
             assert!(!token.admits(&with(&[bad])), "{bad:?}");
         }
-        assert!(!token.admits(&HeaderMap::new()));
+        assert_eq!(token.refusal(&HeaderMap::new()), Some(Denied::Missing));
+        assert_eq!(token.refusal(&with(&["Bearer nope"])), Some(Denied::Wrong));
         assert!(
             !token.admits(&with(&["Bearer s3cret-token", "Bearer s3cret-token"])),
             "two Authorization headers are ambiguous"

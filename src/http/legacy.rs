@@ -12,8 +12,9 @@ use super::headers::{self, SESSION_ID};
 use super::reply::{self, Delivery, Later};
 use super::sessions;
 use super::sessions::LegacySession;
-use super::{Server, method_not_allowed, refuse};
-use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Incoming, RpcError};
+use super::{Server, method_not_allowed, method_not_allowed_at, refuse, refuse_at};
+use crate::logging::Level;
+use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Incoming, RpcError, TOO_MANY_CALLS};
 use crate::surface::Handler;
 
 /// A request reusing the id of a call in flight on its session, well-formed
@@ -55,7 +56,22 @@ impl<O: Handler + 'static> Server<O> {
 
     /// The session a non-initialize request names, or the refusal to send.
     fn require_session(&self, parts: &Parts) -> Result<Arc<LegacySession>, Box<Response<Body>>> {
-        let (status, error) = match self.lookup(parts) {
+        self.require_session_at(parts, Level::Warn)
+    }
+
+    /// `require_session`, a request without any session id logged at
+    /// `missing` (a `GET` without one is a client probing for a stream).
+    fn require_session_at(
+        &self,
+        parts: &Parts,
+        missing: Level,
+    ) -> Result<Arc<LegacySession>, Box<Response<Body>>> {
+        let lookup = self.lookup(parts);
+        let level = match lookup {
+            Lookup::Missing => missing,
+            _ => Level::Warn,
+        };
+        let (status, error) = match lookup {
             Lookup::Found(session) => return Ok(session),
             Lookup::Missing => (
                 StatusCode::BAD_REQUEST,
@@ -81,7 +97,8 @@ impl<O: Handler + 'static> Server<O> {
                 ),
             ),
         };
-        Err(Box::new(refuse(
+        Err(Box::new(refuse_at(
+            level,
             status,
             &parts.method,
             parts.uri.path(),
@@ -111,6 +128,9 @@ impl<O: Handler + 'static> Server<O> {
             return active_id_conflict(parts);
         }
         match reply::dispatch(&self.dispatcher, &session.core, message).await {
+            Delivery::Now(line) if reply::error_code(&line) == Some(TOO_MANY_CALLS) => {
+                reply::too_many_calls(line)
+            }
             Delivery::Now(line) => reply::json(StatusCode::OK, line),
             Delivery::Later(rx) => {
                 let stream_to = Arc::clone(&session);
@@ -174,11 +194,19 @@ impl<O: Handler + 'static> Server<O> {
     pub(super) fn get(&self, parts: &Parts) -> Response<Body> {
         let modern = headers::claims_modern(&parts.headers);
         self.count(modern);
+        // Clients probe for a stream the server may not offer: the refusals
+        // of a GET are ordinary answers, logged at debug.
         if modern {
-            return method_not_allowed(&parts.method, parts.uri.path(), "POST, OPTIONS");
+            return method_not_allowed_at(
+                Level::Debug,
+                &parts.method,
+                parts.uri.path(),
+                "POST, OPTIONS",
+            );
         }
         if !reply::accepts_sse(&parts.headers) {
-            return refuse(
+            return refuse_at(
+                Level::Debug,
                 StatusCode::NOT_ACCEPTABLE,
                 &parts.method,
                 parts.uri.path(),
@@ -187,7 +215,7 @@ impl<O: Handler + 'static> Server<O> {
                 ),
             );
         }
-        let session = match self.require_session(parts) {
+        let session = match self.require_session_at(parts, Level::Debug) {
             Ok(session) => session,
             Err(refusal) => return *refusal,
         };

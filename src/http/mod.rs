@@ -9,15 +9,19 @@
 //! A call's progress and log notifications travel in its POST's SSE response
 //! (or, for a legacy client that accepts only JSON, on the session's GET stream).
 
+mod admission;
 mod auth;
 mod body;
 mod drain;
 pub mod guard;
 mod headers;
 mod legacy;
+mod metrics;
 mod modern;
+mod observe;
 mod reply;
 mod sessions;
+mod status;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -37,6 +41,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use crate::logging::Level;
 use crate::mcp::dispatcher::{Dispatcher, Reply};
 use crate::mcp::jsonrpc::{self, INTERNAL_ERROR, RpcError};
 use crate::mcp::session::Session;
@@ -56,7 +61,8 @@ pub const DEFAULT_PORT: u16 = 8765;
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
 /// A legacy session with no request in flight and no open stream expires after this.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
-/// Open connections; one more is answered 503 and closed.
+/// Proved connections (a request with the token came), and apart from them as
+/// many pending ones (see `admission`); past them a request is answered 503.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// How long a client may take to send a request's headers, and its body.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -64,8 +70,8 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 /// How long shutdown waits for connections to finish after the calls drained.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
-/// Connections over the cap being answered 503 at once; past it they are
-/// closed unanswered.
+/// Evicted connections being answered 503 at once; past it they are closed
+/// unanswered.
 const MAX_REFUSING: usize = 64;
 /// The most hyper buffers per connection (request heads must fit in it).
 const READ_BUFFER: usize = 64 * 1024;
@@ -226,8 +232,8 @@ pub(crate) struct Server<O> {
     /// cancel them (an entry dies with its call).
     modern_live: Mutex<Vec<Weak<Session>>>,
     streams: Arc<AtomicUsize>,
-    /// Open connections, each holding one of `max_connections` permits.
-    connection_slots: Arc<Semaphore>,
+    /// Pending and proved connections (see `admission`).
+    admission: Arc<admission::Admission>,
     refused_connections: AtomicU64,
     legacy_requests: AtomicU64,
     modern_requests: AtomicU64,
@@ -243,7 +249,7 @@ impl<O: Handler + 'static> Server<O> {
             sessions: Sessions::new(config.session_idle, config.max_sessions),
             modern_live: Mutex::new(Vec::new()),
             streams: Arc::new(AtomicUsize::new(0)),
-            connection_slots: Arc::new(Semaphore::new(config.max_connections)),
+            admission: Arc::new(admission::Admission::new(config.max_connections)),
             refused_connections: AtomicU64::new(0),
             legacy_requests: AtomicU64::new(0),
             modern_requests: AtomicU64::new(0),
@@ -253,8 +259,38 @@ impl<O: Handler + 'static> Server<O> {
         }
     }
 
-    fn connections(&self) -> usize {
-        self.config.max_connections - self.connection_slots.available_permits()
+    /// Whether a request's head proves its connection: it came complete and,
+    /// when the server has a token, carried it.
+    fn proves(&self, headers: &hyper::HeaderMap) -> bool {
+        self.config.token.as_ref().is_none_or(|t| t.admits(headers))
+    }
+
+    /// A proving request whose connection gets no slot: 503, and closed.
+    fn connection_refused(&self, refused: admission::Refused) -> Response<Body> {
+        let message = match refused {
+            admission::Refused::Full => {
+                let refused_so_far = self.refused_connections.fetch_add(1, Ordering::Relaxed);
+                if refused_so_far.is_power_of_two() {
+                    log_warn!(
+                        "http: {} connection(s) open, the limit (--max-connections); answering 503 ({} refused so far)",
+                        self.config.max_connections,
+                        refused_so_far + 1
+                    );
+                }
+                "too many open connections (the server's --max-connections limit); retry shortly"
+            }
+            // Counted as evicted already.
+            admission::Refused::Evicted => EVICTED,
+        };
+        let mut response = reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            &RpcError::new(INTERNAL_ERROR, message),
+        );
+        let headers = response.headers_mut();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
     }
 
     /// Remember a modern call's session for shutdown.
@@ -277,9 +313,15 @@ impl<O: Handler + 'static> Server<O> {
 
     async fn handle(
         self: Arc<Self>,
+        connection: Arc<admission::Connection>,
         request: Request<Incoming>,
     ) -> Result<Response<Body>, std::convert::Infallible> {
         let (parts, body) = request.into_parts();
+        if !connection.is_proved() && self.proves(&parts.headers) {
+            if let Err(refused) = connection.prove() {
+                return Ok(self.connection_refused(refused));
+            }
+        }
         let path = parts.uri.path();
         let mut response = if let Err(refusal) = self.config.allow.check(&parts.headers) {
             if path == "/mcp" {
@@ -297,27 +339,21 @@ impl<O: Handler + 'static> Server<O> {
                 path,
                 &RpcError::invalid_request(refusal.message()),
             )
-        } else if self.config.token.as_ref().is_some_and(|token| {
-            // Health checks and CORS preflights (which never carry
-            // credentials) are answered without the token; they reveal nothing.
-            path != "/health" && parts.method != Method::OPTIONS && !token.admits(&parts.headers)
-        }) {
-            if path == "/mcp" {
-                self.count(headers::claims_modern(&parts.headers));
-            }
-            let mut response = refuse(
-                StatusCode::UNAUTHORIZED,
-                &parts.method,
-                path,
-                &RpcError::invalid_request(
-                    "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token this server was started with (LEAN_BEAM_HTTP_TOKEN or --http-token-file)",
-                ),
-            );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(r#"Bearer realm="lean-beam-mcp""#),
-            );
-            response
+        } else if path == "/mcp"
+            && parts.method != Method::OPTIONS
+            && let Some(refusal) = self
+                .config
+                .token
+                .as_ref()
+                .and_then(|t| t.refusal(&parts.headers))
+        {
+            // Only `/mcp` is guarded: `/health` is for load balancers, CORS
+            // preflights never carry credentials, and every other path is a
+            // 404 whoever asks (the OAuth discovery and registration paths
+            // included: there is no OAuth here, and a 401 on them sends hosts
+            // into an OAuth flow that cannot succeed).
+            self.count(headers::claims_modern(&parts.headers));
+            Self::unauthorized(&parts.method, path, refusal)
         } else {
             match (path, &parts.method) {
                 ("/mcp", &Method::POST) => self.post(&parts, body).await,
@@ -329,22 +365,41 @@ impl<O: Handler + 'static> Server<O> {
                     return Ok(response);
                 }
                 ("/health", &Method::GET) => self.health(),
+                ("/metrics", &Method::GET) => self.metrics().await,
+                ("/status", &Method::GET) => self.status().await,
+                ("/metrics" | "/status", _) => method_not_allowed(&parts.method, path, "GET"),
                 ("/mcp", _) => {
                     method_not_allowed(&parts.method, path, "GET, POST, DELETE, OPTIONS")
                 }
                 ("/health", _) => method_not_allowed(&parts.method, path, "GET, OPTIONS"),
-                _ => refuse(
-                    StatusCode::NOT_FOUND,
-                    &parts.method,
-                    path,
-                    &RpcError::invalid_request(format!(
-                        "no endpoint at {path}: the MCP endpoint is /mcp"
-                    )),
-                ),
+                _ => not_found(&parts.method, path),
             }
         };
         guard::cors(&parts.headers, response.headers_mut());
         Ok(response)
+    }
+
+    /// 401 with `WWW-Authenticate: Bearer` and a message naming the header
+    /// to configure. A request without any credentials is what a client not
+    /// configured with the token (or probing for OAuth) sends: logged at info;
+    /// a wrong token at warn.
+    fn unauthorized(method: &Method, path: &str, denied: auth::Denied) -> Response<Body> {
+        let level = match denied {
+            auth::Denied::Missing => Level::Info,
+            auth::Denied::Wrong => Level::Warn,
+        };
+        let mut response = refuse_at(
+            level,
+            StatusCode::UNAUTHORIZED,
+            method,
+            path,
+            &RpcError::invalid_request(denied.message()),
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="lean-beam-mcp""#),
+        );
+        response
     }
 
     async fn post(&self, parts: &hyper::http::request::Parts, body: Incoming) -> Response<Body> {
@@ -479,8 +534,10 @@ impl<O: Handler + 'static> Server<O> {
             "uptimeMs": self.started.elapsed().as_millis() as u64,
             "sessions": self.sessions.len(),
             "streams": self.streams.load(Ordering::Relaxed),
-            "connections": self.connections(),
+            "connections": self.admission.proved(),
+            "pendingConnections": self.admission.pending(),
             "refusedConnections": self.refused_connections.load(Ordering::Relaxed),
+            "evictedConnections": self.admission.evicted.load(Ordering::Relaxed),
             "admittedCalls": self.dispatcher.admitted(),
             "limits": {
                 "maxConnections": self.config.max_connections,
@@ -496,6 +553,25 @@ impl<O: Handler + 'static> Server<O> {
             },
         });
         reply::json(code, body.to_string())
+    }
+
+    /// `GET /metrics`: Prometheus's text format (`metrics.rs`).
+    async fn metrics(&self) -> Response<Body> {
+        let text = metrics::render(&self.observe().await);
+        observe::text(metrics::CONTENT_TYPE, text)
+    }
+
+    /// `GET /status`: the self-contained status page (`status.rs`).
+    async fn status(&self) -> Response<Body> {
+        let page = status::render(&self.observe().await);
+        let mut response = observe::text("text/html; charset=utf-8", page);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(status::CONTENT_SECURITY_POLICY),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
     }
 
     /// Cancel every cancellable call, wait for admitted work, end the sessions.
@@ -514,16 +590,63 @@ impl<O: Handler + 'static> Server<O> {
 
 /// A refused request: logged as a warning, answered with a JSON-RPC error body.
 fn refuse(status: StatusCode, method: &Method, path: &str, error: &RpcError) -> Response<Body> {
-    log_warn!(
-        "http: refused {method} {path} with {}: {}",
-        status.as_u16(),
-        error.message
+    refuse_at(Level::Warn, status, method, path, error)
+}
+
+/// A refused request logged at `level`: the answers to what ordinary clients
+/// send while finding out what the server offers (OAuth discovery, a `GET`
+/// stream the server may not offer) are not the operator's concern.
+fn refuse_at(
+    level: Level,
+    status: StatusCode,
+    method: &Method,
+    path: &str,
+    error: &RpcError,
+) -> Response<Body> {
+    crate::logging::write(
+        level,
+        format_args!(
+            "http: refused {method} {path} with {}: {}",
+            status.as_u16(),
+            error.message
+        ),
     );
     reply::error(status, None, error)
 }
 
+/// A path with nothing behind it: 404 whoever asks, logged at debug (clients
+/// probe `/.well-known/oauth-*`, `/register` and the like). There is no OAuth
+/// here, which the answer says, so that a host stops looking for it.
+fn not_found(method: &Method, path: &str) -> Response<Body> {
+    let oauth = path.starts_with("/.well-known/") || path == "/register" || path == "/token";
+    let message = if oauth {
+        format!(
+            "no endpoint at {path}: this server has no OAuth; when it requires a token, configure the client to send the header `Authorization: Bearer <token>` (the MCP endpoint is /mcp)"
+        )
+    } else {
+        format!("no endpoint at {path}: the MCP endpoint is /mcp")
+    };
+    refuse_at(
+        Level::Debug,
+        StatusCode::NOT_FOUND,
+        method,
+        path,
+        &RpcError::invalid_request(message),
+    )
+}
+
 fn method_not_allowed(method: &Method, path: &str, allow: &'static str) -> Response<Body> {
-    let mut response = refuse(
+    method_not_allowed_at(Level::Warn, method, path, allow)
+}
+
+fn method_not_allowed_at(
+    level: Level,
+    method: &Method,
+    path: &str,
+    allow: &'static str,
+) -> Response<Body> {
+    let mut response = refuse_at(
+        level,
         StatusCode::METHOD_NOT_ALLOWED,
         method,
         path,
@@ -577,49 +700,49 @@ pub async fn serve<O, S>(
                 continue;
             }
         };
-        let Ok(slot) = Arc::clone(&server.connection_slots).try_acquire_owned() else {
-            let refused = server.refused_connections.fetch_add(1, Ordering::Relaxed);
-            if refused.is_power_of_two() {
-                log_warn!(
-                    "http: {} connection(s) open, the limit (--max-connections); answering 503 ({} refused so far)",
-                    server.config.max_connections,
-                    refused + 1
-                );
-            }
-            if let Ok(permit) = Arc::clone(&refusing).try_acquire_owned() {
-                tokio::spawn(async move {
-                    refuse_connection(stream).await;
-                    drop(permit);
-                });
-            }
-            continue;
-        };
+        let connection = server.admission.accept();
         let _ = stream.set_nodelay(true);
         let server = Arc::clone(&server);
         let mut stop = stop_rx.clone();
+        let refusing = Arc::clone(&refusing);
         connections.spawn(async move {
-            let service = service_fn(move |request| Arc::clone(&server).handle(request));
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                // hyper's read buffer per connection, 400 KiB by default; the
-                // body is copied out of it as it arrives.
-                .max_buf_size(READ_BUFFER)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
+            let mut stream = stream;
+            let connection = Arc::new(connection);
+            let place = Arc::clone(&connection);
+            let service =
+                service_fn(move |request| Arc::clone(&server).handle(Arc::clone(&place), request));
+            let mut http = Box::pin(
+                http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    // hyper's read buffer per connection, 400 KiB by default; the
+                    // body is copied out of it as it arrives.
+                    .max_buf_size(READ_BUFFER)
+                    .serve_connection(TokioIo::new(&mut stream), service),
+            );
             let result = tokio::select! {
-                result = connection.as_mut() => result,
+                result = http.as_mut() => Some(result),
+                () = connection.evicted() => None,
                 () = stopped(&mut stop) => {
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
+                    http.as_mut().graceful_shutdown();
+                    Some(http.as_mut().await)
                 }
             };
-            if let Err(err) = result {
-                if !err.is_incomplete_message() && !err.is_canceled() {
+            match result {
+                Some(Err(err)) if !err.is_incomplete_message() && !err.is_canceled() => {
                     log_info!("http: connection from {peer} ended: {err}");
                 }
+                Some(_) => {}
+                None => {
+                    // Evicted while pending: told so when there is room to
+                    // answer, else closed unanswered.
+                    drop(http);
+                    drop(connection);
+                    if let Ok(_permit) = refusing.try_acquire_owned() {
+                        refuse_connection(stream, EVICTED).await;
+                    }
+                }
             }
-            drop(slot);
         });
     }
     drop(listener);
@@ -640,18 +763,15 @@ pub async fn serve<O, S>(
     }
 }
 
-/// Answer a connection over the cap with 503 and close it. What the client
-/// sends is then read (and discarded) for a moment, so that it reads the answer
-/// rather than a reset.
-async fn refuse_connection(mut stream: TcpStream) {
+/// What an evicted connection is told.
+const EVICTED: &str = "too many connections are yet to send a request with the token (the server's --max-connections limit on them); this one waited the longest and was closed to make room: retry";
+
+/// Answer a connection with 503 and close it. What the client sends is then
+/// read (and discarded) for a moment, so that it reads the answer rather than
+/// a reset.
+async fn refuse_connection(mut stream: TcpStream, message: &str) {
     const READ_FOR: Duration = Duration::from_secs(1);
-    let body = jsonrpc::error_line(
-        None,
-        &RpcError::new(
-            INTERNAL_ERROR,
-            "too many open connections (the server's --max-connections limit); retry shortly",
-        ),
-    );
+    let body = jsonrpc::error_line(None, &RpcError::new(INTERNAL_ERROR, message));
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()

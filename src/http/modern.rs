@@ -12,16 +12,17 @@ use super::body::Body;
 use super::headers;
 use super::reply::{self, Delivery, Later};
 use crate::log_warn;
-use crate::mcp::jsonrpc::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND};
+use crate::mcp::jsonrpc::{INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, TOO_MANY_CALLS};
 use crate::surface::Handler;
 
-/// The HTTP status of a modern answer: 404 for an unknown method, 400 for a
-/// request the protocol refuses (envelope, headers, version, params), 500 for
-/// an internal error.
+/// The HTTP status of a modern answer: 404 for an unknown method, 429 for a
+/// call past its client's share, 400 for a request the protocol refuses
+/// (envelope, headers, version, params), 500 for an internal error.
 pub fn status_of(code: Option<i64>) -> StatusCode {
     match code {
         None => StatusCode::OK,
         Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(TOO_MANY_CALLS) => StatusCode::TOO_MANY_REQUESTS,
         Some(INTERNAL_ERROR) => StatusCode::INTERNAL_SERVER_ERROR,
         Some(_) => StatusCode::BAD_REQUEST,
     }
@@ -57,6 +58,8 @@ impl<O: Handler + 'static> Server<O> {
                 let status = status_of(reply::error_code(&line));
                 if status.is_server_error() {
                     crate::log_error!("http: request {id} failed: {line}");
+                } else if status == StatusCode::TOO_MANY_REQUESTS {
+                    return reply::too_many_calls(line);
                 } else if status != StatusCode::OK {
                     log_warn!(
                         "http: refused request {id} with {}: {line}",

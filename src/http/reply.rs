@@ -57,6 +57,18 @@ pub fn error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Re
     json(status, jsonrpc::error_line(id, error))
 }
 
+/// A call past its client's share (`jsonrpc::TOO_MANY_CALLS`): 429, to be
+/// retried once one of the client's calls has finished.
+pub fn too_many_calls(line: String) -> Response<Body> {
+    crate::log_info!("http: refused a call with 429: {line}");
+    let mut response = json(StatusCode::TOO_MANY_REQUESTS, line);
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    // A flood's surplus keeps no connection either.
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 pub fn status(status: StatusCode) -> Response<Body> {
     let mut response = Response::new(Body::empty());
     *response.status_mut() = status;

@@ -4,18 +4,19 @@
 //! an `Outbound` channel.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::catch_panic::CatchPanic;
 use super::config::Config;
-use super::era::{self, Family, LEGACY_VERSION, META_SERVER_INFO, SUPPORTED_MODERN};
+use super::era::{self, Family, META_SERVER_INFO, SUPPORTED_MODERN};
 use super::fence::{Admission, FenceScope, RootFences};
 use super::jsonrpc::{self, Incoming, RequestId, RpcError};
 use super::params::{check_tools_list, only_members, unknown_tool, validate_initialize};
 use super::session::{CancelOutcome, Limits, Session};
+use super::share::{RootShares, Share};
 use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
 use crate::stats::Stats;
@@ -72,6 +73,8 @@ pub struct Dispatcher<O> {
     stats: Arc<Stats>,
     /// The fences of sessionless (modern HTTP) requests, one per root.
     root_fences: Arc<RootFences>,
+    /// The shares of sessionless requests, one per root (see `share`).
+    root_shares: RootShares,
     /// The global cap on running calls.
     slots: Arc<Semaphore>,
     /// Calls admitted and not yet finished, across every stream (for drain).
@@ -89,9 +92,18 @@ impl Drop for Counted {
     }
 }
 
+/// What an admitted call brings to its turn: its place in fence order and,
+/// over HTTP, its client's share with its place among the calls held.
+struct Turn {
+    admission: Option<Admission>,
+    share: Option<Arc<Share>>,
+    held: Option<OwnedSemaphorePermit>,
+}
+
 /// What a running call holds until its terminal response is out.
 struct Held {
     _admission: Option<Admission>,
+    _held: Option<OwnedSemaphorePermit>,
     _client: Option<OwnedSemaphorePermit>,
     _global: Option<OwnedSemaphorePermit>,
 }
@@ -113,6 +125,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
             ops,
             stats,
             root_fences: Arc::default(),
+            root_shares: RootShares::new(config.max_in_flight_per_client),
             slots: Arc::new(Semaphore::new(config.max_in_flight)),
             admitted: watch::channel(0).0,
             config,
@@ -124,6 +137,17 @@ impl<O: Handler + 'static> Dispatcher<O> {
         &self.stats
     }
 
+    /// The operations behind the dispatcher (the HTTP transport's `/metrics`
+    /// and `/status` read `beam_stats` through it, as no call is counted).
+    pub fn handler(&self) -> &O {
+        &self.ops
+    }
+
+    /// Calls holding a global running slot now (of `max_in_flight`).
+    pub fn running(&self) -> usize {
+        self.config.max_in_flight - self.slots.available_permits()
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -133,7 +157,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
     pub fn stream_session(&self) -> Session {
         Session::new(
             Limits {
-                running: None,
+                share: None,
                 admitted: Some(Arc::new(Semaphore::new(
                     self.config.max_admitted_per_stream,
                 ))),
@@ -147,9 +171,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
     pub fn client_session(&self) -> Session {
         Session::new(
             Limits {
-                running: Some(Arc::new(Semaphore::new(
-                    self.config.max_in_flight_per_client,
-                ))),
+                share: Some(Arc::new(Share::new(self.config.max_in_flight_per_client))),
                 admitted: None,
             },
             FenceScope::default(),
@@ -157,8 +179,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
     }
 
     /// A sessionless (modern HTTP) request's session: fenced with the other
-    /// calls on its root only. Its client is its connection, which carries one
-    /// request at a time, so the global cap is its only running limit.
+    /// calls on its root only, and sharing that root's share of the running
+    /// slots (see `share`).
     pub fn sessionless(&self) -> Session {
         Session::new(
             Limits::default(),
@@ -234,8 +256,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
     ) {
         match method {
             "notifications/initialized" => {
-                if session.family() == Family::LegacyInitializing {
-                    session.set_family(Family::LegacyReady);
+                if let Family::LegacyInitializing(revision) = session.family() {
+                    session.set_family(Family::LegacyReady(revision));
                 } else {
                     log_debug!(
                         "ignored notifications/initialized in state {:?}",
@@ -279,9 +301,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
     ) -> Result<Option<String>, RpcError> {
         let modern = method == "server/discover" || era::is_modern(params.as_ref());
         if modern {
-            if session.family().is_legacy() {
+            if let Some(revision) = session.family().legacy_revision() {
                 return Err(RpcError::invalid_request(format!(
-                    "this stream selected MCP {LEGACY_VERSION} with initialize; a {} request cannot be mixed into it",
+                    "this stream selected MCP {revision} with initialize; a {} request cannot be mixed into it",
                     era::MODERN_VERSION
                 )));
             }
@@ -329,14 +351,17 @@ impl<O: Handler + 'static> Dispatcher<O> {
         match method {
             "ping" => Ok(Some(self.empty_result(Era::Legacy))),
             "initialize" if family == Family::Unselected => {
-                validate_initialize(params.as_ref())?;
-                session.set_family(Family::LegacyInitializing);
-                Ok(Some(self.initialize_result()))
+                let requested = validate_initialize(params.as_ref())?;
+                let revision = era::negotiate_legacy(requested);
+                session.set_family(Family::LegacyInitializing(revision));
+                Ok(Some(self.initialize_result(revision)))
             }
             "initialize" => Err(RpcError::invalid_request(
                 "initialize was already received on this stream",
             )),
-            "tools/list" | "tools/call" | "logging/setLevel" if family != Family::LegacyReady => {
+            "tools/list" | "tools/call" | "logging/setLevel"
+                if !matches!(family, Family::LegacyReady(_)) =>
+            {
                 Err(RpcError::invalid_request(format!(
                     "`{method}` before the lifecycle completed: send initialize, then notifications/initialized (or use MCP {} per-request _meta)",
                     era::MODERN_VERSION
@@ -377,9 +402,10 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    fn initialize_result(&self) -> String {
+    /// The same result in every supported revision but for the one it names.
+    fn initialize_result(&self, revision: &str) -> String {
         json!({
-            "protocolVersion": LEGACY_VERSION,
+            "protocolVersion": revision,
             "capabilities": capabilities(),
             "serverInfo": identity::server_info(),
             "instructions": identity::INSTRUCTIONS,
@@ -440,10 +466,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
             Err(invalid) => {
                 let tool = surface::Tool::from_name(&name).expect("known tool");
                 self.stats.record_call(tool, era);
-                self.stats.record_tool_error();
-                return Ok(Some(
-                    self.tool_result(era, &Err(invalid.into_tool_error(&name))),
-                ));
+                let error = invalid.into_tool_error(&name);
+                self.stats.record_tool_error(tool, &error);
+                return Ok(Some(self.tool_result(era, &Err(error))));
             }
         };
 
@@ -455,6 +480,18 @@ impl<O: Handler + 'static> Dispatcher<O> {
         let root = match root {
             Some(root) if spec.workspace_bound => Some(canonical_root(&root).await),
             _ => None,
+        };
+        // An HTTP client's share: past twice its running slots, refused at
+        // once, before anything is registered.
+        let share = match (spec.workspace_bound, session.fence(), &root) {
+            (false, _, _) => None,
+            (true, FenceScope::Root(_), Some(root)) => Some(self.root_shares.of(root)),
+            (true, FenceScope::Root(_), None) => None,
+            (true, FenceScope::Stream(_), _) => session.limits().share.clone(),
+        };
+        let held = match &share {
+            Some(share) => Some(share.hold().ok_or_else(|| too_many_calls(share, &root))?),
+            None => None,
         };
         let cancel = Cancellation::default();
         // The stream's bound on admitted calls: waiting here is the push-back
@@ -496,8 +533,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
         let this = Arc::clone(self);
         let session = Arc::clone(session);
         let out = out.clone();
+        let turn = Turn {
+            admission,
+            share,
+            held,
+        };
         tokio::spawn(async move {
-            this.run_call(session, ctx, call, admission, out).await;
+            this.run_call(session, ctx, call, turn, out).await;
             drop(queued);
             drop(counted);
         });
@@ -509,12 +551,12 @@ impl<O: Handler + 'static> Dispatcher<O> {
     /// another's on the global cap), then the global one. In this order no
     /// permit is held while waiting on a fence, so a fence cannot deadlock
     /// against the calls queued behind it.
-    async fn take_turn(
-        &self,
-        session: &Session,
-        mut admission: Option<Admission>,
-        workspace_bound: bool,
-    ) -> Held {
+    async fn take_turn(&self, turn: Turn, workspace_bound: bool) -> Held {
+        let Turn {
+            mut admission,
+            share,
+            held,
+        } = turn;
         if let Some(admission) = admission.as_mut() {
             admission.wait_turn().await;
         }
@@ -523,13 +565,8 @@ impl<O: Handler + 'static> Dispatcher<O> {
         // the server is.
         let (mut client, mut global) = (None, None);
         if workspace_bound {
-            if let Some(slots) = &session.limits().running {
-                client = Some(
-                    Arc::clone(slots)
-                        .acquire_owned()
-                        .await
-                        .expect("semaphore open"),
-                );
+            if let Some(share) = &share {
+                client = Some(share.run().await);
             }
             global = Some(
                 Arc::clone(&self.slots)
@@ -540,6 +577,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
         Held {
             _admission: admission,
+            _held: held,
             _client: client,
             _global: global,
         }
@@ -550,10 +588,11 @@ impl<O: Handler + 'static> Dispatcher<O> {
         session: Arc<Session>,
         ctx: CallContext,
         call: ToolCall,
-        admission: Option<Admission>,
+        turn: Turn,
         out: Outbound,
     ) {
-        let spec = call.tool().spec();
+        let (tool, started) = (call.tool(), Instant::now());
+        let spec = tool.spec();
         let path = call.path().map(str::to_owned);
         let work = async {
             if spec.progress != ProgressClass::Quiet && ctx.has_progress_token() {
@@ -563,9 +602,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
                 )
                 .await;
             }
-            let held = self
-                .take_turn(&session, admission, spec.workspace_bound)
-                .await;
+            let held = self.take_turn(turn, spec.workspace_bound).await;
             // A panic in a tool must still answer its request, exactly once.
             let outcome = CatchPanic(Box::pin(self.ops.handle(&ctx, call)))
                 .await
@@ -608,10 +645,11 @@ impl<O: Handler + 'static> Dispatcher<O> {
         };
         // Retire the id before publishing, so a client may reuse it on sight.
         let deliver = session.retire(&ctx.request_id);
+        self.stats.record_latency(tool, started.elapsed());
         match finished {
             Some((outcome, held)) if deliver => {
-                if outcome.is_err() {
-                    self.stats.record_tool_error();
+                if let Err(error) = &outcome {
+                    self.stats.record_tool_error(tool, error);
                 }
                 let line =
                     jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
@@ -626,8 +664,14 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    /// `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":…}`:
-    /// one result in two forms, serialized once.
+    /// A success: `{"content":[{"type":"text","text":…}],"structuredContent":…,"isError":false}`,
+    /// one result in two forms, serialized once. A tool error:
+    /// `{"content":[{"type":"text","text":…}],"isError":true}`, its
+    /// `{code, message, data?}` in the text only: `structuredContent` is the
+    /// tool's `outputSchema` shape, which an error is not, and SDK-v1 hosts
+    /// (TypeScript SDK <= 1.32, the Inspectors, Gemini CLI, mcp-remote)
+    /// validate it even on errors and then show their own complaint instead
+    /// of the error (typescript-sdk#1943).
     pub fn tool_result(&self, era: Era, outcome: &ToolOutcome) -> String {
         let structured = match outcome {
             Ok(value) => serde_json::to_string(value),
@@ -642,13 +686,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
         result.push_str(r#"{"content":[{"type":"text","text":"#);
         // The text form: the same JSON as a string literal.
         result.push_str(&serde_json::to_string(structured.as_str()).expect("a string serializes"));
-        result.push_str(r#"}],"structuredContent":"#);
-        result.push_str(&structured);
-        result.push_str(if outcome.is_err() {
-            r#","isError":true"#
+        if outcome.is_ok() {
+            result.push_str(r#"}],"structuredContent":"#);
+            result.push_str(&structured);
+            result.push_str(r#","isError":false"#);
         } else {
-            r#","isError":false"#
-        });
+            result.push_str(r#"}],"isError":true"#);
+        }
         result.push_str(suffix);
         result.push('}');
         result
@@ -675,6 +719,24 @@ async fn canonical_root(root: &str) -> std::path::PathBuf {
         Ok(Ok(path)) => path,
         _ => std::path::Path::new(root).components().collect(),
     }
+}
+
+/// The refusal of a call past its client's share (HTTP 429): nothing of it
+/// was done.
+fn too_many_calls(share: &Share, root: &Option<std::path::PathBuf>) -> RpcError {
+    let client = match root {
+        Some(root) => format!("the calls on {}", root.display()),
+        None => "this session".to_string(),
+    };
+    RpcError::new(
+        jsonrpc::TOO_MANY_CALLS,
+        format!(
+            "too many calls in flight: {client} already hold {} admitted ({} running at once, the rest waiting; --max-in-flight-per-client {}); nothing of this call was done: retry once one of them has finished",
+            share.per_client() * 2,
+            share.per_client(),
+            share.per_client()
+        ),
+    )
 }
 
 fn preparation_message(tool: &str, path: Option<&str>, fence: bool) -> String {

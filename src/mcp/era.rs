@@ -7,8 +7,30 @@ use super::jsonrpc::{INVALID_PARAMS, RpcError, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::context::LogLevel;
 
 pub const MODERN_VERSION: &str = "2026-07-28";
+/// The latest initialize-based revision: what an `initialize` requesting one
+/// this server does not speak is answered with.
 pub const LEGACY_VERSION: &str = "2025-11-25";
 pub const SUPPORTED_MODERN: &[&str] = &[MODERN_VERSION];
+
+/// The initialize-based revisions this server speaks, newest first. Each
+/// message it sends in this family is valid in every one of them: what
+/// 2025-11-25 added over 2025-06-18 (icons, `Implementation.description`,
+/// tool `execution` and tasks, URL elicitation, sampling with tools, SSE
+/// priming events) is nothing this server sends, so a 2025-06-18 session gets
+/// the same lines (`tests/catalog.rs` keeps the catalog and `serverInfo` to
+/// 2025-06-18's keys). 2025-03-26 is not here: it lacks structured output and
+/// requires receiving JSON-RPC batches, which this server refuses.
+pub const SUPPORTED_LEGACY: &[&str] = &[LEGACY_VERSION, "2025-06-18"];
+
+/// The revision an `initialize` is answered with (MCP lifecycle, version
+/// negotiation): the requested one when supported, else the latest.
+pub fn negotiate_legacy(requested: &str) -> &'static str {
+    SUPPORTED_LEGACY
+        .iter()
+        .find(|supported| **supported == requested)
+        .copied()
+        .unwrap_or(LEGACY_VERSION)
+}
 
 pub const META_PREFIX: &str = "io.modelcontextprotocol/";
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -22,17 +44,26 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub enum Family {
     /// Nothing selected yet: discovery and a legacy `initialize` are both possible.
     Unselected,
-    /// `initialize` answered; waiting for `notifications/initialized`.
-    LegacyInitializing,
-    /// Legacy lifecycle complete.
-    LegacyReady,
+    /// `initialize` answered with this revision; waiting for
+    /// `notifications/initialized`.
+    LegacyInitializing(&'static str),
+    /// Legacy lifecycle complete, in this revision.
+    LegacyReady(&'static str),
     /// A supported modern operation with valid metadata has been served.
     Modern,
 }
 
 impl Family {
     pub fn is_legacy(self) -> bool {
-        matches!(self, Family::LegacyInitializing | Family::LegacyReady)
+        self.legacy_revision().is_some()
+    }
+
+    /// The revision `initialize` negotiated, in the legacy family.
+    pub fn legacy_revision(self) -> Option<&'static str> {
+        match self {
+            Family::LegacyInitializing(revision) | Family::LegacyReady(revision) => Some(revision),
+            Family::Unselected | Family::Modern => None,
+        }
     }
 }
 
@@ -175,6 +206,21 @@ mod tests {
             validate_modern(Some(&level)).unwrap_err().code,
             INVALID_PARAMS
         );
+    }
+
+    #[test]
+    fn initialize_answers_the_requested_revision_when_supported() {
+        for (requested, answered) in [
+            ("2025-11-25", "2025-11-25"),
+            ("2025-06-18", "2025-06-18"),
+            ("2025-03-26", LEGACY_VERSION),
+            ("2024-11-05", LEGACY_VERSION),
+            ("2026-07-28", LEGACY_VERSION),
+            ("", LEGACY_VERSION),
+        ] {
+            assert_eq!(negotiate_legacy(requested), answered, "{requested}");
+        }
+        assert_eq!(SUPPORTED_LEGACY[0], LEGACY_VERSION, "newest first");
     }
 
     #[test]

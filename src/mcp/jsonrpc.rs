@@ -12,6 +12,9 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 pub const HEADER_MISMATCH: i64 = -32020;
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// A client (an HTTP session, or the root of sessionless calls) already holds
+/// every call its share admits; nothing of this one was done (HTTP 429).
+pub const TOO_MANY_CALLS: i64 = -32030;
 
 /// A request id. `1` and `"1"` are different ids.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -9,4 +9,5 @@ pub mod fence;
 pub mod jsonrpc;
 mod params;
 pub mod session;
+pub mod share;
 pub mod stdio;

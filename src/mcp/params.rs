@@ -26,13 +26,14 @@ pub fn check_tools_list(params: Option<&Map<String, Value>>) -> Result<(), RpcEr
     Ok(())
 }
 
-pub fn validate_initialize(params: Option<&Map<String, Value>>) -> Result<(), RpcError> {
+/// The revision the client requested, once the params are found well-formed.
+pub fn validate_initialize(params: Option<&Map<String, Value>>) -> Result<&str, RpcError> {
     let params = params.ok_or_else(|| RpcError::invalid_params("initialize needs params"))?;
-    if !params.get("protocolVersion").is_some_and(Value::is_string) {
+    let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params(
             "initialize needs a string `protocolVersion`",
         ));
-    }
+    };
     if !params.get("capabilities").is_some_and(Value::is_object) {
         return Err(RpcError::invalid_params(
             "initialize needs a `capabilities` object",
@@ -47,7 +48,7 @@ pub fn validate_initialize(params: Option<&Map<String, Value>>) -> Result<(), Rp
             "initialize needs `clientInfo` with a string `name`",
         ));
     }
-    Ok(())
+    Ok(requested)
 }
 
 /// `-32602` for an unknown tool, pointing raw LSP method names at the tool that

@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use super::era::Family;
 use super::fence::FenceScope;
 use super::jsonrpc::RequestId;
+use super::share::Share;
 use crate::context::{Cancellation, LogLevel};
 use crate::util::lock;
 
@@ -24,10 +25,10 @@ pub struct Session {
 /// cap on running calls.
 #[derive(Debug, Clone, Default)]
 pub struct Limits {
-    /// Calls this client may run at once: its share of the global slots, so
-    /// that one client's slow calls cannot take every slot (a legacy HTTP
-    /// session). A call waits for it after admission, still cancellable.
-    pub running: Option<Arc<Semaphore>>,
+    /// This client's share of the global slots, so that one client's slow
+    /// calls cannot take every slot (a legacy HTTP session; sessionless
+    /// requests take the share of their root instead).
+    pub share: Option<Arc<Share>>,
     /// Calls this stream may hold admitted, running or waiting for a slot.
     /// Admission waits for it, which pushes back on a stdio reader; below it
     /// the reader keeps reading, so `notifications/cancelled` is read even

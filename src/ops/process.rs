@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::identity;
-use crate::mcp::era::{LEGACY_VERSION, MODERN_VERSION};
+use crate::mcp::era::{MODERN_VERSION, SUPPORTED_LEGACY};
 use crate::replica::ReplicaId;
 use crate::results::{Limits, RuntimeStats, StatsResult, VersionResult};
 use crate::stats::Stats;
@@ -15,7 +15,11 @@ pub fn version(replica: &ReplicaId) -> VersionResult {
         version: identity::VERSION,
         replica: replica.as_str().to_owned(),
         mcp_protocol: MODERN_VERSION,
-        mcp_protocols: vec![MODERN_VERSION, LEGACY_VERSION],
+        mcp_protocols: [MODERN_VERSION]
+            .iter()
+            .chain(SUPPORTED_LEGACY)
+            .copied()
+            .collect(),
         build: identity::build(),
     }
 }

@@ -270,7 +270,7 @@ impl Mcp {
             result["isError"],
             false,
             "{tool} {arguments} failed: {}\nstderr:\n{}",
-            result["structuredContent"],
+            result["content"][0]["text"],
             self.stderr()
         );
         check_two_forms(&result);
@@ -291,7 +291,7 @@ impl Mcp {
             "{tool} {arguments} should have failed: {}",
             result["structuredContent"]
         );
-        result["structuredContent"].clone()
+        super::tool_error(&result)
     }
 
     /// `beam_stats` (structured).

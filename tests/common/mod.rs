@@ -28,6 +28,17 @@ pub use stream::{
 
 use serde_json::{Value, json};
 
+/// The `{code, message, data?}` of a tool error (`isError: true`): the JSON in
+/// its `content[0].text`, the only form an error has.
+pub fn tool_error(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "not a tool error: {result}");
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool error without content[0].text: {result}"));
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("a tool error's text is not JSON ({e}): {text}"))
+}
+
 /// Parse a stdout line and check that it is a JSON-RPC response or notification.
 /// The server never sends requests to the client.
 pub fn check_line(line: &str) -> Value {

@@ -1,6 +1,9 @@
 //! Every tool result the tests see is checked against what the server
 //! advertises: a success's `structuredContent` against its tool's
-//! `outputSchema`, an error's (`isError: true`) against the tool-error schema.
+//! `outputSchema`; an error (`isError: true`) as SDK-v1 hosts check it (a
+//! `structuredContent`, if any, must satisfy the tool's `outputSchema`:
+//! typescript-sdk#1943), and its `content[0].text` against the tool-error
+//! schema.
 //! The stdio harnesses ([`super::Server`], [`super::mcp::Mcp`], through
 //! [`super::child::StdioChild`]) and the HTTP helpers call [`Calls`], so no
 //! test has to ask for it.
@@ -91,10 +94,19 @@ static ERRORS: LazyLock<Check> = LazyLock::new(|| Check::new(&surface::tool_erro
 /// Check one `tools/call` result (`{content, structuredContent, isError}`)
 /// of `tool`.
 pub fn check_result(tool: &str, result: &Value) {
+    if result["isError"] == true {
+        // What the TypeScript SDK v1 client does with every result of a tool
+        // that has an outputSchema, errors included.
+        if let (Some(content), Some(check)) = (result.get("structuredContent"), OUTPUTS.get(tool)) {
+            check.check(&format!("the {tool} error's structuredContent"), content);
+        }
+        check_content(tool, &super::tool_error(result), true);
+        return;
+    }
     let Some(content) = result.get("structuredContent") else {
         panic!("{tool}: a tool result without structuredContent: {result}");
     };
-    check_content(tool, content, result["isError"] == true);
+    check_content(tool, content, false);
 }
 
 /// Check the structured content of a success or an error of `tool`. Unknown

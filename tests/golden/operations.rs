@@ -2078,6 +2078,9 @@ impl ToolCall {
         }
     }
 }
+/// Arguments hosts inject into every call (`host_injected` in the
+/// table): no tool declares one, and each is dropped before validation.
+pub const HOST_INJECTED: &[&str] = &["wait_for_previous"];
 /// Parse and validate `arguments` (absent means `{}`) for the tool `name`.
 pub fn parse(
     name: &str,
@@ -2085,8 +2088,13 @@ pub fn parse(
 ) -> Result<ToolCall, ParseError> {
     let tool = Tool::from_name(name)
         .ok_or_else(|| ParseError::UnknownTool(name.to_string()))?;
-    let arguments = arguments
+    let mut arguments = arguments
         .unwrap_or_else(|| ::serde_json::Value::Object(::serde_json::Map::new()));
+    if let ::serde_json::Value::Object(members) = &mut arguments {
+        for injected in HOST_INJECTED {
+            members.remove(*injected);
+        }
+    }
     crate::surface::validate(&VALIDATORS[tool.index()], &arguments)?;
     let call = match tool {
         Tool::BeamVersion => {

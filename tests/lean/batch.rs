@@ -502,7 +502,8 @@ fn a_cancelled_batch_stops_leans_work_and_the_next_batch_works() {
         .filter(|m| m.get("method").is_none() && m["id"] == id)
     {
         assert_eq!(
-            response["result"]["structuredContent"]["code"], "requestCancelled",
+            common::tool_error(&response["result"])["code"],
+            "requestCancelled",
             "{response}"
         );
     }

@@ -835,7 +835,8 @@ fn a_dead_worker_fails_its_call_and_the_next_request_reopens_the_file() {
         let first = mcp.tool_result(&id);
         if first["isError"] == true {
             assert_eq!(
-                first["structuredContent"]["code"], "workerCrashed",
+                common::tool_error(&first)["code"],
+                "workerCrashed",
                 "round {round}: {first}"
             );
         }

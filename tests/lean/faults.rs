@@ -106,7 +106,7 @@ impl Rig {
         let result = &response["result"];
         assert!(result["isError"].is_boolean(), "{response}");
         if result["isError"] == true {
-            let error = &result["structuredContent"];
+            let error = &common::tool_error(result);
             assert!(
                 error["code"].is_string() && error["message"].is_string(),
                 "unstructured error: {response}"
@@ -248,7 +248,7 @@ fn lean_killed_at_random_points_during_sync_probes_and_save() {
             "{tool}{}: {}",
             if phase == 3 { " (compiler killed)" } else { "" },
             if result["isError"] == true {
-                result["structuredContent"]["code"]
+                common::tool_error(&result)["code"]
                     .as_str()
                     .unwrap()
                     .to_string()
@@ -314,7 +314,7 @@ fn a_hung_lean_server_times_out_explicitly_and_recovers() {
         result["isError"], true,
         "a hung server produced a result: {result}"
     );
-    let error = &result["structuredContent"];
+    let error = &common::tool_error(&result);
     assert_eq!(error["code"], "syncBarrierIncomplete", "{error}");
     assert_eq!(error["data"]["partial"], true, "{error}");
     // A request to the hung server times out explicitly too.
@@ -325,7 +325,7 @@ fn a_hung_lean_server_times_out_explicitly_and_recovers() {
     let result = rig.answer(&id);
     assert_eq!(result["isError"], true, "{result}");
     assert!(
-        result["structuredContent"]["message"]
+        common::tool_error(&result)["message"]
             .as_str()
             .unwrap()
             .contains("did not"),
@@ -452,7 +452,7 @@ fn a_worker_crash_fails_its_call_and_the_file_reopens() {
         std::thread::sleep(Duration::from_millis(rng.below(600)));
         procfs::signal(worker.unwrap(), "KILL");
         let result = rig.answer(&id);
-        eprintln!("round {round}: {}", result["structuredContent"]["code"]);
+        eprintln!("round {round}: {}", result["content"][0]["text"]);
         let synced = rig.call("lean_sync", wait.clone());
         assert_eq!(synced["diagnostics"]["counts"]["error"], 0, "{synced}");
         // Recovered for good: the crash's fatal report, which Lean writes
@@ -558,8 +558,8 @@ fn a_failing_compile_with_a_large_unicode_output_is_a_structured_error() {
     let response = m.response_within(&id, Duration::from_secs(60));
     let response =
         response.unwrap_or_else(|| panic!("lean_save was never answered\nstderr:\n{}", m.stderr()));
-    let error = &response["result"]["structuredContent"];
     assert_eq!(response["result"]["isError"], true, "{response}");
+    let error = &common::tool_error(&response["result"]);
     assert!(
         error["message"].as_str().unwrap().contains("failed"),
         "{error}"
@@ -657,7 +657,7 @@ fn malformed_responses_are_structured_errors_not_hangs() {
         let result = m.tool_result(&id);
         assert_eq!(result["isError"], !expect_ok, "{mode}: {result}");
         if !expect_ok {
-            let error = &result["structuredContent"];
+            let error = &common::tool_error(&result);
             assert!(
                 error["code"].is_string() && error["message"].is_string(),
                 "{mode}: {error}"
@@ -727,7 +727,7 @@ async fn a_panicking_tool_still_answers_its_request_once() {
         let answer: Value = serde_json::from_str(&rx.recv().await.expect("an answer")).unwrap();
         assert_eq!(answer["id"], id);
         assert_eq!(answer["result"]["isError"], true, "{answer}");
-        let error = &answer["result"]["structuredContent"];
+        let error = &common::tool_error(&answer["result"]);
         assert_eq!(error["code"], "internalError");
         assert!(
             error["message"]

@@ -119,8 +119,7 @@ fn stdio_stays_live(mcp: &mut Mcp, tool: &str, args: Value) -> Value {
 /// The tool error of a result, checked to be `invalidInput` naming `needle`
 /// (a path) and `kind` (what it is).
 fn assert_clear_error(result: &Value, needle: &str, kind: &str) {
-    assert_eq!(result["isError"], true, "{result}");
-    let error = &result["structuredContent"];
+    let error = &common::tool_error(result);
     assert_eq!(error["code"], "invalidInput", "{error}");
     let message = error["message"].as_str().unwrap_or("");
     assert!(

@@ -1196,7 +1196,8 @@ fn cancelled_probe_frees_its_slot_at_once() {
         .filter(|m| m.get("method").is_none() && m["id"] == slow)
     {
         assert_eq!(
-            response["result"]["structuredContent"]["code"], "requestCancelled",
+            common::tool_error(&response["result"])["code"],
+            "requestCancelled",
             "{response}"
         );
     }

@@ -65,12 +65,19 @@ def run(coroutine, guard: float = GUARD_SECONDS):
 
 
 def one_result(result) -> dict:
-    """The structured result; the text block must carry the same JSON."""
+    """The result's JSON: a success's structuredContent, which the text block
+    carries too; an error's {code, message, data?}, which only the text block
+    carries (no structuredContent an SDK-v1 host would check against the
+    success's outputSchema)."""
     check(len(result.content) == 1, result)
     check(result.content[0].type == "text", result)
+    text = json.loads(result.content[0].text)
+    if result.is_error:
+        check(result.structured_content is None, f"a tool error with structuredContent: {result}")
+        return text
     structured = result.structured_content
     check(structured is not None, f"no structuredContent: {result}")
-    check(json.loads(result.content[0].text) == structured, f"content[0].text differs: {result}")
+    check(text == structured, f"content[0].text differs: {result}")
     return structured
 
 

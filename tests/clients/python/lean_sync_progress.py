@@ -48,10 +48,10 @@ async def sync(binary: str, root: str, mode: str) -> None:
             check([(l.level, l.logger) for l in logs] == [("error", "lean.diagnostic")] * 3, logs)
         else:
             check(logs == [], logs)
-        # A tool error travels as isError with the structured error.
+        # A tool error travels as isError with the structured error as its text.
         bad = await client.call_tool("lean_sync", {"workspace": {"root": "relative"}, "path": "X.lean"})
         check(bad.is_error, f"a relative root must fail: {bad}")
-        check(bad.structured_content["code"] == "invalidInput", bad.structured_content)
+        check(one_result(bad)["code"] == "invalidInput", bad)
         print(f"OK lean_sync mode={mode} protocol={client.protocol_version} updates={len(updates)} logs={len(logs)}")
 
 
