@@ -123,7 +123,7 @@ impl<O: Handler + 'static> Server<O> {
             running: self.dispatcher.running(),
             max_in_flight: self.dispatcher.config().max_in_flight,
             http: HttpUse {
-                connections: self.connections(),
+                connections: self.admission.proved(),
                 max_connections: self.config.max_connections,
                 refused_connections: self
                     .refused_connections
