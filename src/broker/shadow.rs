@@ -124,6 +124,15 @@ impl SlotGuard {
         &self.slot.doc
     }
 
+    /// Close the slot's document in Lean when this use ends, and keep the
+    /// slot busy until it is closed: its worker crashed under the text it
+    /// holds, and its next use must start on a new worker (reopened), not
+    /// send an edit to the one Lean reported dead (whose late report could
+    /// then be taken for the next text's).
+    pub fn close_after_crash(&mut self, server: &LeanServer) {
+        self.reset = Some(server.clone());
+    }
+
     /// Record that the header `header` imported without error in the slot's
     /// current worker (or, `None`, that the last one did not).
     pub fn confirm_header(&self, header: Option<&str>) {

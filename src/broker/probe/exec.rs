@@ -445,12 +445,16 @@ pub(super) async fn interpret(
         }
     }
     let Elaborated {
-        slot,
+        mut slot,
         exec,
         version,
         snap,
         ..
     } = done;
+    let crashed = snap.progress.fatal;
+    if crashed {
+        slot.close_after_crash(session);
+    }
     let Read { index, reading, .. } = read;
     let proof_state = match step.mode {
         Mode::Proof => {
@@ -507,7 +511,6 @@ pub(super) async fn interpret(
         }
         Mode::Command => None,
     };
-    let crashed = snap.progress.fatal;
     let mut result = RunResult {
         workspace: rt.root.descriptor(),
         line_text: None,
