@@ -27,8 +27,11 @@ evidence floods, FIFO paths, files past the size bound, cap hits (runtimes,
 documents, proof handles and their bytes, legacy sessions, connections),
 malformed messages and cancellations, interleaved with ordinary Lean calls.
 It checks that every request is answered exactly once, that `beam_version`
-stays answered (p99 within 1 s, each within 5 s), and that RSS, file descriptors and `lean`
-processes stay within their bounds (its header says exactly what). Each part
+stays answered and never stalls (judged against a control measured in the same
+run: the same binary, idle, probed alongside by the same client; no absolute
+time bound, so a loaded machine cannot fail it), and that RSS, file
+descriptors and `lean` processes stay within their bounds (counts; its header
+says exactly what). Each part
 runs in a process of its own; `--parts benign,stdio,http` (the default)
 picks them.
 

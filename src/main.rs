@@ -40,6 +40,9 @@ USAGE:
                                            it starts and from where, whether it answers, the
                                            root's project files and build layout, the bounds;
                                            then print the host snippets for this binary
+    lean-beam-mcp health [ADDR]            ask a running --http server's /health (default
+                                           127.0.0.1:8765): exit 0 when it answers 200 (a
+                                           container's health check)
     lean-beam-mcp --version                print the version
     lean-beam-mcp --help                   print this help
 
@@ -90,6 +93,7 @@ enum Command {
     Validate(String, String),
     Call(Vec<(String, String)>),
     Doctor(Option<String>),
+    Health(String),
     Version,
     Help,
 }
@@ -106,6 +110,8 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
             Ok(Command::Doctor(Some(root.clone())))
         }
         [cmd, ..] if cmd == "doctor" => Err("`doctor` takes at most one argument: ROOT".into()),
+        [cmd] if cmd == "health" => Ok(Command::Health("127.0.0.1:8765".into())),
+        [cmd, addr] if cmd == "health" => Ok(Command::Health(addr.clone())),
         [cmd, tool, payload] if cmd == "validate" => {
             Ok(Command::Validate(tool.clone(), payload.clone()))
         }
@@ -165,6 +171,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Command::Health(addr) = &command {
+        return health(addr);
+    }
     if matches!(command, Command::Help | Command::Version) {
         return match command {
             Command::Help => print_stdout(USAGE),
@@ -180,7 +189,7 @@ fn main() -> ExitCode {
         }
     };
     match command {
-        Command::Help | Command::Version => unreachable!("answered above"),
+        Command::Help | Command::Version | Command::Health(_) => unreachable!("answered above"),
         Command::Tools => print_stdout(&catalog_pretty(&tools)),
         Command::Validate(tool, payload) => validate(&tools, &tool, &payload),
         Command::Call(calls) => runtime().block_on(call_all(&tools, &calls)),
@@ -423,6 +432,45 @@ async fn call(beam: &Beam, tools: &ToolSet, tool: &str, payload: &str) -> ExitCo
 fn print_result(tool: &str, kind: &str, value: &Value) -> ExitCode {
     let labelled = serde_json::json!({ "tool": tool, kind: value });
     print_stdout(&(serde_json::to_string_pretty(&labelled).expect("serializes") + "\n"))
+}
+
+/// `health [ADDR]`: GET /health of a server on ADDR, within 3 s; exit 0 on
+/// 200, 1 otherwise (draining answers 503), with the answer's first line.
+fn health(addr: &str) -> ExitCode {
+    use std::io::Read;
+    const LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+    let answer = http::parse_addr(addr).and_then(|addr| {
+        let mut stream = std::net::TcpStream::connect_timeout(&addr, LIMIT)
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        stream.set_read_timeout(Some(LIMIT)).ok();
+        stream.set_write_timeout(Some(LIMIT)).ok();
+        let request = format!(
+            "GET /health HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            addr.port()
+        );
+        stream
+            .write_all(request.as_bytes())
+            .map_err(|e| format!("cannot ask {addr}: {e}"))?;
+        let mut head = vec![0u8; 512];
+        let n = stream
+            .read(&mut head)
+            .map_err(|e| format!("no answer from {addr}: {e}"))?;
+        let text = String::from_utf8_lossy(&head[..n]).into_owned();
+        Ok(text.lines().next().unwrap_or_default().to_string())
+    });
+    match answer {
+        Ok(status) if status.split(' ').nth(1) == Some("200") => {
+            print_stdout(&format!("healthy: {status}\n"))
+        }
+        Ok(status) => {
+            eprintln!("lean-beam-mcp: unhealthy: {status}");
+            ExitCode::FAILURE
+        }
+        Err(message) => {
+            eprintln!("lean-beam-mcp: unhealthy: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `doctor [ROOT]`: the report on stdout, then the host snippets.

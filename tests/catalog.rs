@@ -675,3 +675,64 @@ fn every_tool_error_passes_the_sdk_v1_output_schema_check() {
     }
     assert!(checked > TOOL_COUNT, "{checked}");
 }
+
+/// Every output schema is in the subset every host reads: self-contained (no
+/// `$ref`, `$defs` or `definitions`), no type arrays and no `null` type or
+/// enum value (optional keys are left out of results), and every object
+/// schema with `properties`. Inspector 2.12 warned on 105 type arrays and
+/// keyword-less schemas, Gemini CLI's older schema path refused objects
+/// without properties, and peers' discovery broke on `$ref`.
+#[test]
+fn output_schemas_are_in_the_portable_subset() {
+    fn check(tool: &str, pointer: &str, value: &Value, complaints: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for key in ["$ref", "$defs", "definitions"] {
+                    if map.contains_key(key) {
+                        complaints.push(format!("{tool}{pointer}: {key}"));
+                    }
+                }
+                match map.get("type") {
+                    Some(Value::Array(_)) => {
+                        complaints.push(format!("{tool}{pointer}: a type array"))
+                    }
+                    Some(t) if t == "null" => {
+                        complaints.push(format!("{tool}{pointer}: type null"))
+                    }
+                    Some(t) if t == "object" && !map.contains_key("properties") => {
+                        complaints.push(format!("{tool}{pointer}: an object without properties"))
+                    }
+                    _ => {}
+                }
+                if let Some(Value::Array(values)) = map.get("enum") {
+                    if values.iter().any(Value::is_null) {
+                        complaints.push(format!("{tool}{pointer}: null in an enum"));
+                    }
+                }
+                for (key, child) in map {
+                    // A `properties` map is names, not a schema: walk its values.
+                    check(tool, &format!("{pointer}/{key}"), child, complaints);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    check(tool, &format!("{pointer}/{i}"), item, complaints);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut complaints = Vec::new();
+    for entry in catalog() {
+        let tool = entry["name"].as_str().unwrap();
+        let schema = &entry["outputSchema"];
+        assert_eq!(schema["type"], "object", "{tool}");
+        check(tool, "", schema, &mut complaints);
+    }
+    assert!(
+        complaints.is_empty(),
+        "{} complaints:\n{}",
+        complaints.len(),
+        complaints.join("\n")
+    );
+}

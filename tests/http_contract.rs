@@ -1248,7 +1248,7 @@ async fn a_bearer_token_is_required_on_every_request_but_health() {
         )
         .await;
         assert_eq!(preflight.status, StatusCode::NO_CONTENT);
-        // Only /mcp is guarded: there is nothing elsewhere to protect.
+        // Only what serves something is guarded: an unknown path is 404.
         let unknown = send(port, "GET", "/elsewhere", &[], vec![]).await;
         assert_eq!(unknown.status, StatusCode::NOT_FOUND);
         assert!(

@@ -186,6 +186,19 @@ fn metrics_and_status_show_the_calls_behind_the_token() {
         assert!(refused.header("www-authenticate").is_some(), "{path}");
     }
     assert_eq!(request(port, "GET", "/health", false, None).status, 200);
+    // The container's health check: `lean-beam-mcp health ADDR` asks /health.
+    let health = |addr: &str| {
+        Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+            .args(["health", addr])
+            .output()
+            .unwrap()
+    };
+    let healthy = health(&format!("127.0.0.1:{port}"));
+    assert!(healthy.status.success(), "{healthy:?}");
+    assert!(String::from_utf8_lossy(&healthy.stdout).starts_with("healthy: HTTP/1.1 200"));
+    let refused = health("127.0.0.1:1");
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("unhealthy: cannot connect"));
     assert_eq!(request(port, "POST", "/metrics", true, None).status, 405);
 
     let before = request(port, "GET", "/metrics", true, None);

@@ -91,6 +91,17 @@ pub enum Error {
     },
     /// A checkpoint that could not be made.
     Save(SaveError),
+    /// Lean did not get past the header of `path` at `version` (an import
+    /// that does not load, or Lake's set-up of the imports failed): nothing
+    /// after it was elaborated, so no position has anything to read.
+    HeaderFailed {
+        path: String,
+        version: u64,
+        /// The import the error is about, when it names one.
+        import: Option<String>,
+        /// Lean's message (for Lake, its command line and stderr).
+        message: String,
+    },
     /// Lean answered something the broker cannot use.
     Unexpected(String),
 }

@@ -321,6 +321,10 @@ impl Broker {
         let (found, disk_changed) =
             tokio::join!(goals::goals(&target, line, query), bound.disk_changed());
         let (goals, source) = found?;
+        // Lean answers "no goals" anywhere in a file whose header failed.
+        if let Some(failed) = goals.is_empty().then(|| bound.header_failure()).flatten() {
+            return Err(failed);
+        }
         Ok(GoalsResult {
             head: head(&bound, Some(line), disk_changed),
             mode: match mode {

@@ -280,7 +280,7 @@ impl Broker {
         let limits = &self.limits;
         let bound = |limit: u64, used: Option<u64>, per: &'static str| LimitUse {
             limit: Some(limit),
-            used: used.map(Some),
+            used,
             busy: None,
             per,
         };
@@ -311,7 +311,7 @@ impl Broker {
             ),
             max_lean_rss_mib: LimitUse {
                 limit: limits.lean_rss.map(|b| b / mib),
-                used: Some(largest_rss.map(|b| b / mib)),
+                used: largest_rss.map(|b| b / mib),
                 busy: None,
                 per: "Lean process",
             },

@@ -4,7 +4,7 @@
 use lsp_types::{Position, TextDocumentIdentifier, TextDocumentPositionParams, Uri};
 use serde_json::Value;
 
-use super::document::{DiskStamp, Doc, DocState, DocUse};
+use super::document::{DiskStamp, Doc, DocState, DocUse, Snapshot};
 use super::edit;
 use super::error::{Error, Result};
 use super::forward::Forwarder;
@@ -29,6 +29,34 @@ pub struct Bound<'c> {
     pub sink: &'c dyn ProgressSink,
     /// The file on disk as resolving the call's path found it.
     seen: Option<DiskStamp>,
+    /// What Lean had reported of the document when the call pinned it.
+    reported: Snapshot,
+}
+
+impl Bound<'_> {
+    /// The header failure Lean reported for the pinned version, if any: an
+    /// import that does not load, or Lake's set-up of the imports failing.
+    /// Lean then answers "no goals" anywhere in the file. Read from the
+    /// report as it was when the call pinned the version (a synced
+    /// version's final one), else from the live one: a reopened worker
+    /// (Lean's fatal report needs one before it answers anything) clears
+    /// the diagnostics before it publishes the header's errors again.
+    pub fn header_failure(&self) -> Option<Error> {
+        let version = self.state.version;
+        let text = &*self.state.text;
+        [&self.reported, &self.doc.snapshot()]
+            .into_iter()
+            .filter(|snap| snap.version == version)
+            .find_map(|snap| {
+                let error = super::snippets::header_errors(snap, text).next()?;
+                Some(Error::HeaderFailed {
+                    path: self.doc.path.shown.clone(),
+                    version,
+                    import: super::snippets::failed_import(text, error),
+                    message: super::diagnostics::message(error).to_owned(),
+                })
+            })
+    }
 }
 
 pub fn version_mismatch(doc: &Doc, expected: u64, current: u64) -> Error {
@@ -95,6 +123,7 @@ async fn bind<'c>(
     if current.version != version {
         return Err(version_mismatch(&doc, version, current.version));
     }
+    let reported = doc.snapshot();
     let session = rt.server().await?;
     let state = ensure_open(&session, &doc, version).await?;
     Ok(Bound {
@@ -104,6 +133,7 @@ async fn bind<'c>(
         session,
         sink,
         seen: seen.as_ref().map(DiskStamp::of),
+        reported,
     })
 }
 

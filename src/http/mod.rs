@@ -55,6 +55,9 @@ pub use drain::Drain;
 pub use guard::AllowList;
 use sessions::Sessions;
 
+/// The paths that need the bearer token when one is set.
+const GUARDED: &[&str] = &["/mcp", "/metrics", "/status"];
+
 /// The default port of `--http` when only a host is given.
 pub const DEFAULT_PORT: u16 = 8765;
 /// One limit for every request body, in both eras.
@@ -84,7 +87,8 @@ pub struct HttpConfig {
     pub body_timeout: Duration,
     pub max_connections: usize,
     pub max_sessions: usize,
-    /// Calls one legacy session may run at once (applied to the dispatcher's
+    /// Calls one client (a legacy session, or the root of sessionless calls)
+    /// may run at once, see `mcp::share` (applied to the dispatcher's
     /// configuration by the caller); `None` keeps the dispatcher's.
     pub max_in_flight_per_client: Option<usize>,
     /// Required on every request but `/health` when set.
@@ -339,7 +343,7 @@ impl<O: Handler + 'static> Server<O> {
                 path,
                 &RpcError::invalid_request(refusal.message()),
             )
-        } else if path == "/mcp"
+        } else if GUARDED.contains(&path)
             && parts.method != Method::OPTIONS
             && let Some(refusal) = self
                 .config
@@ -347,12 +351,14 @@ impl<O: Handler + 'static> Server<O> {
                 .as_ref()
                 .and_then(|t| t.refusal(&parts.headers))
         {
-            // Only `/mcp` is guarded: `/health` is for load balancers, CORS
-            // preflights never carry credentials, and every other path is a
-            // 404 whoever asks (the OAuth discovery and registration paths
-            // included: there is no OAuth here, and a 401 on them sends hosts
-            // into an OAuth flow that cannot succeed).
-            self.count(headers::claims_modern(&parts.headers));
+            // Only what serves something is guarded: `/health` is for load
+            // balancers, CORS preflights never carry credentials, and every
+            // other path is a 404 whoever asks (the OAuth discovery and
+            // registration paths included: there is no OAuth here, and a 401
+            // on them sends hosts into an OAuth flow that cannot succeed).
+            if path == "/mcp" {
+                self.count(headers::claims_modern(&parts.headers));
+            }
             Self::unauthorized(&parts.method, path, refusal)
         } else {
             match (path, &parts.method) {

@@ -16,8 +16,9 @@ pub struct Config {
     /// Calls running at once across every client (the global cap). A call
     /// admitted beyond it waits for a slot, still cancellable.
     pub max_in_flight: usize,
-    /// Calls one HTTP client (a legacy session) may run at once, so that one
-    /// client's slow calls leave slots for the others.
+    /// Calls one HTTP client (a legacy session, or the root of sessionless
+    /// calls) may run at once, so that one client's slow calls leave slots for
+    /// the others; it holds twice that admitted (see `share`).
     pub max_in_flight_per_client: usize,
     /// Calls one stream may hold admitted (running or waiting for a slot).
     /// Past it a stdio reader waits, which pushes back on a client that floods

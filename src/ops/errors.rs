@@ -94,9 +94,43 @@ impl From<broker::Error> for ToolError {
                 problem,
             } => probe_error(line, character, problem),
             E::Save(error) => save_error(error),
+            E::HeaderFailed {
+                path,
+                version,
+                import,
+                message,
+            } => header_failed(&path, version, import, message),
             E::Unexpected(what) => ToolError::new(ErrorCode::InternalError, what),
         }
     }
+}
+
+/// A version whose header Lean did not get past: say which import, and
+/// Lean's first line (all of it, Lake's stderr included, in `data`).
+fn header_failed(path: &str, version: u64, import: Option<String>, message: String) -> ToolError {
+    let about = import
+        .as_deref()
+        .map_or_else(String::new, |m| format!(" (import {m})"));
+    // Lean's first line; Lake's command line comes first and its verdict last.
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let said = match lines.next_back() {
+        Some(last) => format!("{first} … {last}"),
+        None => first.to_owned(),
+    };
+    ToolError::new(
+        ErrorCode::InvalidParams,
+        format!(
+            "{path} version {version} did not get past its header{about}, so nothing after it was elaborated and there is nothing to read at a position; Lean said: {said}. Fix the header or the imported module (lean_sync shows the whole error), then lean_sync"
+        ),
+    )
+    .with_data(json!({
+        "reason": "headerFailed",
+        "path": path,
+        "version": version,
+        "import": import,
+        "message": message,
+    }))
 }
 
 /// Lean's error answer to `method`, or a broken connection during it.

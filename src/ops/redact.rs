@@ -1,7 +1,8 @@
 //! Redaction of feedback reports: the home directory, the user name and
 //! anything that looks like a credential are removed from every string: known
 //! token formats, long random-looking tokens (with or without `/`), URL
-//! credentials (`scheme://user:pass@host`), the value after `Bearer`/`Basic`
+//! credentials (`scheme://user:pass@host`), webhook URLs (whose path is the
+//! credential) and credential query parameters, the value after `Bearer`/`Basic`
 //! and after a secret-looking key (`password: …`, `API_TOKEN=…`, quoted
 //! values whole), and PEM blocks.
 
@@ -13,30 +14,135 @@ pub struct Redactor {
     user: Option<String>,
 }
 
-/// Prefixes of well-known credential formats.
-const TOKEN_PREFIXES: &[&str] = &[
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "sk-",
-    "sk_live_",
-    "sk_test_",
-    "rk_live_",
-    "xoxb-",
-    "xoxp-",
-    "xoxa-",
-    "xoxs-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "ya29.",
-    "npm_",
-    "pypi-",
-    "hf_",
+/// Prefixes of well-known credential formats (those of gitleaks' and
+/// trufflehog's rules), each with the fewest characters that must follow it
+/// for a token to count (short ones would hit ordinary words).
+const TOKEN_PREFIXES: &[(&str, usize)] = &[
+    // GitHub: personal, OAuth, user-to-server, server-to-server, refresh,
+    // fine-grained tokens.
+    ("ghp_", 8),
+    ("gho_", 8),
+    ("ghu_", 8),
+    ("ghs_", 8),
+    ("ghr_", 8),
+    ("github_pat_", 8),
+    // GitLab: personal, deploy, runner, pipeline trigger, OAuth app secret,
+    // feed, incoming mail, SCIM, CI job tokens, and runner registration.
+    ("glpat-", 8),
+    ("gldt-", 8),
+    ("glrt-", 8),
+    ("glptt-", 8),
+    ("gloas-", 8),
+    ("glft-", 8),
+    ("glimt-", 8),
+    ("glsoat-", 8),
+    ("glcbt-", 8),
+    ("GR1348941", 8),
+    // OpenAI, Anthropic (sk-ant-), DeepSeek and the like; Stripe.
+    ("sk-", 8),
+    ("sk_live_", 8),
+    ("sk_test_", 8),
+    ("rk_live_", 8),
+    ("rk_test_", 8),
+    ("pk_live_", 8),
+    ("whsec_", 8),
+    // Slack: bot, user, app-level, configuration, refresh, legacy tokens.
+    ("xoxb-", 8),
+    ("xoxp-", 8),
+    ("xoxa-", 8),
+    ("xoxs-", 8),
+    ("xoxr-", 8),
+    ("xoxe-", 8),
+    ("xoxc-", 8),
+    ("xapp-", 8),
+    // AWS access key ids (long-term, temporary, and the rarer kinds).
+    ("AKIA", 12),
+    ("ASIA", 12),
+    ("ABIA", 12),
+    ("ACCA", 12),
+    ("A3T", 13),
+    // Google: API keys, OAuth access tokens, OAuth client secrets.
+    ("AIza", 8),
+    ("ya29.", 8),
+    ("GOCSPX-", 8),
+    // Package registries: npm, PyPI, RubyGems, Docker Hub.
+    ("npm_", 8),
+    ("pypi-", 8),
+    ("rubygems_", 8),
+    ("dckr_pat_", 8),
+    // Hugging Face, Replicate, Groq, Perplexity.
+    ("hf_", 8),
+    ("r8_", 16),
+    ("gsk_", 16),
+    ("pplx-", 16),
+    // SendGrid, Mailgun, Mailchimp-style, Twilio's are caught as random runs.
+    ("SG.", 16),
+    ("key-", 32),
+    // Shopify, DigitalOcean, HashiCorp Vault and Terraform Cloud, Atlassian,
+    // Databricks, Linear, Postman, Grafana, Sentry, New Relic, Doppler, age.
+    ("shpat_", 16),
+    ("shpss_", 16),
+    ("shpca_", 16),
+    ("shppa_", 16),
+    ("dop_v1_", 16),
+    ("doo_v1_", 16),
+    ("dor_v1_", 16),
+    ("hvs.", 16),
+    ("hvb.", 16),
+    ("atlasv1.", 16),
+    ("ATATT", 16),
+    ("dapi", 16),
+    ("lin_api_", 16),
+    ("PMAK-", 16),
+    ("glc_", 16),
+    ("glsa_", 16),
+    ("sntrys_", 16),
+    ("sntryu_", 16),
+    ("NRAK-", 16),
+    ("dp.pt.", 16),
+    ("dp.st.", 16),
+    ("AGE-SECRET-KEY-", 16),
+];
+
+/// Hosts whose URLs are credentials in themselves (incoming webhooks: whoever
+/// has the URL can post), with the path under which the secret part lies;
+/// a host matches itself and its subdomains.
+const WEBHOOK_URLS: &[(&str, &str)] = &[
+    ("hooks.slack.com", "/"),
+    ("discord.com", "/api/webhooks/"),
+    ("discordapp.com", "/api/webhooks/"),
+    ("webhook.office.com", "/"),
+    ("outlook.office.com", "/webhook"),
+    ("outlook.office365.com", "/webhook"),
+    ("logic.azure.com", "/"),
+    ("hooks.zapier.com", "/"),
+    ("chat.googleapis.com", "/v1/spaces/"),
+    ("api.telegram.org", "/bot"),
+    ("maker.ifttt.com", "/"),
+    ("api.pushover.net", "/"),
+];
+
+/// URL query parameters whose values are credentials (`?sig=…`, `&token=…`).
+const SECRET_PARAMS: &[&str] = &[
+    "sig",
+    "signature",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "key",
+    "api_key",
+    "apikey",
+    "secret",
+    "client_secret",
+    "password",
+    "code",
+    "auth",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "x-goog-signature",
+    "x-goog-credential",
 ];
 
 /// Key names whose values are secrets (`password=…`, `"api_key": "…"`): a
@@ -106,7 +212,7 @@ impl Redactor {
     }
 
     pub fn text(&self, text: &str) -> String {
-        let mut out = redact_secrets(&redact_url_credentials(&redact_pem(text)));
+        let mut out = redact_secrets(&redact_urls(&redact_url_credentials(&redact_pem(text))));
         if let Some(home) = &self.home {
             out = out.replace(home.as_str(), "~");
         }
@@ -174,8 +280,12 @@ fn looks_secret(token: &str) -> bool {
     let trimmed = token.trim_end_matches(['.', ',']);
     if TOKEN_PREFIXES
         .iter()
-        .any(|p| trimmed.starts_with(p) && trimmed.len() >= p.len() + 8)
+        .any(|(p, rest)| trimmed.starts_with(p) && trimmed.len() >= p.len() + rest)
     {
+        return true;
+    }
+    // A JWT: three base64url parts, the first a JSON object (`{"` is `eyJ`).
+    if trimmed.starts_with("eyJ") && trimmed.matches('.').count() >= 2 && trimmed.len() >= 24 {
         return true;
     }
     let letters = trimmed.chars().filter(char::is_ascii_alphabetic).count();
@@ -252,6 +362,77 @@ fn redact_url_credentials(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Where a URL's text ends: at white space, a quote or a bracket.
+fn url_end(text: &str) -> usize {
+    text.find(|c: char| {
+        c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ']' | '}' | '\\')
+    })
+    .unwrap_or(text.len())
+}
+
+/// Redact what makes a URL a credential: the secret part of a webhook URL
+/// (Slack, Discord, Teams/Office 365, Power Automate, Zapier, Google Chat,
+/// Telegram bots, IFTTT), and, in any URL, the values of credential query
+/// parameters (`sig`, `token`, `key`, AWS/GCS presigned signatures…).
+fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = url_end(tail);
+        let (url, after) = tail.split_at(end);
+        let host_len = url.find(['/', '?', '#']).unwrap_or(url.len());
+        let (authority, path) = url.split_at(host_len);
+        let host = authority
+            .rsplit('@')
+            .next()
+            .unwrap_or("")
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        out.push_str(authority);
+        let webhook = WEBHOOK_URLS.iter().find(|(h, under)| {
+            (host == *h || host.ends_with(&format!(".{h}")))
+                && path.len() > under.len()
+                && path.starts_with(under)
+        });
+        match webhook {
+            Some((_, under)) => {
+                out.push_str(under);
+                out.push_str(REDACTED);
+            }
+            None => out.push_str(&redact_query(path)),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The path and query of a URL with its credential parameters' values redacted.
+fn redact_query(path: &str) -> String {
+    let Some(q) = path.find('?') else {
+        return path.to_string();
+    };
+    let (base, query) = path.split_at(q + 1);
+    let (query, fragment) = query.split_at(query.find('#').unwrap_or(query.len()));
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, value))
+                if !value.is_empty()
+                    && SECRET_PARAMS.contains(&name.to_ascii_lowercase().as_str()) =>
+            {
+                format!("{name}={REDACTED}")
+            }
+            _ => param.to_string(),
+        })
+        .collect();
+    format!("{base}{}{fragment}", params.join("&"))
 }
 
 /// The end of a quoted value starting at `open` (the byte after the closing
@@ -421,6 +602,181 @@ mod tests {
             ("{\"note\": \"SIGNING_KEY = \\\"esc secret\\\" and \\\"password\\\": \\\"esc pw\\\"\"}".into(), "esc"),
             ("npm_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2".into(), "aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2"),
         ]
+    }
+
+    /// The shapes of the usual secret scanners' rules (gitleaks, trufflehog)
+    /// beyond `planted`: webhook URLs, more token formats, signed URLs.
+    fn scanner_shapes() -> Vec<(&'static str, &'static str)> {
+        vec![
+            // Webhook URLs: the URL is the credential.
+            (
+                "https://hooks.slack.com/services/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",
+                "q1W2e3R4t5Y6u7I8o9P0aSdF",
+            ),
+            (
+                "https://hooks.slack.com/services/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",
+                "B4E5F6G7H",
+            ),
+            (
+                "https://hooks.slack.com/workflows/T0A1B2C3D/A0B1C2D3E/4567890/AbCdEfGhIjKl",
+                "AbCdEfGhIjKl",
+            ),
+            (
+                "https://hooks.slack.com/triggers/T0A1B2C3D/5678901234/0a1b2c3d4e5f",
+                "0a1b2c3d4e5f",
+            ),
+            (
+                "https://discord.com/api/webhooks/123456789012345678/Xy_Zw-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+                "Xy_Zw-AbCdEf",
+            ),
+            (
+                "https://discordapp.com/api/webhooks/123456789012345678/abcDEF",
+                "abcDEF",
+            ),
+            (
+                "https://contoso.webhook.office.com/webhookb2/0a1b2c3d-e5f6@72f9/IncomingWebhook/9f8e7d6c/a1b2c3",
+                "IncomingWebhook/9f8e7d6c",
+            ),
+            (
+                "https://outlook.office.com/webhook/0a1b2c3d-e5f6/IncomingWebhook/9f8e7d6c5b4a/a1b2c3",
+                "9f8e7d6c5b4a",
+            ),
+            (
+                "https://prod-12.westus.logic.azure.com:443/workflows/0a1b2c/triggers/manual/paths/invoke?api-version=2016-06-01&sig=Q1w2E3r4T5y6",
+                "Q1w2E3r4T5y6",
+            ),
+            (
+                "https://hooks.zapier.com/hooks/catch/1234567/abcdef1/",
+                "abcdef1",
+            ),
+            (
+                "https://chat.googleapis.com/v1/spaces/AAAA1234/messages?key=AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI&token=tok3nV4lue",
+                "tok3nV4lue",
+            ),
+            (
+                "https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage",
+                "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+            ),
+            (
+                "https://maker.ifttt.com/trigger/event/with/key/dK3yV4lu3x",
+                "dK3yV4lu3x",
+            ),
+            // Signed and keyed URLs.
+            (
+                "https://bucket.s3.amazonaws.com/f?X-Amz-Credential=AKIAEXAMPLE%2F2024&X-Amz-Signature=9f86d081884c7d65",
+                "9f86d081884c7d65",
+            ),
+            (
+                "https://storage.googleapis.com/b/o?X-Goog-Signature=5a2b3c4d5e6f7a8b",
+                "5a2b3c4d5e6f7a8b",
+            ),
+            (
+                "https://api.example.com/v1/items?page=2&access_token=opaqueV4lue9",
+                "opaqueV4lue9",
+            ),
+            // More token formats.
+            (
+                "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+                "16C7e42F292c6912E7710c838347Ae178B4a",
+            ),
+            (
+                "ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+                "16C7e42F292c6912E7710c838347Ae178B4a",
+            ),
+            ("gldt-AbCdEfGh12345678", "AbCdEfGh12345678"),
+            ("glrt-AbCdEfGh12345678", "AbCdEfGh12345678"),
+            ("GR1348941AbCdEfGh12345678", "AbCdEfGh12345678"),
+            ("sk-ant-api03-AbCdEfGhIjKlMnOp", "AbCdEfGhIjKlMnOp"),
+            ("rk_test_51HxYzAbCdEfGh", "51HxYzAbCdEfGh"),
+            ("whsec_AbCdEfGh12345678", "AbCdEfGh12345678"),
+            ("xoxe-1-AbCdEfGhIjKl", "AbCdEfGhIjKl"),
+            ("xapp-1-A0B1C2D3E4F-1234567890-abcdef", "abcdef"),
+            ("ASIAY34FZKBOKMUTVV7A", "Y34FZKBOKMUTVV7A"),
+            ("GOCSPX-AbCdEfGhIjKlMnOp", "AbCdEfGhIjKlMnOp"),
+            ("ya29.a0AfH6SMBx-opaque", "a0AfH6SMBx"),
+            ("pypi-AgEIcHlwaS5vcmcCJGRhYzEy", "AgEIcHlwaS5vcmcCJGRhYzEy"),
+            ("dckr_pat_AbCdEfGh12345678", "AbCdEfGh12345678"),
+            ("hf_AbCdEfGhIjKlMnOpQrSt", "AbCdEfGhIjKlMnOpQrSt"),
+            (
+                "SG.AbCdEfGhIjKlMnOp.QrStUvWxYz0123456789",
+                "AbCdEfGhIjKlMnOp",
+            ),
+            (
+                "key-0123456789abcdef0123456789abcdef",
+                "0123456789abcdef0123456789abcdef",
+            ),
+            ("shpat_0123456789abcdef0123", "0123456789abcdef0123"),
+            ("dop_v1_0123456789abcdef0123", "0123456789abcdef0123"),
+            ("hvs.CAESIAbCdEfGhIjKlMn", "CAESIAbCdEfGhIjKlMn"),
+            ("glsa_AbCdEfGhIjKlMnOpQr", "AbCdEfGhIjKlMnOpQr"),
+            ("lin_api_AbCdEfGhIjKlMnOpQr", "AbCdEfGhIjKlMnOpQr"),
+            ("PMAK-0123456789abcdef0123", "0123456789abcdef0123"),
+            ("AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQ", "1QQQQQQQQQQQQQQQQQQ"),
+            // A short JWT, few digits.
+            (
+                "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.c2ln",
+                "eyJzdWIiOiJhIn0",
+            ),
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+                "b3BlbnNzaC1rZXktdjEAAAAA",
+            ),
+            (
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGXyz\n-----END PGP PRIVATE KEY BLOCK-----",
+                "lQOYBGXyz",
+            ),
+            ("Authorization: token ghx0paqu3V4lue", "ghx0paqu3V4lue"),
+            (
+                "https://x-access-token:ghs_abc123XYZ@github.com/o/r.git",
+                "ghs_abc123XYZ",
+            ),
+            (
+                "AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;EndpointSuffix=core.windows.net",
+                "Zm9vYmFyYmF6cXV4MTIz",
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_secret_scanner_shape_is_removed() {
+        let r = Redactor::new(None, None);
+        let mut survived = Vec::new();
+        for (shape, secret) in scanner_shapes() {
+            let out = r.text(&format!("before {shape} after"));
+            let framed = out.starts_with("before ") && out.ends_with(" after");
+            if out.contains(secret) || !framed || !out.contains("[REDACTED") {
+                survived.push(out);
+            }
+            // Inside a JSON string too.
+            let json = serde_json::to_string(&serde_json::json!({ "note": shape })).unwrap();
+            let out = r.text(&json);
+            if out.contains(secret) {
+                survived.push(out);
+            }
+        }
+        assert!(survived.is_empty(), "{survived:#?}");
+    }
+
+    #[test]
+    fn webhook_urls_keep_their_host_and_ordinary_urls_survive() {
+        let r = Redactor::new(None, None);
+        assert_eq!(
+            r.text("post to https://hooks.slack.com/services/T0/B1/xyzSECRET now"),
+            "post to https://hooks.slack.com/[REDACTED] now"
+        );
+        assert_eq!(
+            r.text("(https://discord.com/api/webhooks/1/tok)"),
+            "(https://discord.com/api/webhooks/[REDACTED])"
+        );
+        for ordinary in [
+            "see https://github.com/leanprover/lean4/issues/1234 and https://leanprover-community.github.io/mathlib4_docs/Mathlib/Algebra/Group/Basic.html",
+            "https://discord.com/channels/123/456 and https://hooks.slack.com",
+            "https://example.com/search?q=lean+theorem&page=2#top",
+            "key-value pairs: the key-point is obvious",
+            "theorem sig_key (sig : Signature) : True := trivial",
+        ] {
+            assert_eq!(r.text(ordinary), ordinary);
+        }
     }
 
     #[test]

@@ -67,7 +67,8 @@ pub struct Candidate {
     /// candidate's first character.
     pub messages: Vec<RunMessage>,
     /// After the candidate; after a failed one, before its failing step.
-    /// Null for commands and for candidates that did not finish.
+    /// Left out for commands and for candidates that did not finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proof_state: Option<ProofState>,
     /// The resulting proof state (tactics that closed or progressed), equal
     /// exactly when the pretty-printed goals are equal; stable across calls.

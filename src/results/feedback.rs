@@ -11,9 +11,12 @@ use super::{RuntimeStats, WorkspaceEcho};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FeedbackMetadata {
     pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub severity: Option<String>,
     pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_request_id: Option<String>,
     /// This server's name and version.
     pub server: String,
@@ -50,13 +53,16 @@ pub struct FeedbackEvidence {
 pub struct FeedbackCollected {
     pub root: String,
     /// The contents of `lean-toolchain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub toolchain: Option<String>,
     pub lakefiles: Vec<String>,
     /// How Lean is started for this root.
     pub server_command: String,
     /// The cached runtime's statistics, if one is cached.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeStats>,
     /// The documents open in Lean, if a runtime is cached.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub open_files: Option<Vec<String>>,
 }
 

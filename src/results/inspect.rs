@@ -99,9 +99,11 @@ pub struct GoalsResult {
 pub struct TermGoalResult {
     #[serde(flatten)]
     pub head: DocHead,
-    /// The expected type as a goal, or null where Lean has no term.
+    /// The expected type as a goal; left out where Lean has no term.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub goal: Option<Goal>,
     /// The term Lean found at the position.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub range: Option<Range>,
 }
 

@@ -59,11 +59,16 @@ use serde_json::Value;
 /// without `$schema` (MCP's default dialect) and without the Rust type name as
 /// a title. Integer formats (`uint64`, …) are dropped: they are no standard
 /// format, and strict validators reject unknown ones; `minimum: 0` says it.
+///
+/// In the subset every host reads (issue 25: Inspector's warnings, Gemini
+/// CLI's older schema path, peers' discovery): self-contained (shared shapes
+/// inlined, no `$ref`/`$defs`), no type arrays (an optional key is left out of
+/// the result, never null: every `Option` field of a result skips `None`),
+/// and every object schema with `properties` (`{}` for a map).
 pub fn output_schema<T: JsonSchema>() -> Value {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator()
-        .into_root_schema_for::<T>();
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().into_root_schema_for::<T>();
     let Value::Object(mut map) = serde_json::to_value(schema).expect("a schema serializes") else {
         unreachable!("a struct's schema is an object")
     };
@@ -84,7 +89,46 @@ pub fn output_schema<T: JsonSchema>() -> Value {
     }
     let mut schema = Value::Object(ordered);
     drop_integer_formats(&mut schema);
+    portable(&mut schema);
     schema
+}
+
+/// Rewrite a schema into the portable subset: no `null` in type arrays,
+/// enums or `anyOf` branches (the key is left out instead, so its schema is the
+/// non-null one), and `properties` on every object schema.
+fn portable(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        if let Value::Array(items) = schema {
+            items.iter_mut().for_each(portable);
+        }
+        return;
+    };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+        branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
+        if branches.len() == 1 {
+            let Some(Value::Object(only)) = branches.pop() else {
+                unreachable!("a schema branch is an object")
+            };
+            map.remove("anyOf");
+            for (key, value) in only {
+                map.entry(key).or_insert(value);
+            }
+        }
+    }
+    if map.get("type").is_some_and(|t| t == "object") && !map.contains_key("properties") {
+        map.insert("properties".into(), Value::Object(serde_json::Map::new()));
+    }
+    map.values_mut().for_each(portable);
 }
 
 fn drop_integer_formats(schema: &mut Value) {

@@ -51,12 +51,13 @@ pub struct RequestStats {
 /// per document, the most any one uses).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LimitUse {
-    /// The bound; null when it is unset (no bound).
-    pub limit: Option<u64>,
-    /// What is used of it; null when nothing was measured yet. Left out for
-    /// bounds with nothing to count.
+    /// The bound; left out when it is unset (no bound).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub used: Option<Option<u64>>,
+    pub limit: Option<u64>,
+    /// What is used of it; left out for bounds with nothing to count, and
+    /// while nothing was measured yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used: Option<u64>,
     /// Runtimes with a call in flight (which cannot be evicted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub busy: Option<u64>,
@@ -98,6 +99,7 @@ pub struct DocumentStats {
     pub open: bool,
     /// Lean's report for the version is final.
     pub settled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub worker_pid: Option<u32>,
 }
 
@@ -106,6 +108,7 @@ pub struct DocumentStats {
 #[serde(rename_all = "camelCase")]
 pub struct MemoryStats {
     /// The largest resident set at the last check.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub largest_mib: Option<u64>,
     /// Processes killed for exceeding `LEAN_BEAM_MAX_LEAN_RSS_MIB`.
     pub killed: u64,
@@ -129,6 +132,7 @@ pub struct HandleStats {
 #[serde(rename_all = "camelCase")]
 pub struct PrefixBaseStats {
     pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
     pub ready: u64,
     pub uses: u64,
@@ -144,6 +148,7 @@ pub struct RuntimeStats {
     pub root: String,
     pub server_command: String,
     /// The Lean server's process id, while one runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     pub alive: bool,
     pub uptime_ms: u64,
@@ -155,6 +160,7 @@ pub struct RuntimeStats {
     pub memory: MemoryStats,
     pub requests: u64,
     /// LSP requests sent to the current Lean server.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lsp_requests: Option<u64>,
     pub starts: u64,
     pub restarts: u64,

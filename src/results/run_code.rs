@@ -18,6 +18,7 @@ pub struct SnippetMessage {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct HeaderError {
     /// The module that failed, when Lean's report names one of the header's.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub import: Option<String>,
     pub message: String,
 }

@@ -68,10 +68,12 @@ pub struct RunResult {
     pub messages: Vec<RunMessage>,
     /// Trace messages (`[Meta.synthInstance] …`), apart from the others.
     pub traces: Vec<RunMessage>,
-    /// Null after a command step.
+    /// Left out after a command step.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proof_state: Option<ProofState>,
     /// A handle to continue from (`lean_run_at_handle`, `lean_run_with*`
-    /// after a step that succeeded), else null.
+    /// after a step that succeeded), else left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_handle: Option<String>,
     /// Present when a budget (`max_heartbeats`, `timeout_ms`) ran out: the
     /// step did not finish, which is neither a Lean error nor a success.

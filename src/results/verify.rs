@@ -53,8 +53,9 @@ pub struct ReferenceCheck {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct CheckedDeclaration {
     pub name: String,
-    /// As `#print axioms` lists them; null when Lean did not answer (`error`
+    /// As `#print axioms` lists them; left out when Lean did not answer (`error`
     /// says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub axioms: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -82,7 +83,8 @@ pub struct HatchHit {
 pub struct ImportedSource {
     pub module: String,
     pub path: String,
-    /// SHA-256 of the source; null when it could not be read.
+    /// SHA-256 of the source; left out when it could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
 }
 
@@ -96,6 +98,7 @@ pub struct Provenance {
     pub disk_changed: bool,
     pub imports: Vec<ImportedSource>,
     /// `lean --version` of the workspace's toolchain.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lean_version: Option<String>,
     /// This server: name and version.
     pub server: Value,

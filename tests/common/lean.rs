@@ -93,13 +93,44 @@ impl Lean {
             .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
     }
 
-    /// The environment of a `lean-beam-mcp` that runs this toolchain as a bare
-    /// `lean --server`.
+    /// The environment of a `lean-beam-mcp` that runs this toolchain: as a
+    /// bare `lean --server`, or, with `LEAN_BEAM_TEST_LAKE=1` (the Lake lane of
+    /// `scripts/test.sh`), through the production launch path, `lake serve`
+    /// of the Lake stand-in `tests/lake/lake` (its README says what it
+    /// reproduces), which finds this `lean` through `LEAN_SYSROOT`.
     pub fn server_env(&self) -> Vec<(String, String)> {
+        if !via_lake() {
+            return self.server_env_bare();
+        }
+        let sysroot = self
+            .lean
+            .parent()
+            .and_then(Path::parent)
+            .expect("the lean binary is in <sysroot>/bin");
+        vec![
+            (
+                "LEAN_BEAM_LAKE".into(),
+                self.lake().to_string_lossy().into_owned(),
+            ),
+            (
+                "LEAN_SYSROOT".into(),
+                sysroot.to_string_lossy().into_owned(),
+            ),
+        ]
+    }
+
+    /// The environment of a `lean-beam-mcp` that runs this toolchain as a
+    /// bare `lean --server`, whichever lane this is.
+    pub fn server_env_bare(&self) -> Vec<(String, String)> {
         vec![(
             "LEAN_BEAM_LEAN".into(),
             self.lean.to_string_lossy().into_owned(),
         )]
+    }
+
+    /// The Lake stand-in (`tests/lake/lake`).
+    pub fn lake(&self) -> PathBuf {
+        self.repo.join("tests/lake/lake")
     }
 
     /// Run `lean FILE` in `root` as EXPECTED.md describes; returns (exit code,
@@ -118,6 +149,12 @@ impl Lean {
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     }
+}
+
+/// Whether this run starts Lean through the Lake stand-in
+/// (`LEAN_BEAM_TEST_LAKE=1`) rather than as a bare `lean --server`.
+pub fn via_lake() -> bool {
+    std::env::var_os("LEAN_BEAM_TEST_LAKE").is_some_and(|v| v == "1")
 }
 
 /// A directory under the system temp dir, removed on drop.
@@ -368,6 +405,36 @@ pub fn lean_processes_of_server(server: u32) -> Vec<Proc> {
         .into_iter()
         .filter(|p| p.environ.lines().any(|l| l.starts_with(&mark)))
         .collect()
+}
+
+/// The Lean servers the `lean-beam-mcp` process `mcp` started, as its
+/// children: each a `lean --server`, or in the Lake lane a `lake serve` of the
+/// stand-in (whose own child is the `lean --server`, see [`watchdog_of`]).
+pub fn launched_servers_of(mcp: u32) -> Vec<Proc> {
+    let needle = if via_lake() {
+        lean().lake().to_string_lossy().into_owned()
+    } else {
+        lean().lean.to_string_lossy().into_owned()
+    };
+    processes_mentioning(&needle)
+        .into_iter()
+        .filter(|p| {
+            p.ppid == mcp
+                && p.cmdline
+                    .contains(if via_lake() { " serve" } else { "--server" })
+        })
+        .collect()
+}
+
+/// The `lean --server` (Lean's watchdog, the parent of the file workers) of
+/// the server process `launched`: the process itself, or under `lake serve`
+/// its child.
+pub fn watchdog_of(launched: u32) -> Option<u32> {
+    let lean = lean().lean.to_string_lossy().into_owned();
+    processes_mentioning(&lean)
+        .into_iter()
+        .find(|p| (p.pid == launched || p.ppid == launched) && p.cmdline.contains("--server"))
+        .map(|p| p.pid)
 }
 
 /// Poll `check` until it returns true or `limit` passes (a failure guard).

@@ -81,6 +81,12 @@ fn sleepy(ms: u64) -> String {
 
 /// Direct children of `parent` that run the test toolchain as a server.
 fn lean_servers_of(parent: u32) -> Vec<common::lean::Proc> {
+    common::lean::launched_servers_of(parent)
+}
+
+/// The `lean --server` processes that are children of `parent` (a stand-in
+/// that execs Lean, as the serve-only shim below does).
+fn bare_lean_servers_of(parent: u32) -> Vec<common::lean::Proc> {
     let lean = lean().lean.to_string_lossy().into_owned();
     processes_mentioning(&lean)
         .into_iter()
@@ -465,11 +471,13 @@ fn simultaneous_cold_first_use_of_one_root_starts_one_lean_server() {
     assert_eq!(stats["restarts"], 0);
     assert_eq!(stats["alive"], true);
     assert_eq!(stats["root"], basic.as_str());
+    let launch = if common::lean::via_lake() {
+        " serve -- "
+    } else {
+        "--server"
+    };
     assert!(
-        stats["serverCommand"]
-            .as_str()
-            .unwrap()
-            .contains("--server"),
+        stats["serverCommand"].as_str().unwrap().contains(launch),
         "{stats}"
     );
     assert!(stats["uptimeMs"].is_u64());
@@ -751,16 +759,14 @@ fn killing_the_lean_server_mid_sync_fails_the_call_and_the_next_sync_restarts_it
     assert_eq!(servers.len(), 1, "{servers:?}");
 }
 
-/// The Lean worker process of `file` under the server `server_pid`.
+/// The Lean worker process of `file` under the server `server_pid` (the
+/// process `beam_stats` names: `lean --server`, or `lake serve` above it).
 fn worker_of(server_pid: u64, file: &str) -> Option<u32> {
     let lean = lean().lean.to_string_lossy().into_owned();
+    let watchdog = common::lean::watchdog_of(server_pid as u32)?;
     processes_mentioning(&lean)
         .into_iter()
-        .find(|p| {
-            p.ppid as u64 == server_pid
-                && p.cmdline.contains("--worker")
-                && p.cmdline.contains(file)
-        })
+        .find(|p| p.ppid == watchdog && p.cmdline.contains("--worker") && p.cmdline.contains(file))
         .map(|p| p.pid)
 }
 
@@ -1546,7 +1552,7 @@ fn lake_serve_spawn_path_with_a_stand_in_lake() {
         command.starts_with(&format!("{lake} serve --")),
         "{command}"
     );
-    let servers = lean_servers_of(mcp.pid());
+    let servers = bare_lean_servers_of(mcp.pid());
     assert_eq!(
         servers.len(),
         1,

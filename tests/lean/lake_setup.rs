@@ -19,6 +19,10 @@
 //! stdin, takes time "building" each import while printing Lake's job line for
 //! it on stderr, and prints the module setup on stdout. Everything the client
 //! sees comes from the real Lean server.
+//!
+//! The tests at the end run the protocol-faithful stand-in `tests/lake/lake`
+//! instead (its README), for what only a real Lake set-up produces: a header
+//! Lake rejects because an import fails to build.
 
 use crate::common;
 
@@ -302,4 +306,125 @@ fn speculative_probes_report_the_setup_of_their_shadow_worker() {
     assert_eq!(notices.len(), 1, "{notices:?} {result}");
     assert_eq!(notices[0]["data"]["state"], "lakeSetup");
     assert_eq!(notices[0]["data"]["requestId"], id);
+}
+
+// ---------------------------------------------------------------------------
+// Through the faithful stand-in (`tests/lake/lake`): a header Lake rejects.
+
+/// A server whose workspaces start with `lake serve` of the stand-in.
+fn spawn_via_lake(era: Era) -> Mcp {
+    let lean = lean();
+    let sysroot = lean.lean.parent().and_then(Path::parent).unwrap();
+    Mcp::start(
+        era,
+        Spawn::default()
+            .env("LEAN_BEAM_LAKE", lean.lake().to_string_lossy())
+            .env("LEAN_SYSROOT", sysroot.to_string_lossy()),
+    )
+}
+
+const HELPER: &str = "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem helper (n : N) : Eq n n := Eq.refl n\n\nend Fix\n";
+
+const PROBED: &str = "prelude\nimport Fix.Helper\n\nnamespace Fix\n\ntheorem probed (n : N) : Eq n n := by\n  exact helper n\n\nend Fix\n";
+
+fn probed_args(tw: &TempWorkspace) -> Value {
+    json!({"workspace": ws(&tw.root_str()), "path": "Fix/Probed.lean",
+           "diagnostics_in_result": true})
+}
+
+/// Lean's start goals of `probed`'s tactic block, as a batch reports them.
+const PROBED_GOAL: &str = "n : N\n⊢ Eq n n";
+
+#[test]
+fn a_shadow_whose_lake_setup_fails_reports_the_setup_error_not_a_crash() {
+    let tw = TempWorkspace::copy("basic");
+    tw.write("Fix/Helper.lean", HELPER);
+    tw.write("Fix/Probed.lean", PROBED);
+    let mut mcp = spawn_via_lake(Era::Modern);
+    let synced = mcp.call("lean_sync", probed_args(&tw));
+    assert_eq!(synced["diagnostics"]["counts"]["total"], 0, "{synced}");
+    let batch = json!({"workspace": ws(&tw.root_str()), "path": "Fix/Probed.lean",
+        "version": synced["version"], "line": 6, "character": 2,
+        "texts": ["exact helper n", "exact Eq.refl n"]});
+    // The imported module breaks on disk after the document set up: its
+    // worker keeps the imports it has, but each new shadow worker's
+    // `lake setup-file` rebuilds Fix.Helper and fails. Every candidate
+    // says so; none of them crashed.
+    tw.write(
+        "Fix/Helper.lean",
+        &HELPER.replace("Eq.refl n", "missingThing"),
+    );
+    let failed = mcp.call("lean_run_batch", batch.clone());
+    assert_eq!(failed["start_goals"][0]["pretty"], PROBED_GOAL, "{failed}");
+    let candidates = failed["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 2, "{failed}");
+    for candidate in candidates {
+        assert_eq!(candidate["outcome"], "failed", "{failed}");
+        let message = &candidate["messages"][0];
+        let text = message["text"].as_str().unwrap();
+        assert!(
+            text.contains("setup-file")
+                && text.contains("Failed to build module dependencies.")
+                && text.contains("Fix.Helper"),
+            "{message}"
+        );
+        assert_eq!(message["before_step"], true, "{message}");
+        assert!(
+            candidate["proof_state"].is_null(),
+            "no goals were read: {candidate}"
+        );
+    }
+    // Control: mended, the same slots set up again and both close the goal.
+    tw.write("Fix/Helper.lean", HELPER);
+    let closed = mcp.call("lean_run_batch", batch);
+    for candidate in closed["candidates"].as_array().unwrap() {
+        assert_eq!(candidate["outcome"], "closed", "{closed}");
+    }
+}
+
+#[test]
+fn lean_goals_after_a_header_failure_is_an_error_naming_it() {
+    // Through Lake (its set-up fails: no source for Fix.Missing) and on a
+    // bare `lean --server` (the import does not load).
+    for via_lake in [true, false] {
+        let tw = TempWorkspace::copy("basic");
+        let probed = PROBED
+            .replace("Fix.Helper", "Fix.Basic")
+            .replace("helper n", "Eq.refl n");
+        tw.write("Fix/Probed.lean", &probed);
+        let mut mcp = if via_lake {
+            spawn_via_lake(Era::Modern)
+        } else {
+            Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env_bare()))
+        };
+        let goals_at = |version: &Value| {
+            json!({"workspace": ws(&tw.root_str()), "path": "Fix/Probed.lean",
+                   "version": version, "line": 6, "character": 2, "mode": "before"})
+        };
+        // Control: the goals at the position while the header imports.
+        let synced = mcp.call("lean_sync", probed_args(&tw));
+        let goals = mcp.call("lean_goals", goals_at(&synced["version"]));
+        assert_eq!(goals["goals"][0]["pretty"], PROBED_GOAL, "{goals}");
+
+        tw.write(
+            "Fix/Probed.lean",
+            &probed.replace("Fix.Basic", "Fix.Missing"),
+        );
+        let synced = mcp.call("lean_sync", probed_args(&tw));
+        assert_eq!(synced["diagnostics"]["counts"]["error"], 1, "{synced}");
+        let error = mcp.call_err("lean_goals", goals_at(&synced["version"]));
+        assert_eq!(error["code"], "invalidParams", "lake {via_lake}: {error}");
+        assert_eq!(error["data"]["reason"], "headerFailed", "{error}");
+        assert_eq!(error["data"]["import"], "Fix.Missing", "{error}");
+        assert_eq!(error["data"]["version"], synced["version"], "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("Fix/Probed.lean") && message.contains("header"),
+            "{message}"
+        );
+        let lean_said = synced["diagnostics"]["items"][0]["message"]
+            .as_str()
+            .unwrap();
+        assert_eq!(error["data"]["message"], lean_said, "{error}");
+    }
 }

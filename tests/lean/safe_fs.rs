@@ -696,7 +696,7 @@ fn refused_name(i: usize) -> &'static str {
     ][i]
 }
 
-/// Twenty secret shapes, and the part of each that must not survive.
+/// Twenty-four secret shapes, and the part of each that must not survive.
 fn planted() -> Vec<(&'static str, &'static str)> {
     vec![
         (
@@ -761,15 +761,29 @@ fn planted() -> Vec<(&'static str, &'static str)> {
             "VTLw7onLRnrq0",
         ),
         ("\"password\": \"pa/ss word\"", "pa/ss word"),
+        // Webhook URLs (the URL is the credential) and more scanner shapes.
+        (
+            "https://hooks.slack.com/services/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",
+            "q1W2e3R4t5Y6u7I8o9P0aSdF",
+        ),
+        (
+            "https://discord.com/api/webhooks/123456789012345678/Xy_Zw-AbCdEfGhIjKlMnOp",
+            "Xy_Zw-AbCdEfGhIjKlMnOp",
+        ),
+        (
+            "https://contoso.webhook.office.com/webhookb2/0a1b2c3d@72f9/IncomingWebhook/9f8e7d6c/a1b2c3",
+            "IncomingWebhook/9f8e7d6c",
+        ),
+        ("gldt-AbCdEfGh12345678", "AbCdEfGh12345678"),
     ]
 }
 
 #[test]
-fn twenty_planted_secret_shapes_never_survive_redaction() {
+fn planted_secret_shapes_never_survive_redaction() {
     let project = bare_project("redact-shapes");
     let root = project.path().to_string_lossy().into_owned();
     let shapes = planted();
-    assert_eq!(shapes.len(), 20);
+    assert_eq!(shapes.len(), 24);
     let all: String = shapes.iter().map(|(s, _)| format!("{s}\n")).collect();
     std::fs::write(project.path().join("secrets.log"), &all).unwrap();
     let mut mcp = spawn_stdio(&[]);

@@ -214,6 +214,17 @@ pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
         })
 }
 
+/// Whether Lean's worker died under the step: a fatal report that no error
+/// within the header explains. A header Lean or Lake rejects (Lake's
+/// `setup-file` failing to build an import, a module that does not load)
+/// also ends the file's progress as fatal, and its errors are the answer.
+fn crashed(snap: &Snapshot, text: &str) -> bool {
+    snap.progress.fatal
+        && crate::broker::snippets::header_errors(snap, text)
+            .next()
+            .is_none()
+}
+
 /// A step elaborated in a slot (held until its goals are read).
 pub(super) struct Elaborated {
     pub(super) slot: SlotGuard,
@@ -449,14 +460,16 @@ pub(super) async fn interpret(
         exec,
         version,
         snap,
-        ..
+        blocked,
     } = done;
-    let crashed = snap.progress.fatal;
+    let crashed = crashed(&snap, &exec.text);
     if crashed {
         slot.close_after_crash(session);
     }
     let Read { index, reading, .. } = read;
     let proof_state = match step.mode {
+        // Nothing after the header was elaborated: no goals to read.
+        _ if blocked => None,
         Mode::Proof => {
             let target = Target {
                 session,
