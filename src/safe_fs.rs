@@ -92,7 +92,7 @@ impl FsError {
         }
     }
 
-    fn io(path: &Path, op: &'static str, error: io::Error) -> FsError {
+    pub(crate) fn io(path: &Path, op: &'static str, error: io::Error) -> FsError {
         FsError::Io {
             path: path.to_path_buf(),
             op,

@@ -50,11 +50,27 @@ pub async fn run(
     let describe = describe(launcher, root, args);
     let (program, mut all, env) = launcher.compiler(root);
     all.extend(args.iter().cloned());
-    let mut command = tokio::process::Command::new(&program);
+    let result = run_program(&program, &all, &env, root.path(), stdin, limit).await;
+    (describe, result)
+}
+
+/// Run `program` with `args` and `env` in `cwd` (the same supervision as
+/// [`run`]): `lean_verify`'s fresh builds run the toolchain's `lean` with a
+/// search path of their own.
+pub async fn run_program(
+    program: &std::path::Path,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &std::path::Path,
+    stdin: Option<String>,
+    limit: Duration,
+) -> Result<Output, RunError> {
+    let mut command = tokio::process::Command::new(program);
     command
-        .args(&all)
-        .envs(env)
-        .current_dir(root.path())
+        .args(args)
+        .envs(env.iter().cloned())
+        .env_remove("LAKE")
+        .current_dir(cwd)
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -66,7 +82,7 @@ pub async fn run(
         .kill_on_drop(true);
     let mut child = match crate::process::spawn_supervised(command).await {
         Ok(child) => child,
-        Err(e) => return (describe, Err(RunError::Spawn(e))),
+        Err(e) => return Err(RunError::Spawn(e)),
     };
     let mut group = GroupGuard(child.id());
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -76,7 +92,7 @@ pub async fn run(
             let _ = pipe.write_all(text.as_bytes()).await;
         });
     }
-    let result = match tokio::time::timeout(limit, child.wait_with_output()).await {
+    match tokio::time::timeout(limit, child.wait_with_output()).await {
         Ok(Ok(output)) => {
             // Reaped: the group id may be reused from now on.
             group.0 = None;
@@ -84,8 +100,7 @@ pub async fn run(
         }
         Ok(Err(e)) => Err(RunError::Wait(e)),
         Err(_) => Err(RunError::TimedOut),
-    };
-    (describe, result)
+    }
 }
 
 /// The last ~4000 bytes of a child's output, cut on a character boundary.

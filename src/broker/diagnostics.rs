@@ -222,6 +222,29 @@ mod tests {
 
     use super::*;
 
+    /// The seed's visibility table fixes each Lean severity's log level: at
+    /// minimum level `error` only errors show, at `warning` and `notice`
+    /// errors and warnings, at `info` information too, at `debug` hints too.
+    /// So a Lean error is an `error` log (hosts such as Codex print it as an
+    /// ERROR line; the seed leaves no room to lower it). Where the seed is
+    /// silent, a severity LSP does not define is no server error (`debug`);
+    /// one left out is read as an error here as in the counts and readiness
+    /// (LSP leaves it to the client; Lean always sends one).
+    #[test]
+    fn log_levels_of_lean_diagnostics_follow_the_seeds_table() {
+        for (severity, level) in [
+            (json!(ERROR), LogLevel::Error),
+            (json!(WARNING), LogLevel::Warning),
+            (json!(INFORMATION), LogLevel::Info),
+            (json!(HINT), LogLevel::Debug),
+            (json!(7), LogLevel::Debug),
+            (Value::Null, LogLevel::Error),
+        ] {
+            let diagnostic = json!({"severity": severity, "message": "m"});
+            assert_eq!(log_level(&diagnostic), level, "{diagnostic}");
+        }
+    }
+
     #[test]
     fn sorry_warnings_are_recognized() {
         assert!(says_sorry("declaration uses `sorry`"));

@@ -122,10 +122,14 @@ pub async fn close(edit: &DocEdit<'_>, server: Option<&LeanServer>) -> bool {
     if lifecycle.generation().is_none() {
         return false;
     }
+    let worker = edit.known_worker();
+    // Closed, the document has no RPC session: its keep-alive task ends
+    // rather than sending keep-alives for a document Lean no longer has.
+    edit.clear_rpc_session();
     if edit.close(server.map(|s| s.generation)) == Some(Notice::Close) {
         if let Some(server) = server {
             if server.did_close(edit).is_ok() {
-                server.wait_worker_gone(&edit.uri, lifecycle.worker()).await;
+                server.wait_worker_gone(&edit.uri, worker).await;
             }
         }
     }
@@ -139,7 +143,7 @@ async fn make_room<'s>(server: &'s LeanServer, edit: &DocEdit<'_>) -> Result<Adm
     let lifecycle = edit.lifecycle();
     let opening = if lifecycle.generation() == Some(server.generation) {
         OpenKind::Reopen {
-            worker: lifecycle.worker(),
+            worker: edit.known_worker(),
         }
     } else {
         OpenKind::New

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::outline;
+use super::{lexer, outline};
 use crate::safe_fs;
 
 /// Modules looked at per question, far past any real workspace's depth.
@@ -97,7 +97,16 @@ impl ImportGraph {
         if let Some(known) = self.modules.get(name) {
             return known.clone();
         }
-        let rel: PathBuf = name.split('.').collect();
+        let parts = lexer::name_components(name);
+        if parts
+            .iter()
+            .any(|p| p.is_empty() || p == "." || p == ".." || p.contains('/'))
+        {
+            // No module of this workspace has such a name.
+            self.modules.insert(name.to_owned(), Module::Unknown);
+            return Module::Unknown;
+        }
+        let rel: PathBuf = parts.iter().collect();
         let source = self.root.join(&rel).with_extension("lean");
         // Only the header matters, and only a regular file is read (a FIFO
         // in a source's place must not hang the question).
@@ -184,8 +193,13 @@ mod tests {
             "modules of other packages cannot import this one"
         );
         assert!(
-            graph.may_import("import P.Odd\n", "P.Other"),
-            "an unreadable header"
+            graph.may_import("import P.Odd\n", "P.Base"),
+            "a header with a quoted component"
+        );
+        assert!(!graph.may_import("import P.Odd\n", "P.Other"));
+        assert!(
+            graph.may_import("import «..».P\n", "P.Other"),
+            "no name of this workspace: anything is possible"
         );
         assert!(
             graph.may_import("import P.Pipe\n", "P.Other"),
@@ -196,7 +210,7 @@ mod tests {
             "built here, no source"
         );
         assert!(
-            graph.may_import("import «X»\n", "P.Base"),
+            graph.may_import("import P.Top\n/- open", "P.Base"),
             "its own header unreadable"
         );
         assert!(!graph.may_import("prelude\ndef x := 1\n", "P.Base"));

@@ -1,6 +1,9 @@
-//! Just enough of Lean's lexical structure to tell code from comments,
-//! docstrings, strings and character literals: to find `sorry` and synthetic
-//! holes in code, and the words that start commands.
+//! Lean's lexical structure as far as telling code from comments, docstrings,
+//! strings and character literals needs it: identifiers with `«…»` quoting,
+//! ordinary strings, raw strings (`r"…"`, `r#"…"#`), character literals,
+//! nested `/- -/` comments and `--` lines. It finds `sorry` and synthetic
+//! holes in code, the words that start commands, and the tokens the
+//! escape-hatch scan and the import reader look at.
 
 /// A token of interest: its kind and byte range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,11 +24,12 @@ pub enum TokenKind {
 /// What a stretch of source text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LexemeKind {
-    /// An identifier or keyword (one component: `Foo.bar` is `Foo`, `.`, `bar`).
+    /// An identifier or keyword (one component: `Foo.bar` is `Foo`, `.`, `bar`;
+    /// `«x y»` is one word, its guillemets included).
     Word,
     /// A line or block comment; `doc` for `/--` docstrings and `/-!` module docs.
     Comment { doc: bool },
-    /// A string literal.
+    /// A string literal, ordinary or raw.
     Str,
     /// A character literal.
     Char,
@@ -72,6 +76,64 @@ pub fn scan(text: &str) -> Vec<Token> {
             })
         })
         .collect()
+}
+
+/// Where the raw string literal starting at `i` (an `r`, then `#`s, then a
+/// quote) ends: after the quote followed by as many `#`s. `None` when no raw
+/// string starts there; an unterminated one runs to the end of the text.
+fn raw_string_at(text: &str, i: usize) -> Option<usize> {
+    let rest = text[i..].strip_prefix('r')?;
+    let hashes = rest.bytes().take_while(|&b| b == b'#').count();
+    let body = rest[hashes..].strip_prefix('"')?;
+    let close = format!("\"{}", "#".repeat(hashes));
+    let start = i + 1 + hashes + 1;
+    Some(
+        body.find(&close)
+            .map_or(text.len(), |k| start + k + close.len()),
+    )
+}
+
+/// The identifier `word` (one component) as Lean reads it: without its
+/// guillemets.
+pub fn unescape(word: &str) -> String {
+    word.replace(['«', '»'], "")
+}
+
+/// The components of a dotted Lean name as Lean reads them: split at the
+/// dots outside `«…»`, guillemets removed (`«A.B».c` is `A.B` and `c`).
+pub fn name_components(name: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut escaped = false;
+    for c in name.chars() {
+        match c {
+            '«' => escaped = true,
+            '»' => escaped = false,
+            '.' if !escaped => parts.push(String::new()),
+            c => parts.last_mut().expect("one part").push(c),
+        }
+    }
+    parts
+}
+
+/// A component as Lean prints it: quoted in `«…»` unless it is a plain
+/// identifier.
+pub fn escape_component(part: &str) -> String {
+    let mut chars = part.chars();
+    let plain = chars.next().is_some_and(is_ident_start) && chars.all(is_ident_char);
+    if plain {
+        part.to_string()
+    } else {
+        format!("«{part}»")
+    }
+}
+
+/// A dotted name in Lean's own spelling: `«Atk».Lib` is `Atk.Lib`.
+pub fn canonical_name(name: &str) -> String {
+    name_components(name)
+        .iter()
+        .map(|p| escape_component(p))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// Split `text` into lexemes (white space is dropped).
@@ -173,6 +235,37 @@ pub fn lex(text: &str) -> Vec<Lexeme> {
                     }
                 }
             }
+            'r' if !prev.is_some_and(is_ident_char) && raw_string_at(text, i).is_some() => {
+                let end = raw_string_at(text, i).unwrap_or(text.len());
+                while chars.peek().is_some_and(|&(j, _)| j < end) {
+                    chars.next();
+                }
+                push(LexemeKind::Str, i, end);
+                prev = Some('"');
+                continue;
+            }
+            '«' => {
+                // An escaped identifier part runs to the next `»` (Lean
+                // allows anything but `»` and tabs or line breaks inside);
+                // one left open runs to the end, as Lean's error says.
+                let close = text[i..]
+                    .find('»')
+                    .map_or(text.len(), |k| i + k + '»'.len_utf8());
+                let mut end = close;
+                while chars.peek().is_some_and(|&(j, _)| j < close) {
+                    chars.next();
+                }
+                while let Some(&(j, c)) = chars.peek() {
+                    if !is_ident_char(c) {
+                        break;
+                    }
+                    end = j + c.len_utf8();
+                    chars.next();
+                }
+                push(LexemeKind::Word, i, end);
+                prev = Some('_');
+                continue;
+            }
             c if is_ident_start(c) && !prev.is_some_and(is_ident_char) => {
                 let mut end = i + c.len_utf8();
                 while let Some(&(j, c)) = chars.peek() {
@@ -243,5 +336,42 @@ mod tests {
     fn finds_synthetic_holes() {
         let text = "refine And.intro ?_ ?left\n-- ?_ in a comment\nexact h?";
         assert_eq!(sorries(text), vec!["?_", "?left"]);
+    }
+
+    #[test]
+    fn guillemets_and_raw_strings_are_lexed_as_lean_does() {
+        let text = "set_option «debug».skipKernelTC true\ndef s := r\"\\\" x\ndef t := r#\"a \" b\"# «--x» y\n«open";
+        let kinds: Vec<(LexemeKind, &str)> = lex(text)
+            .into_iter()
+            .map(|l| (l.kind, &text[l.start..l.end]))
+            .collect();
+        use LexemeKind::*;
+        assert_eq!(
+            kinds,
+            vec![
+                (Word, "set_option"),
+                (Word, "«debug»"),
+                (Symbol, "."),
+                (Word, "skipKernelTC"),
+                (Word, "true"),
+                (Word, "def"),
+                (Word, "s"),
+                (Symbol, ":"),
+                (Symbol, "="),
+                (Str, "r\"\\\""),
+                (Word, "x"),
+                (Word, "def"),
+                (Word, "t"),
+                (Symbol, ":"),
+                (Symbol, "="),
+                (Str, "r#\"a \" b\"#"),
+                (Word, "«--x»"),
+                (Word, "y"),
+                (Word, "«open"),
+            ]
+        );
+        assert_eq!(unescape("«debug»"), "debug");
+        // A word that merely starts with `r` is a word.
+        assert_eq!(lex("rfl r x").len(), 3);
     }
 }

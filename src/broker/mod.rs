@@ -3,6 +3,7 @@
 //! shuts down.
 
 pub(crate) mod bases;
+pub(crate) mod certify;
 pub(crate) mod checkpoint;
 pub(crate) mod compiler;
 pub(crate) mod completions;

@@ -297,6 +297,11 @@ const HEADER_WINDOW: usize = 64 * 1024;
 /// (escaped names, a header past the window, stray symbols): the caller then
 /// has to assume the worst.
 pub fn imports(text: &str) -> Option<Vec<String>> {
+    imports_as_written(text).map(|names| names.iter().map(|m| lexer::canonical_name(m)).collect())
+}
+
+/// The imported names of a header as spelled (`«Atk».Lib`).
+fn imports_as_written(text: &str) -> Option<Vec<String>> {
     let mut cut = text.len().min(HEADER_WINDOW);
     while !text.is_char_boundary(cut) {
         cut -= 1;
@@ -538,7 +543,11 @@ mod tests {
             "imports come first"
         );
         // Readings this does not know: the caller assumes the worst.
-        assert_eq!(imports("import «A B».C\n"), None);
+        assert_eq!(
+            imports("import «A B».C «Atk».Lib\n"),
+            names(&["«A B».C", "Atk.Lib"])
+        );
+        assert_eq!(imports("import «..».«..».x\n"), names(&["«..».«..».x"]));
         assert_eq!(imports("public def x := 1\n"), names(&[]));
         assert_eq!(imports("  import A\n"), None);
         let long = format!("import A\n{}", "-- filler\n".repeat(HEADER_WINDOW / 10));

@@ -43,9 +43,9 @@ pub struct Runtime {
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     /// The header-keyed virtual documents of `lean_run_code`.
     pub snippets: super::snippets::Headers,
-    /// `lean --version` of the workspace's toolchain, once read (a toolchain
+    /// The toolchain `lean_verify` builds with, once found (a toolchain
     /// change needs `lean_drop_workspace` anyway).
-    pub lean_version: tokio::sync::OnceCell<String>,
+    pub toolchain: tokio::sync::OnceCell<super::certify::Toolchain>,
     bases: Bases,
     pub handles: HandleStore,
     /// The compiled imports Lean loaded, to notice checkpoints written by
@@ -114,7 +114,7 @@ impl Runtime {
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
             snippets: Default::default(),
-            lean_version: Default::default(),
+            toolchain: Default::default(),
             bases,
             handles,
             import_stamps,

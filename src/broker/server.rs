@@ -10,11 +10,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::docs::{Docs, route_events};
-use super::document::{Doc, DocState, Notice};
+use super::document::{Doc, DocState, KnownWorker, Notice};
 use super::error::{Error, Limit, MemoryKill, Result};
 use super::text::minimal_change;
 use crate::lsp::{LspClient, LspError, ServerCommand, ServerEvent};
-use crate::process::tree::Seen;
 use crate::util::lock;
 use crate::{log_debug, log_warn};
 use lsp_types::notification::{DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument};
@@ -227,7 +226,8 @@ impl LeanServer {
                     open: open.len(),
                 }));
             };
-            let worker = victim.lifecycle().worker();
+            let worker = victim.known_worker();
+            victim.clear_rpc_session();
             if victim.close(Some(self.generation)) == Some(Notice::Close) {
                 let _ = self.did_close(&victim);
             }
@@ -249,14 +249,22 @@ impl LeanServer {
     ///
     /// Lean starts a worker some time after it reads the `didOpen`, which a
     /// call without a barrier (`lean_update`) does not wait for: a worker
-    /// not seen since the document was opened (`worker` `None`) is first
-    /// waited for to appear (for [`WORKER_EXIT_WAIT`] at most), since one not
-    /// there yet is no worker gone. A fork of the server not yet turned into
-    /// the program it runs counts as a worker being started.
-    pub async fn wait_worker_gone(&self, uri: &str, worker: Option<Seen>) {
+    /// neither seen nor heard from since the document was opened
+    /// ([`KnownWorker::Unknown`]) is first waited for to appear (for
+    /// [`WORKER_EXIT_WAIT`] at most), since one not there yet is no worker
+    /// gone. One that reported has started: not in the tree, it is gone (a
+    /// probe slot's worker, which Lean may end before the close, cost the
+    /// whole wait: `lean_close` after a batch of 2+ texts took 5-10 s). A
+    /// fork of the server not yet turned into the program it runs counts as a
+    /// worker being started.
+    pub async fn wait_worker_gone(&self, uri: &str, worker: KnownWorker) {
         let client = Arc::clone(&self.client);
         let uri = uri.to_string();
-        let mut appeared = worker.is_some();
+        let mut appeared = worker != KnownWorker::Unknown;
+        let worker = match worker {
+            KnownWorker::Seen(seen) => Some(seen),
+            KnownWorker::Reported | KnownWorker::Unknown => None,
+        };
         let _ = tokio::task::spawn_blocking(move || {
             let deadline = Instant::now() + WORKER_EXIT_WAIT;
             // The worker seen: its exit ends the wait at once (a pidfd), where
@@ -295,9 +303,9 @@ impl LeanServer {
 pub enum OpenKind {
     /// Not open in this server before.
     New,
-    /// The caller just closed its last opening in this server, whose worker
-    /// was seen (or not yet): the room counts as free once it is gone.
-    Reopen { worker: Option<Seen> },
+    /// The caller just closed its last opening in this server, with what is
+    /// known of its worker: the room counts as free once it is gone.
+    Reopen { worker: KnownWorker },
 }
 
 /// Whether a Lean server of the tree has a child that is not yet the

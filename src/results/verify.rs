@@ -14,23 +14,40 @@ pub enum FailureReason {
     Sorry,
     /// A declaration depends on an axiom outside the allowlist.
     Axiom,
+    /// An allowed axiom's name is declared by the workspace or a package,
+    /// not by the toolchain's own library.
+    AxiomOrigin,
     /// Lean did not answer `#print axioms` for a name.
     UnknownDeclaration,
     /// A declaration's type is not its reference statement.
     ReferenceMismatch,
-    /// The verified version has errors.
-    FileErrors,
+    /// A module of the closure (or the file) does not compile.
+    BuildFailed,
+    /// An import is refused (`..`, a link out of the root, no source) or
+    /// not found.
+    ImportRefused,
+    /// A module of another Lake package: its build is not checked against
+    /// its sources by this server.
+    PackageUnchecked,
+    /// The generated check module did not elaborate.
+    CheckFailed,
     /// An escape hatch that fails by itself (the kernel bypass).
     Hatch,
-    /// An imported workspace module's `.olean` is missing or older than its
-    /// source: Lean's answers could come from other text.
-    StaleOlean,
-    /// An imported module built here has no readable source to scan.
-    Unscanned,
     /// The file on disk is no longer the version verified.
     DiskChanged,
     /// Nothing to certify.
     NoDeclarations,
+}
+
+/// How far the certification got: `rebuilt` (the module and its workspace
+/// closure compiled fresh, checks in a separate module), `replayed` (also
+/// every declaration replayed through the kernel), `none` (no fresh build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    None,
+    Rebuilt,
+    Replayed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -78,14 +95,17 @@ pub struct HatchHit {
     pub fails: bool,
 }
 
-/// An imported workspace source the verdict rests on.
+/// An imported workspace source the verdict rests on, as built.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ImportedSource {
     pub module: String,
     pub path: String,
-    /// SHA-256 of the source; left out when it could not be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    /// SHA-256 of the text that was built.
+    pub sha256: String,
+    /// Present (true) when the workspace's own `.olean` is missing or is not
+    /// what this text builds to (Lean's editor view of it is out of date).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
 }
 
 /// What the verdict is tied to.
@@ -97,6 +117,14 @@ pub struct Provenance {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disk_changed: bool,
     pub imports: Vec<ImportedSource>,
+    /// Present (true) when the workspace's own `.olean` of the file is
+    /// missing or is not what the verified version builds to.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
+    /// Modules compiled for this verdict, and those taken from the private
+    /// cache (same source closure).
+    pub rebuilt: u32,
+    pub reused: u32,
     /// `lean --version` of the workspace's toolchain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lean_version: Option<String>,
@@ -111,6 +139,7 @@ pub struct VerifyResult {
     pub path: String,
     pub version: u64,
     pub certified: bool,
+    pub tier: Tier,
     /// Why not, one entry per reason (empty when certified).
     pub failures: Vec<VerifyFailure>,
     pub declarations: Vec<CheckedDeclaration>,

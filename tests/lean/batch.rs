@@ -705,3 +705,45 @@ fn a_batch_after_a_crash_runs_on_a_recovered_slot_every_time() {
         assert_eq!(outcomes(&next), ["closed"], "round {round}: {next:#}");
     }
 }
+
+/// `lean_close` after a batch of two or more candidates is about as quick as
+/// a close with no batch before it (it stalled 5-10 s: the shadow slots'
+/// workers were waited for until an RPC keep-alive tick, and keep-alives went
+/// on to the closed slots). Compared with the control in the same run: the
+/// same file closed with no batch.
+#[test]
+fn a_close_after_a_batch_is_as_quick_as_one_without() {
+    let mut mcp = spawn_with(&[]);
+    let root = fixture();
+    let close = |mcp: &mut Mcp| {
+        let started = std::time::Instant::now();
+        let closed = mcp.call("lean_close", json!({"workspace": ws(&root), "path": BATCH}));
+        assert_eq!(closed["wasOpen"], true, "{closed}");
+        started.elapsed()
+    };
+    let mut control = Duration::ZERO;
+    let mut after_batch = Duration::ZERO;
+    for _ in 0..2 {
+        sync(&mut mcp, &root, BATCH);
+        control += close(&mut mcp);
+        let version = sync(&mut mcp, &root, BATCH);
+        let batch = mcp.call(
+            "lean_run_batch",
+            at(
+                &root,
+                version,
+                TACTIC,
+                &["exact N.zero_add n", "rfl", "simp"],
+            ),
+        );
+        assert_eq!(candidates(&batch).len(), 3, "{batch}");
+        after_batch += close(&mut mcp);
+    }
+    eprintln!(
+        "lean_close: {control:?} with no batch before it, {after_batch:?} after a batch (2 rounds each)"
+    );
+    assert!(
+        after_batch < control * 10,
+        "a close after a batch took {after_batch:?}, one without {control:?}"
+    );
+}

@@ -84,24 +84,41 @@ fn axioms_with_and_without_sorry_the_allowlist_and_references() {
     let mut mcp = spawn();
     let version = sync(&mut mcp, &root, path);
 
-    // Named: no axioms, and an allowed one.
+    // Named: no axioms (certified from a fresh build), and an allowed
+    // name that the workspace declares (`Ver/Clean.lean`), not the
+    // toolchain: no certificate.
+    let r = verify(
+        &mut mcp,
+        &root,
+        path,
+        version,
+        json!({ "declarations": [{ "name": "Ver.no_axioms" }] }),
+    );
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(r["tier"], "rebuilt", "{r}");
+    assert_eq!(r["failures"], json!([]));
     let named =
         json!({ "declarations": [{ "name": "Ver.no_axioms" }, { "name": "Ver.uses_propext" }] });
     let r = verify(&mut mcp, &root, path, version, named.clone());
-    assert_eq!(r["certified"], true, "{r}");
-    assert_eq!(r["failures"], json!([]));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["axiom_origin"], "{r}");
     assert_eq!(declaration(&r, "Ver.no_axioms")["axioms"], json!([]));
     assert_eq!(
         declaration(&r, "Ver.uses_propext")["axioms"],
         json!(["propext"])
     );
+    assert_eq!(
+        r["provenance"]["reused"], 3,
+        "a repeat verify rebuilds nothing: {r}"
+    );
+    assert_eq!(r["provenance"]["rebuilt"], 0, "{r}");
     // The scan: `sorry` in this file and the axiom of the imported module,
     // reported, neither failing by itself; `with_sorry` is no hit.
     assert_eq!(
         ver_hatches(&r),
         json!([
-            { "kind": "sorry", "path": "Ver/Good.lean", "range": range(11, 66, 11, 71), "text": "sorry", "fails": false },
             { "kind": "axiom", "path": "Ver/Clean.lean", "range": range(8, 0, 8, 5), "text": "axiom", "fails": false },
+            { "kind": "sorry", "path": "Ver/Good.lean", "range": range(11, 66, 11, 71), "text": "sorry", "fails": false },
         ]),
         "{r}"
     );
@@ -112,9 +129,9 @@ fn axioms_with_and_without_sorry_the_allowlist_and_references() {
         .iter()
         .map(|i| i["module"].as_str().unwrap())
         .collect();
-    assert_eq!(modules, ["Ver.Clean", "Fix.Basic"], "{r}");
+    assert_eq!(modules, ["Fix.Basic", "Ver.Clean"], "{r}");
     assert_eq!(
-        imports[0]["sha256"],
+        imports[1]["sha256"],
         sha256sum(&fixture.join("Ver/Clean.lean"))
     );
     assert!(
@@ -154,7 +171,7 @@ fn axioms_with_and_without_sorry_the_allowlist_and_references() {
         json!(["sorryAx"])
     );
     assert_eq!(r["certified"], false, "{r}");
-    assert_eq!(reasons(&r), ["sorry"], "{r}");
+    assert_eq!(reasons(&r), ["sorry", "axiom_origin"], "{r}");
 
     // sorryAx fails even when allowed.
     let r = verify(
@@ -202,7 +219,7 @@ fn axioms_with_and_without_sorry_the_allowlist_and_references() {
     assert_eq!(r["certified"], false);
     assert_eq!(
         reasons(&r),
-        ["reference_mismatch", "unknown_declaration"],
+        ["reference_mismatch", "unknown_declaration", "axiom_origin"],
         "{r}"
     );
 
@@ -249,19 +266,20 @@ fn a_hatch_in_an_imported_module_and_a_stale_olean() {
         json!(["Ver.cheat"])
     );
     assert_eq!(r["certified"], false, "{r}");
-    assert_eq!(reasons(&r), ["axiom", "hatch"], "{r}");
+    assert_eq!(reasons(&r), ["hatch", "axiom"], "{r}");
     assert_eq!(
         ver_hatches(&r),
         json!([
+            { "kind": "axiom", "path": "Ver/Clean.lean", "range": range(8, 0, 8, 5), "text": "axiom", "fails": false },
             { "kind": "axiom", "path": "Ver/Hatch.lean", "range": range(9, 0, 9, 5), "text": "axiom", "fails": false },
             { "kind": "skip_kernel_tc", "path": "Ver/Hatch.lean", "range": range(11, 0, 11, 34), "text": "set_option debug.skipKernelTC true", "fails": true },
-            { "kind": "axiom", "path": "Ver/Clean.lean", "range": range(8, 0, 8, 5), "text": "axiom", "fails": false },
         ]),
         "{r}"
     );
 
-    // A source edited after its .olean was built: Lean still answers from
-    // the old .olean, so the verdict cannot stand.
+    // A source edited after its .olean was built (and dated after it): the
+    // verdict comes from a fresh build of the new text, and names the
+    // workspace's .olean stale by its content.
     let good = "Ver/Good.lean";
     let version = sync(&mut mcp, &root, good);
     let named = json!({ "declarations": [{ "name": "Ver.no_axioms" }] });
@@ -270,7 +288,10 @@ fn a_hatch_in_an_imported_module_and_a_stale_olean() {
     let clean = copy.read("Ver/Clean.lean");
     let olean = copy.root().join(".lake/build/lib/lean/Ver/Clean.olean");
     let built = std::fs::metadata(&olean).unwrap().modified().unwrap();
-    copy.write("Ver/Clean.lean", &format!("{clean}\n-- edited\n"));
+    copy.write(
+        "Ver/Clean.lean",
+        &format!("{clean}\ntheorem Ver.edited : True := True.intro\n"),
+    );
     let file = std::fs::File::options()
         .write(true)
         .open(copy.root().join("Ver/Clean.lean"))
@@ -278,6 +299,424 @@ fn a_hatch_in_an_imported_module_and_a_stale_olean() {
     file.set_modified(built + std::time::Duration::from_secs(5))
         .unwrap();
     let r = verify(&mut mcp, &root, good, version, named);
+    assert_eq!(r["certified"], true, "{r}");
+    let clean = &r["provenance"]["imports"][1];
+    assert_eq!(clean["module"], "Ver.Clean", "{r}");
+    assert_eq!(clean["stale"], true, "{r}");
+    assert_eq!(
+        clean["sha256"],
+        sha256sum(&copy.root().join("Ver/Clean.lean"))
+    );
+    assert!(r["provenance"]["imports"][0].get("stale").is_none(), "{r}");
+}
+
+// The attacks of issue 24, each on a copy of the fixture: a verdict that
+// certified any of them was the bug (each of these failed before the fresh
+// build).
+
+/// The file ends inside `namespace Evil` (with `open` and `section`), with a
+/// harmless twin of the theorem there.
+#[test]
+fn a_file_ending_inside_a_namespace_cannot_redirect_the_checks() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
+    copy.write(
+        "Atk/Evil.lean",
+        &format!(
+            "{head}namespace Ver\ntheorem one_is_two : Eq Fix.one Fix.two := sorry\nend Ver\nnamespace Evil\nnamespace Ver\ntheorem one_is_two : True := True.intro\nend Ver\nopen Ver\nsection\n"
+        ),
+    );
+    let v = sync(&mut mcp, &root, "Atk/Evil.lean");
+    let r = verify(&mut mcp, &root, "Atk/Evil.lean", v, named("Ver.one_is_two"));
     assert_eq!(r["certified"], false, "{r}");
-    assert_eq!(reasons(&r), ["stale_olean"], "{r}");
+    assert_eq!(reasons(&r), ["sorry"], "{r}");
+    // Without names: every declaration Lean reports, the twin too.
+    let r = verify(&mut mcp, &root, "Atk/Evil.lean", v, json!({}));
+    let names: Vec<&str> = r["declarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Ver.one_is_two", "Evil.Ver.one_is_two"], "{r}");
+    assert_eq!(r["certified"], false, "{r}");
+}
+
+/// A reference that is not one term, and one whose names the file shadows.
+#[test]
+fn a_reference_is_one_term_resolved_from_the_root() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    copy.write(
+        "Atk/Evil.lean",
+        &format!(
+            "{head}namespace Ver\ntheorem one_is_two : Eq Fix.one Fix.two := sorry\nend Ver\nnamespace Evil\nnamespace Ver\ntheorem one_is_two : True := True.intro\nend Ver\nopen Ver\nsection\n"
+        ),
+    );
+    let v = sync(&mut mcp, &root, "Atk/Evil.lean");
+    // A reference that is not one term: Lean's parser, where only a term
+    // fits, says so (and the `#exit` never runs); text that would close
+    // the term early is refused before Lean sees it.
+    let r = verify(
+        &mut mcp,
+        &root,
+        "Atk/Evil.lean",
+        v,
+        json!({ "declarations": [{ "name": "Evil.Ver.one_is_two", "reference": "True := True.intro\n#exit" }] }),
+    );
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["reference_mismatch"], "{r}");
+    let reference = &declaration(&r, "Evil.Ver.one_is_two")["reference"];
+    assert!(
+        reference["message"]
+            .as_str()
+            .unwrap()
+            .contains("unexpected token"),
+        "{r}"
+    );
+    for reference in ["True) := True.intro\nexample : (True", "True /-", "(True"] {
+        let e = mcp.call_err(
+            "lean_verify",
+            json!({ "workspace": ws(&root), "path": "Atk/Evil.lean", "version": v,
+                    "declarations": [{ "name": "Evil.Ver.one_is_two", "reference": reference }] }),
+        );
+        assert_eq!(e["code"], "invalidParams", "{reference:?}: {e}");
+    }
+    // One that is a term but names a twin of `True` resolves from the root.
+    let r = verify(
+        &mut mcp,
+        &root,
+        "Atk/Evil.lean",
+        v,
+        json!({ "declarations": [{ "name": "Evil.Ver.one_is_two", "reference": "True" }] }),
+    );
+    assert_eq!(r["certified"], true, "{r}");
+}
+
+/// `axiom propext : False` in the file.
+#[test]
+fn an_axiom_with_an_allowed_name_declared_by_the_file_fails() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
+    // An axiom with an allowed name, declared by the file.
+    copy.write(
+        "Atk/Propext.lean",
+        &format!(
+            "{head}axiom propext : False\ntheorem bad : Eq Fix.one Fix.two := False.elim propext\n"
+        ),
+    );
+    let v = sync(&mut mcp, &root, "Atk/Propext.lean");
+    let r = verify(&mut mcp, &root, "Atk/Propext.lean", v, named("bad"));
+    assert_eq!(declaration(&r, "bad")["axioms"], json!(["propext"]), "{r}");
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["axiom_origin"], "{r}");
+}
+
+/// The kernel bypass spelled with guillemets after a raw string, in a module
+/// imported as `«Atk».Lib`.
+#[test]
+fn the_kernel_bypass_behind_a_raw_string_in_a_quoted_import_fails() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
+    // The kernel bypass spelled with guillemets after a raw string that
+    // hid it from a textual scan, in a module imported as `«Atk».Lib`.
+    copy.write(
+        "Atk/Lib.lean",
+        &format!("{head}def s := r\"\\\"\nset_option «debug».skipKernelTC true in\ntheorem hidden : True := True.intro\n"),
+    );
+    copy.write(
+        "Atk/UsesLib.lean",
+        "prelude\nimport «Atk».Lib\ntheorem uses : True := hidden\n",
+    );
+    // Built in the workspace, as an agent's checkpoint would be.
+    let saved = mcp.call(
+        "lean_save",
+        json!({ "workspace": ws(&root), "path": "Atk/Lib.lean" }),
+    );
+    assert_eq!(saved["written"], true, "{saved}");
+    let v = sync(&mut mcp, &root, "Atk/UsesLib.lean");
+    let r = verify(&mut mcp, &root, "Atk/UsesLib.lean", v, named("uses"));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["hatch"], "{r}");
+    assert!(
+        r["hatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["path"] == "Atk/Lib.lean"
+                && h["text"] == "set_option «debug».skipKernelTC true"),
+        "{r}"
+    );
+    let modules: Vec<&str> = r["provenance"]["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["module"].as_str().unwrap())
+        .collect();
+    assert_eq!(modules, ["Fix.Basic", "Atk.Lib"], "{r}");
+}
+
+/// `«..»` components and a link out of the root.
+#[test]
+fn dots_and_links_out_of_the_root_are_refused() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    let named = |name: &str| json!({ "declarations": [{ "name": name }] });
+    // `«..»` components and a link out of the root are refused.
+    let outside = common::lean::TempDir::new("verify-outside");
+    std::fs::write(
+        outside.path().join("Secret.lean"),
+        "prelude\ntheorem s : True := True.intro\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(copy.root().join("Atk")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("Secret.lean"),
+        copy.root().join("Atk/Link.lean"),
+    )
+    .unwrap();
+    for (file, import) in [
+        ("Atk/Dots.lean", "«..».«..».x"),
+        ("Atk/ViaLink.lean", "Atk.Link"),
+    ] {
+        copy.write(
+            file,
+            &format!("{head}import {import}\ntheorem t : True := True.intro\n"),
+        );
+        let v = sync(&mut mcp, &root, file);
+        let r = verify(&mut mcp, &root, file, v, named("t"));
+        assert_eq!(r["certified"], false, "{r}");
+        assert_eq!(r["tier"], "none", "{r}");
+        assert_eq!(reasons(&r), ["import_refused"], "{r}");
+        let detail = r["failures"][0]["detail"].as_str().unwrap();
+        assert!(detail.contains("refused"), "{detail}");
+        assert!(
+            !r.to_string()
+                .contains(&sha256sum(&outside.path().join("Secret.lean"))),
+            "nothing of the file outside is revealed: {r}"
+        );
+    }
+}
+
+/// `theorem «x» … := sorry` and a Prop-valued `def`, and a huge
+/// `declarations` list.
+#[test]
+fn a_verify_without_names_covers_every_declaration_and_names_are_capped() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let head = "prelude\nimport Fix.Basic\n";
+    let mut mcp = spawn();
+    // A guillemet-named theorem and a Prop-valued `def`, both `sorry`, next
+    // to a clean theorem: a verify without names covers them.
+    copy.write(
+        "Atk/Hidden.lean",
+        &format!("{head}theorem ok : True := True.intro\ntheorem «x» : Eq Fix.one Fix.two := sorry\ndef p : Prop := Eq Fix.one Fix.two\ndef q : p := sorry\n"),
+    );
+    let v = sync(&mut mcp, &root, "Atk/Hidden.lean");
+    let r = verify(&mut mcp, &root, "Atk/Hidden.lean", v, json!({}));
+    let names: Vec<&str> = r["declarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ok", "x", "p", "q"], "{r}");
+    assert_eq!(declaration(&r, "x")["axioms"], json!(["sorryAx"]), "{r}");
+    assert_eq!(declaration(&r, "q")["axioms"], json!(["sorryAx"]), "{r}");
+    assert_eq!(r["certified"], false, "{r}");
+
+    // `declarations` is capped.
+    let many: Vec<Value> = (0..65)
+        .map(|i| json!({ "name": format!("d{i}") }))
+        .collect();
+    let e = mcp.call_err(
+        "lean_verify",
+        json!({ "workspace": ws(&root), "path": "Atk/Hidden.lean", "version": v, "declarations": many }),
+    );
+    assert_eq!(e["code"], "invalidParams", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("64"), "{e}");
+}
+
+/// The stale dependency, done as an ordinary agent would: `lean_save` B,
+/// `lean_save` A (proved against B), change B, `lean_save` B again. A's
+/// `.olean` still holds a proof checked against the old B, and C, which
+/// imports A, loads it with the new B's: Lean's editor view of C has no
+/// error. The verdict comes from a fresh build of all three, which fails.
+#[test]
+fn a_proof_against_an_old_dependency_is_not_certified() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let mut mcp = spawn();
+    let doc = |path: &str| json!({ "workspace": ws(&root), "path": path });
+    copy.write(
+        "Dep/B.lean",
+        "prelude\nimport Fix.Basic\ndef Dep.f : Fix.N := Fix.one\n",
+    );
+    let saved = mcp.call("lean_save", doc("Dep/B.lean"));
+    assert_eq!(saved["written"], true, "{saved}");
+    copy.write(
+        "Dep/A.lean",
+        "prelude\nimport Dep.B\ntheorem Dep.a_thm : Eq Dep.f Fix.one := Eq.refl Fix.one\n",
+    );
+    let saved = mcp.call("lean_save", doc("Dep/A.lean"));
+    assert_eq!(saved["written"], true, "{saved}");
+    copy.write(
+        "Dep/C.lean",
+        "prelude\nimport Dep.A\ntheorem Dep.c : Eq Dep.f Fix.one := Dep.a_thm\n",
+    );
+    let v = sync(&mut mcp, &root, "Dep/C.lean");
+    let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
+    assert_eq!(r["certified"], true, "the honest state certifies: {r}");
+
+    copy.write(
+        "Dep/B.lean",
+        "prelude\nimport Fix.Basic\ndef Dep.f : Fix.N := Fix.two\n",
+    );
+    let saved = mcp.call("lean_save", doc("Dep/B.lean"));
+    assert_eq!(saved["written"], true, "{saved}");
+    let s = mcp.call("lean_sync", doc("Dep/C.lean"));
+    assert_eq!(
+        s["diagnostics"]["counts"]["error"], 0,
+        "C itself has no error: {s}"
+    );
+    let v = s["version"].as_u64().unwrap();
+    let r = verify(
+        &mut mcp,
+        &root,
+        "Dep/C.lean",
+        v,
+        json!({ "declarations": [{ "name": "Dep.c" }, { "name": "Dep.a_thm" }] }),
+    );
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["build_failed"], "{r}");
+    assert!(
+        r["failures"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("Dep.A does not compile"),
+        "{r}"
+    );
+    assert_eq!(r["tier"], "none", "{r}");
+}
+
+/// A copy of the test toolchain whose own library (`lib/lean`) holds a
+/// compiled prelude module declaring `propext`, as Lean's `Init` does: the
+/// allowed axiom counts when it is that declaration. A stand-in
+/// `leanchecker` in the copy's `bin/` (the test toolchain ships none) checks
+/// that the replay tier runs it on every workspace module of the fresh
+/// build, and that a failing replay fails the verdict.
+struct Toolchain {
+    dir: common::lean::TempDir,
+}
+
+impl Toolchain {
+    fn new() -> Toolchain {
+        let dir = common::lean::TempDir::new("verify-toolchain");
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("bin")).unwrap();
+        std::fs::create_dir_all(d.join("lib/lean")).unwrap();
+        let real = Path::new(&lean().server_env()[0].1).to_path_buf();
+        std::fs::copy(&real, d.join("bin/lean")).unwrap();
+        let lib = real.parent().unwrap().join("../lib/lean/libleanshared.so");
+        std::os::unix::fs::symlink(
+            lib.canonicalize().unwrap(),
+            d.join("lib/lean/libleanshared.so"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("TcBase.lean"),
+            "prelude\ninductive True : Prop where\n  | intro : True\ninductive Eq {α : Sort u} : α → α → Prop where\n  | refl (a : α) : Eq a a\naxiom propext {a b : Prop} (ab : a → b) (ba : b → a) : Eq a b\n",
+        )
+        .unwrap();
+        let out = Command::new(d.join("bin/lean"))
+            .args(["-o", "lib/lean/TcBase.olean", "TcBase.lean"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        Toolchain { dir }
+    }
+
+    fn lean(&self) -> String {
+        self.dir
+            .path()
+            .join("bin/lean")
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// A `leanchecker` that checks each module's `.olean` is on its
+    /// `LEAN_PATH`, records its arguments, and exits with `status`.
+    fn checker(&self, status: i32) {
+        let script = format!(
+            "#!/bin/sh\necho \"$@\" > \"{}/replayed\"\nfor m in \"$@\"; do test -f \"$LEAN_PATH/$(echo $m | tr . /).olean\" || exit 3; done\nexit {status}\n",
+            self.dir.path().display()
+        );
+        let path = self.dir.path().join("bin/leanchecker");
+        std::fs::write(&path, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[test]
+fn the_toolchains_own_axiom_is_allowed_and_a_replay_is_a_tier() {
+    let tc = Toolchain::new();
+    let w = common::lean::TempDir::new("verify-tc-ws");
+    let root = w.path().to_string_lossy().into_owned();
+    std::fs::create_dir_all(w.path().join("Tc")).unwrap();
+    std::fs::write(
+        w.path().join("lean-toolchain"),
+        "leanprover/lean4:v4.35.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.path().join("Tc/Lemma.lean"),
+        "prelude\nimport TcBase\ntheorem Tc.lemma : Eq True True := propext (fun h => h) (fun h => h)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.path().join("Tc/Good.lean"),
+        "prelude\nimport Tc.Lemma\ntheorem Tc.good : Eq True True := Tc.lemma\n",
+    )
+    .unwrap();
+    let mut mcp = Mcp::start(
+        Era::Modern,
+        Spawn::default().envs(vec![("LEAN_BEAM_LEAN".to_string(), tc.lean())]),
+    );
+    let v = sync(&mut mcp, &root, "Tc/Good.lean");
+    let r = verify(&mut mcp, &root, "Tc/Good.lean", v, json!({}));
+    assert_eq!(
+        declaration(&r, "Tc.good")["axioms"],
+        json!(["propext"]),
+        "{r}"
+    );
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(r["tier"], "rebuilt", "{r}");
+
+    tc.checker(0);
+    let r = verify(&mut mcp, &root, "Tc/Good.lean", v, json!({}));
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(r["tier"], "replayed", "{r}");
+    let replayed = std::fs::read_to_string(tc.dir.path().join("replayed")).unwrap();
+    assert_eq!(replayed.trim(), "Tc.Lemma Tc.Good");
+
+    tc.checker(1);
+    let r = verify(&mut mcp, &root, "Tc/Good.lean", v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(r["tier"], "rebuilt", "{r}");
+    assert_eq!(reasons(&r), ["check_failed"], "{r}");
 }

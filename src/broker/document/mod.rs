@@ -25,6 +25,21 @@ use crate::util::lock;
 pub use diagnostic_set::DiagnosticSet;
 pub use state::{Lifecycle, Notice, Sent, Worker};
 
+/// What is known of a document's file worker when its exit is waited for
+/// (see `LeanServer::wait_worker_gone`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KnownWorker {
+    /// The process was seen (a sync looked it up): its exit ends the wait.
+    Seen(Seen),
+    /// Not looked up, but it reported for the current opening (diagnostics or
+    /// file progress come from the worker): it started, so one no longer in
+    /// the tree is gone. Probe slots are here: their workers are never
+    /// looked up.
+    Reported,
+    /// Neither: it may not have started yet (a `didOpen` without a barrier).
+    Unknown,
+}
+
 /// The marker in every shadow URI (a probe's virtual document); results from
 /// Lean that name one (references, symbols) are filtered out, since shadows
 /// are the broker's own artifacts.
@@ -311,6 +326,20 @@ impl Doc {
     /// Where the document is in Lean.
     pub fn lifecycle(&self) -> Lifecycle {
         lock(&self.state).lifecycle
+    }
+
+    /// What is known of the worker of the document's current opening, for
+    /// waiting on its exit once the document is closed.
+    pub fn known_worker(&self) -> KnownWorker {
+        if let Some(seen) = self.lifecycle().worker() {
+            return KnownWorker::Seen(seen);
+        }
+        let live = self.live.borrow();
+        if live.published || live.progress.updates > 0 {
+            KnownWorker::Reported
+        } else {
+            KnownWorker::Unknown
+        }
     }
 
     fn update_state<R>(&self, f: impl FnOnce(&mut DocState) -> R) -> R {

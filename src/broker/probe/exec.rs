@@ -78,7 +78,7 @@ impl Budget {
 pub fn sets_heartbeats(text: &str) -> bool {
     lexer::lex(text).iter().any(|l| {
         l.kind == lexer::LexemeKind::Word
-            && &text[l.start..l.end] == "maxHeartbeats"
+            && text[l.start..l.end].replace(['«', '»'], "") == "maxHeartbeats"
             && !text[..l.start].ends_with('.')
     })
 }
