@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::broker::{self, At, Broker, Budget, Continue, FromHandle, Ran, Start, Taking};
 use crate::results::{
-    BatchMode, BatchResult, Candidate, Exhausted, Goal, GoalDiff, GoalForm, HypsDiff, Outcome,
+    BatchMode, BatchResult, Candidate, Goal, GoalDiff, GoalForm, HypsDiff, Outcome,
 };
 use crate::surface::{CallContext, ErrorCode, LeanRunBatchArgs, ToolError};
 
@@ -144,29 +144,9 @@ fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
     }
 }
 
-/// The candidate's verdict from what its step did.
-fn verdict(ran: &Ran, mode: BatchMode) -> Outcome {
-    let result = &ran.result;
-    if ran.crashed {
-        return Outcome::Crashed;
-    }
-    match result.exhausted {
-        Some(Exhausted::Heartbeats) => return Outcome::Heartbeats,
-        Some(Exhausted::Timeout) => return Outcome::Timeout,
-        None => {}
-    }
-    if !result.success {
-        return Outcome::Failed;
-    }
-    let goals_left = result
-        .proof_state
-        .as_ref()
-        .is_some_and(|p| !p.goals.is_empty());
-    if mode == BatchMode::Tactic && (goals_left || !ran.unsolved.is_empty()) {
-        Outcome::Progressed
-    } else {
-        Outcome::Closed
-    }
+/// The candidate's verdict: the one every probe tool gives a step.
+fn verdict(ran: &Ran) -> Outcome {
+    broker::verdict(&ran.result, ran.crashed)
 }
 
 /// A candidate that did not run to its end.
@@ -195,6 +175,14 @@ impl Place<'_> {
         match self {
             Place::At(start) => start.run(ctx, text, budget).await,
             Place::With(from) => from.run(ctx, text, budget).await,
+        }
+    }
+
+    /// Whether `text` can run here within `budget`.
+    fn check(&self, text: &str, budget: Budget) -> broker::Result<()> {
+        match self {
+            Place::At(start) => start.check(text, budget),
+            Place::With(from) => from.check(text, budget),
         }
     }
 
@@ -236,12 +224,10 @@ pub async fn run_batch(
                 .await?,
         ),
     };
-    if let Place::At(start) = &place {
-        for (i, text) in batch.texts.iter().enumerate() {
-            start
-                .check(text)
-                .map_err(|e| invalid(format!("texts[{i}]: {}", ToolError::from(e).message)))?;
-        }
+    for (i, text) in batch.texts.iter().enumerate() {
+        place
+            .check(text, budget)
+            .map_err(|e| invalid(format!("texts[{i}]: {}", ToolError::from(e).message)))?;
     }
     let mode = place.mode();
     let tactic = mode == BatchMode::Tactic;
@@ -274,6 +260,7 @@ pub async fn run_batch(
     };
     let mut finished = 0;
     let mut stop = false;
+    let mut winner: Option<usize> = None;
     while let Some((i, ran)) = running.next().await {
         if i == total {
             start_goals = Some(match ran {
@@ -289,7 +276,7 @@ pub async fn run_batch(
         };
         let closed = ran
             .as_ref()
-            .is_ok_and(|ran| verdict(ran, mode) == Outcome::Closed);
+            .is_ok_and(|ran| verdict(ran) == Outcome::Closed);
         done[i] = Some(ran);
         finished += 1;
         ctx.progress(
@@ -297,7 +284,17 @@ pub async fn run_batch(
             Some(json!({ "done": finished, "total": total })),
         )
         .await;
-        if closed && batch.stop_on_first_close {
+        if closed && batch.stop_on_first_close && winner.is_none_or(|w| i < w) {
+            // Candidates after the lowest-index close are not wanted: they
+            // stop now (their slots go to the ones before it).
+            winner = Some(i);
+            for future in &mut running.futures[i + 1..total] {
+                *future = None;
+            }
+        }
+        // The winner is the lowest-index closing candidate once every
+        // candidate before it has run, whatever order they finished in.
+        if winner.is_some_and(|w| done[..w].iter().all(Option::is_some)) {
             stop = true;
             break;
         }
@@ -323,6 +320,13 @@ pub async fn run_batch(
     let mut candidates: Vec<Candidate> = Vec::with_capacity(total);
     let mut fingerprints: Vec<Option<String>> = Vec::with_capacity(total);
     for (index, ran) in done.into_iter().enumerate() {
+        // After the winner every candidate is skipped, also one that
+        // happened to finish: the answer does not depend on timing.
+        let ran = if winner.is_some_and(|w| index > w) {
+            None
+        } else {
+            ran
+        };
         let ran = match ran {
             None => {
                 candidates.push(without_run(Outcome::Skipped, None));
@@ -337,19 +341,10 @@ pub async fn run_batch(
             }
             Some(Ok(ran)) => ran,
         };
-        let outcome = verdict(&ran, mode);
+        let outcome = verdict(&ran);
         let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
         let progressed = outcome == Outcome::Progressed;
-        let mut ran = ran;
-        let after_step = goals_of(&ran);
-        // A step ending in a nested block (`case x => …`) shows that
-        // block's goals at its end; what is left of the whole proof is
-        // what Lean reports unsolved.
-        let goals = if progressed && after_step.is_empty() {
-            std::mem::take(&mut ran.unsolved)
-        } else {
-            after_step
-        };
+        let goals = goals_of(&ran);
         let fingerprint = (reached && tactic).then(|| fingerprint(&goals));
         let same_as = fingerprint.as_ref().and_then(|f| {
             fingerprints

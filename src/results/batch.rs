@@ -14,6 +14,9 @@ pub enum Outcome {
     Closed,
     /// Goals remain, no error.
     Progressed,
+    /// No error, but the step used `sorry` (directly, through `first` or
+    /// another combinator, or a macro such as `admit`): not a proof.
+    Sorry,
     /// An error: its messages, and the goals before the failing step.
     Failed,
     /// `timeout_ms` ran out.

@@ -680,6 +680,42 @@ fn todo_probes_go_into_a_batch_as_they_are() {
     );
 }
 
+const OK4: [&str; 4] = [
+    "def after_a : N := one",
+    "def after_b : N := two",
+    "def after_c : N := one",
+    "def after_d : N := two",
+];
+
+/// A slot whose worker a candidate crashed is recovered before its next
+/// use, every time: crash then batch, again and again, at the same place
+/// (issue 26 item 7: the next batch came back `crashed` about 1 run in 3).
+#[test]
+fn a_batch_after_a_crash_runs_on_a_recovered_slot_every_time() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, BATCH);
+    for round in 0..8 {
+        let crash = mcp.call(
+            "lean_run_batch",
+            at(&root, v, COMMAND, &[CRASH, CRASH, CRASH, CRASH]),
+        );
+        assert_eq!(outcomes(&crash), ["crashed"; 4], "round {round}: {crash:#}");
+        let next = mcp.call("lean_run_batch", at(&root, v, COMMAND, &OK4));
+        assert_eq!(outcomes(&next), ["closed"; 4], "round {round}: {next:#}");
+        let tactic = mcp.call(
+            "lean_run_batch",
+            at(&root, v, TACTIC, &["exact N.zero_add n"]),
+        );
+        assert_eq!(outcomes(&tactic), ["closed"], "round {round}: {tactic:#}");
+        let next = mcp.call(
+            "lean_run_batch",
+            at(&root, v, COMMAND, &["def after_crash : N := one"]),
+        );
+        assert_eq!(outcomes(&next), ["closed"], "round {round}: {next:#}");
+    }
+}
+
 /// `lean_close` after a batch of two or more candidates is about as quick as
 /// a close with no batch before it (it stalled 5-10 s: the shadow slots'
 /// workers were waited for until an RPC keep-alive tick, and keep-alives went

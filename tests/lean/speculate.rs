@@ -113,12 +113,12 @@ fn check_shape(result: &Value, root: &str, minted: bool) {
         .expect("object")
         .keys()
         .map(String::as_str)
-        .filter(|k| !["line_text", "proof_state", "next_handle"].contains(k))
+        .filter(|k| !["line_text", "sorry", "proof_state", "next_handle"].contains(k))
         .collect();
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["messages", "success", "traces", "workspace"],
+        ["messages", "outcome", "success", "traces", "workspace"],
         "{result}"
     );
     for key in ["proof_state", "next_handle"] {
@@ -155,8 +155,19 @@ fn texts(result: &Value, severity: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where a message on the step's own text starts, counted from the step's
+/// first character: the user's file does not hold the step, so such a
+/// message has no `range` there.
 fn start_of(message: &Value) -> (u64, u64) {
-    let at = |k: &str| message["range"]["start"][k].as_u64().expect("range start");
+    assert!(
+        message.get("range").is_none(),
+        "a range in the file: {message}"
+    );
+    let at = |k: &str| {
+        message["step_range"]["start"][k]
+            .as_u64()
+            .expect("step_range start")
+    };
     (at("line"), at("character"))
 }
 
@@ -268,8 +279,8 @@ fn proof_mode_probes_report_goals_and_errors() {
     let error = &r["messages"][0];
     assert_eq!(
         start_of(error),
-        (15, 10),
-        "the error is on `wrong`, where the probe put it: {r}"
+        (0, 6),
+        "the error is on `wrong`, in the step: {r}"
     );
 
     // A term/type error: a wrong proof term.
@@ -427,13 +438,14 @@ fn command_mode_probes_run_exactly_one_command() {
     );
     let r = run(18, "theorem probe_sorry : Eq one one := sorry");
     assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["outcome"], "sorry", "{r}");
     assert_eq!(texts(&r, "warning"), ["declaration uses `sorry`"]);
 
     // Information messages: `#check`.
     let r = run(11, "#check N.add");
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(texts(&r, "information"), ["Fix.N.add : N → N → N"]);
-    assert_eq!(start_of(&r["messages"][0]), (11, 0));
+    assert_eq!(start_of(&r["messages"][0]), (0, 0));
 
     // A type error in a command.
     let r = run(11, "theorem bad : Eq one two := Eq.refl one");
@@ -443,7 +455,7 @@ fn command_mode_probes_run_exactly_one_command() {
     assert!(errors[0].starts_with("Type mismatch"), "{r}");
     assert_eq!(
         start_of(&r["messages"][0]),
-        (11, 28),
+        (0, 28),
         "on `Eq.refl one`: {r}"
     );
 
