@@ -88,13 +88,27 @@ fn with(mut args: Value, more: Value) -> Value {
     args
 }
 
-/// What a reading is: outcome, goals as Lean prints them, messages.
-fn reading(r: &Value) -> Value {
-    let goals: Vec<&Value> = r["proof_state"]["goals"]
+/// What a reading is: outcome, goals as Lean prints them, messages. A batch
+/// candidate carries its goals itself (or `goals_at_start`, then they are
+/// the batch's `start_goals`) and leaves empty messages out; a probe's goals
+/// are its `proof_state`'s.
+fn reading(r: &Value, start_goals: &Value) -> Value {
+    let goals = if r["goals_at_start"] == true {
+        start_goals
+    } else if r.get("goals").is_some() {
+        &r["goals"]
+    } else {
+        &r["proof_state"]["goals"]
+    };
+    let goals: Vec<&Value> = goals
         .as_array()
         .map(|g| g.iter().map(|g| &g["pretty"]).collect())
         .unwrap_or_default();
-    json!({ "outcome": r["outcome"], "goals": goals, "messages": r["messages"] })
+    let messages = match &r["messages"] {
+        Value::Null => json!([]),
+        m => m.clone(),
+    };
+    json!({ "outcome": r["outcome"], "goals": goals, "messages": messages })
 }
 
 #[test]
@@ -124,8 +138,8 @@ fn every_probe_tool_reads_each_multi_line_shape_alike() {
         );
         assert_eq!(one["outcome"], *outcome, "{text:?}: {one:#}");
         assert_eq!(
-            reading(&candidates[i]),
-            reading(&one),
+            reading(&candidates[i], &batch["start_goals"]),
+            reading(&one, &Value::Null),
             "batch and lean_run_at on {text:?}"
         );
         let after = mcp.call(
@@ -138,8 +152,8 @@ fn every_probe_tool_reads_each_multi_line_shape_alike() {
             "{text:?} after a handle: {after:#}"
         );
         assert_eq!(
-            reading(in_batch),
-            reading(&after),
+            reading(in_batch, &from_handle["start_goals"]),
+            reading(&after, &Value::Null),
             "from a handle: {text:?}"
         );
         // Messages of a step are placed in the step, never on a line of the
@@ -163,8 +177,12 @@ fn every_probe_tool_reads_each_multi_line_shape_alike() {
         "lean_run_with_linear",
         json!({"workspace": ws(&root), "path": FILE, "handle": linear_handle, "text": nested}),
     );
-    assert_eq!(reading(&linear), reading(&candidates[6]), "{linear:#}");
-    let left = reading(&linear)["goals"].clone();
+    assert_eq!(
+        reading(&linear, &Value::Null),
+        reading(&candidates[6], &batch["start_goals"]),
+        "{linear:#}"
+    );
+    let left = reading(&linear, &Value::Null)["goals"].clone();
     assert_eq!(left.as_array().unwrap().len(), 1, "{linear:#}");
     assert!(
         left[0].as_str().unwrap().starts_with("case right\n"),
@@ -191,7 +209,11 @@ fn a_step_inside_a_bullet_is_judged_in_its_bullet() {
     // The sibling bullet's goal is not this step's to close.
     assert_eq!(batch["candidates"][0]["outcome"], "closed", "{batch:#}");
     assert_eq!(batch["candidates"][1]["outcome"], "failed", "{batch:#}");
-    assert_eq!(reading(&one), reading(&batch["candidates"][0]), "{one:#}");
+    assert_eq!(
+        reading(&one, &Value::Null),
+        reading(&batch["candidates"][0], &batch["start_goals"]),
+        "{one:#}"
+    );
 }
 
 #[test]
