@@ -173,8 +173,9 @@ fn a_tactic_batch_gives_every_outcome_in_order() {
         "{:#}",
         c[3]
     );
-    // Timeout: stopped at the budget, not at the 600 s sleep.
-    assert!(c[4]["elapsed_ms"].as_u64().unwrap() < 60_000, "{:#}", c[4]);
+    // Timeout: stopped at the budget, not at the 600 s sleep (a safety
+    // limit at half the sleep, not a judgement of speed).
+    assert!(c[4]["elapsed_ms"].as_u64().unwrap() < 300_000, "{:#}", c[4]);
     // Closed: no goals left, all of the start closed.
     assert_eq!(pretty_goals(&c[5]), Vec::<String>::new());
     assert_eq!(c[5]["diff"]["closed"], json!([0]));
