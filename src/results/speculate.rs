@@ -8,15 +8,12 @@ use serde::Serialize;
 use super::{Goal, GoalSource, Range, Severity, WorkspaceEcho};
 
 /// One message Lean gave about a step (or, marked `before_step`, about the
-/// text before it). `range` is in the user's file; `step_range` counts from
-/// the step's first character.
+/// text before it), with its range in the user's file.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunMessage {
     pub severity: Severity,
     pub text: String,
     pub range: Range,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub step_range: Option<Range>,
     /// Present (true) for a message about the text before the step.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub before_step: bool,

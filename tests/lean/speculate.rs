@@ -45,15 +45,16 @@ fn sync(mcp: &mut Mcp, root: &str, path: &str) -> u64 {
     r["version"].as_u64().expect("version")
 }
 
+/// Probe arguments; the goals with their parts, which [`render`] reads.
 fn at_args(root: &str, path: &str, version: u64, line: u64, character: u64, text: &str) -> Value {
     json!({
         "workspace": ws(root), "path": path, "version": version,
-        "line": line, "character": character, "text": text,
+        "line": line, "character": character, "text": text, "structured_goals": true,
     })
 }
 
 fn with_args(root: &str, path: &str, handle: &str, text: &str) -> Value {
-    json!({"workspace": ws(root), "path": path, "handle": handle, "text": text})
+    json!({"workspace": ws(root), "path": path, "handle": handle, "text": text, "structured_goals": true})
 }
 
 /// One goal as `$/lean/plainGoal` renders it.
@@ -81,6 +82,8 @@ fn render(goal: &Value) -> String {
     }
     out.push_str(goal["goalPrefix"].as_str().expect("goalPrefix"));
     out.push_str(goal["target"].as_str().expect("target"));
+    // The parts say what Lean's text says.
+    assert_eq!(goal["pretty"], out.as_str(), "{goal}");
     out
 }
 
@@ -670,6 +673,20 @@ fn handle_errors_malformed_unknown_and_foreign() {
     let unknown = format!("{}.{}.{}.{:032x}", parts[0], parts[1], parts[2], 999_999);
     let e = mcp.call_err("lean_run_with", with_args(&basic, GOALS, &unknown, "skip"));
     assert_code(&e, "invalidParams", "never issued");
+    // It names the calls to make next: the batch, from a version of now.
+    assert_eq!(e["data"]["reason"], "unknown", "{e}");
+    assert_eq!(
+        e["data"]["next"],
+        json!(["lean_sync", "lean_run_batch"]),
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("then lean_run_batch"),
+        "{e}"
+    );
 
     // A handle of another workspace → invalidParams.
     let e = mcp.call_err(
@@ -732,8 +749,8 @@ fn handles_of_another_server_process_are_content_modified() {
             // (what a client behind a load balancer sees after a failover).
             assert_eq!(e["data"]["reason"], "otherProcess", "{e}");
             assert_eq!(
-                e["data"]["repeat"],
-                json!(["lean_sync", "lean_run_at_handle"]),
+                e["data"]["next"],
+                json!(["lean_sync", "lean_run_batch"]),
                 "{e}"
             );
             let message = e["message"].as_str().unwrap();
@@ -803,6 +820,11 @@ fn changed_file_makes_versions_and_handles_stale() {
         );
         assert_code(&e, "contentModified", "handle of an old version");
         assert_eq!(e["data"]["reason"], "versionMismatch", "{e}");
+        assert_eq!(
+            e["data"]["next"],
+            json!(["lean_sync", "lean_run_batch"]),
+            "{e}"
+        );
     }
     let e = mcp.call_err(
         "lean_run_with_linear",

@@ -276,8 +276,7 @@ pub(super) async fn run_on_document(
 /// declaration's name) and is reported too. Errors before the step are not:
 /// cutting the declaration after the step causes some by itself (unsolved
 /// goals, missing alternatives), and the goals already say what is left.
-/// Ranges are in the user's file (see [`Placement::to_user`]); `step_range`
-/// counts from the step's first character.
+/// Ranges are in the user's file (see [`Placement::to_user`]).
 ///
 /// `budget.timeout` counts from when a slot is free; a step out of time is
 /// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
@@ -395,11 +394,9 @@ pub(super) async fn interpret(
             severity: diagnostics::severity_name(severity),
             text: text.to_owned(),
             range: in_users_file,
-            step_range: None,
             before_step: false,
         };
         if in_step {
-            entry.step_range = Some(step_range(&range, (start_line, start_char)));
             if severity == ERROR {
                 success = false;
             }

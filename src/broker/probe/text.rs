@@ -92,22 +92,6 @@ pub(super) fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
     (at("line"), at("character"))
 }
 
-/// A range relative to the step's first character (line 0 is the step's first
-/// line), so that messages of continuation steps are easy to place.
-pub(super) fn step_range(range: &Value, start: (u32, u32)) -> Range {
-    let rel = |(line, character): (u32, u32)| {
-        if line == start.0 {
-            (0, character.saturating_sub(start.1))
-        } else {
-            (line.saturating_sub(start.0), character)
-        }
-    };
-    Range::new(
-        rel(lsp_position(range, "start")),
-        rel(lsp_position(range, "end")),
-    )
-}
-
 /// Whether a `sorry` token starts at byte `offset` of `text` (in code).
 pub(super) fn sorry_at(text: &str, line_start: usize, line_end: usize, offset: usize) -> bool {
     lexer::scan(&text[line_start..line_end])
