@@ -27,7 +27,8 @@ mod common;
 
 use common::gated::{Event, Gated};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+// A safety limit that stops a hang, never a judgement of speed.
+const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One in-process stream.
 struct Stream {
