@@ -18,6 +18,7 @@ pub(crate) mod goals;
 pub(crate) mod handle_edit;
 pub(crate) mod handles;
 pub(crate) mod hatches;
+pub(crate) mod heartbeats;
 pub(crate) mod import_stamps;
 pub(crate) mod importers;
 pub(crate) mod inspect;
@@ -62,9 +63,7 @@ pub use goals::GoalsMode;
 pub use handles::Taking;
 pub use inspect::{Pinned, References, Signatures};
 pub use launch::env;
-pub use probe::{
-    After, At, Budget, Continue, FromHandle, Origin, Ran, Start, check_budget, verdict,
-};
+pub use probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start, verdict};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 pub use snippets::RunCode;
 pub use sync::SyncOptions;

@@ -243,7 +243,7 @@ impl Broker {
         sink: &dyn ProgressSink,
         args: &RunCode<'_>,
     ) -> Result<RunCodeResult> {
-        super::probe::check_budget("the code", args.code, args.max_heartbeats)?;
+        super::heartbeats::check_budget("the code", args.code, args.max_heartbeats)?;
         let root = self.resolve_root(args.workspace)?;
         let rt = self.runtime(&root).await?;
         rt.record_request();

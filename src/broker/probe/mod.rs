@@ -36,8 +36,9 @@ mod reading;
 mod run;
 mod text;
 
+pub use super::heartbeats::check_budget;
 use exec::*;
-pub use exec::{Budget, Ran, check_budget};
+pub use exec::{Budget, Ran};
 pub use reading::verdict;
 pub use run::After;
 use text::*;
