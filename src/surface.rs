@@ -37,15 +37,28 @@ impl From<Tool> for CallTool {
 /// structured tool error (`isError: true`).
 pub type ToolOutcome = Result<Value, ToolError>;
 
+/// How a tool's result is bounded.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// The output budget: fields to their cap, the whole to these bytes (the
+    /// server's cap when `None`).
+    Bytes(Option<u64>),
+    /// By the tool itself where the result is built (the feedback report's
+    /// item and byte caps).
+    Own,
+}
+
 /// The structured content of a typed result.
-pub fn structured(result: &impl Serialize, limit: Option<u64>) -> ToolOutcome {
+pub fn structured(result: &impl Serialize, limit: Limit) -> ToolOutcome {
     let mut value = serde_json::to_value(result).map_err(|e| {
         ToolError::new(
             ErrorCode::InternalError,
             format!("could not encode the result: {e}"),
         )
     })?;
-    budget::bound(&mut value, limit);
+    if let Limit::Bytes(limit) = limit {
+        budget::bound(&mut value, limit);
+    }
     Ok(value)
 }
 

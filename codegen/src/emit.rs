@@ -282,10 +282,12 @@ pub fn emit(table: &Table) -> String {
         .tool
         .iter()
         .map(|t| {
-            if t.args.iter().any(|a| a.name == "max_result_bytes") {
-                quote! { args.max_result_bytes }
+            if t.own_bounds {
+                quote! { crate::surface::Limit::Own }
+            } else if t.args.iter().any(|a| a.name == "max_result_bytes") {
+                quote! { crate::surface::Limit::Bytes(args.max_result_bytes) }
             } else {
-                quote! { None }
+                quote! { crate::surface::Limit::Bytes(None) }
             }
         })
         .collect();

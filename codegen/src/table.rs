@@ -79,6 +79,11 @@ pub struct Tool {
     /// table's `speculative_note` (the IO boundary of the read-only hint).
     #[serde(default)]
     pub speculative: bool,
+    /// Its result has bounds of its own (the feedback report: items and bytes
+    /// capped where it is built), so the generic output budget (field and
+    /// result caps) is not applied to it.
+    #[serde(default)]
+    pub own_bounds: bool,
     /// The profiles (`[profile.<name>]`) this tool belongs to.
     #[serde(default)]
     pub profiles: Vec<String>,

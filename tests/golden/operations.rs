@@ -2487,162 +2487,162 @@ impl<O: Operations + ?Sized> Handler for O {
     async fn handle(&self, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
         match call {
             ToolCall::BeamVersion(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.beam_version(ctx, args).await?, limit)
             }
             ToolCall::BeamStats(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.beam_stats(ctx, args).await?, limit)
             }
             ToolCall::BeamFeedbackReport(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Own;
                 crate::surface::structured(
                     &self.beam_feedback_report(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanDropWorkspace(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_drop_workspace(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRunAt(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_run_at(ctx, args).await?, limit)
             }
             ToolCall::LeanRunAtHandle(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_run_at_handle(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRunBatch(args) => {
-                let limit = args.max_result_bytes;
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_run_batch(ctx, args).await?, limit)
             }
             ToolCall::LeanHover(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_hover(ctx, args).await?, limit)
             }
             ToolCall::LeanSignatureHelp(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_signature_help(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanCompletions(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_completions(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanDefinition(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_definition(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanReferences(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_references(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanDocumentSymbols(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_document_symbols(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanWorkspaceSymbols(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_workspace_symbols(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanGoals(args) => {
-                let limit = args.max_result_bytes;
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_goals(ctx, args).await?, limit)
             }
             ToolCall::LeanTermGoal(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_term_goal(ctx, args).await?, limit)
             }
             ToolCall::LeanTodo(args) => {
-                let limit = args.max_result_bytes;
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_todo(ctx, args).await?, limit)
             }
             ToolCall::LeanCodeActionResolve(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_code_action_resolve(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRunWith(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_run_with(ctx, args).await?, limit)
             }
             ToolCall::LeanRunWithLinear(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_run_with_linear(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRelease(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_release(ctx, args).await?, limit)
             }
             ToolCall::LeanHandleEdit(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_handle_edit(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRunCode(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_run_code(ctx, args).await?, limit)
             }
             ToolCall::LeanVerify(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_verify(ctx, args).await?, limit)
             }
             ToolCall::LeanUpdate(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_update(ctx, args).await?, limit)
             }
             ToolCall::LeanSync(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_sync(ctx, args).await?, limit)
             }
             ToolCall::LeanRefresh(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_refresh(ctx, args).await?, limit)
             }
             ToolCall::LeanSave(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_save(ctx, args).await?, limit)
             }
             ToolCall::LeanCloseSave(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(
                     &self.lean_close_save(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanClose(args) => {
-                let limit = None;
+                let limit = crate::surface::Limit::Bytes(None);
                 crate::surface::structured(&self.lean_close(ctx, args).await?, limit)
             }
         }
