@@ -118,7 +118,7 @@ class Loop:
         goals = self.call("lean_goals", self.args(version=version, mode="before", **PROBE))
         if self._explained(goals, failover, "lean_goals", synced):
             return
-        check(goals.ok and goals.structured["goals"][0]["target"] == "And p q → And q p", f"{self.client.name}: goals: {goals}")
+        check(goals.ok and goals.structured["goals"][0]["pretty"].endswith("⊢ And p q → And q p"), f"{self.client.name}: goals: {goals}")
         probe = self.call("lean_run_at_handle", self.args(version=version, text="intro h", **PROBE))
         if self._explained(probe, failover, "lean_run_at_handle", synced):
             return

@@ -11,12 +11,19 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// know before its first call, said once here rather than in every tool.
 pub const INSTRUCTIONS: &str = "lean-beam-mcp gives you a Lean 4 prover. Lines and characters \
 are 0-based everywhere, characters counted in UTF-16 code units. The usual loop: edit the file \
-with your own tool, lean_sync it (diagnostics and a version), try lean_goals, lean_todo and \
-lean_run_at at that version, keep what works by editing the file, then lean_sync again. Every \
-Lean tool takes a workspace {\"root\": \"/absolute/project/path\"}; pass the same one each \
-time; a `path` is relative to that root, or absolute; a `version` is one lean_sync or \
-lean_update returned. The server never writes .lean files. Without _meta.progressToken, a call still running \
-after 2 s sends one `beam.status` log at level notice.";
+with your own tool, lean_sync it (diagnostics and a version), lean_todo that version (each item's \
+probe and range), try several candidate texts in one lean_run_batch call at an item's probe, write \
+the first closed one over the item's range, then lean_sync again. Every Lean tool takes a \
+workspace {\"root\": \"/absolute/project/path\"}; pass the same one each time; a `path` is \
+relative to that root, or absolute; a `version` is one lean_sync or lean_update returned. Goals \
+come as Lean prints them (`pretty`); pass structured_goals: true for their parts (hyps, target, \
+goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is Lean's \
+maxHeartbeats in thousands, timeout_ms counts from when a shadow slot is free. Results are \
+bounded: a field past 6,000 characters is cut in the middle (a marker gives its length), a \
+result past 64 KiB (max_result_bytes) is cut further, and `truncated` then says what was cut. \
+The server never \
+writes .lean files. Without _meta.progressToken, a call still running after 2 s sends one \
+`beam.status` log at level notice.";
 
 /// Build identity recorded by build.rs.
 pub fn build() -> BuildIdentity {

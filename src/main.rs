@@ -51,6 +51,10 @@ USAGE:
     (`core`: the everyday proof loop) and tool names, comma-separated; an unknown
     name stops start-up with the known ones
 
+--max-result-bytes N (any command; else LEAN_BEAM_MAX_RESULT_BYTES; default 65536):
+    the most bytes of JSON one tool result holds; longer fields (over 6,000
+    characters) and results are cut, and say so in `truncated`
+
 --http OPTIONS (each also read from the environment variable named; the flag wins):
     --http-token-file PATH   require `Authorization: Bearer <token>` on every request
                              but /health, the token read from PATH [LEAN_BEAM_HTTP_TOKEN
@@ -134,19 +138,21 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
     }
 }
 
-/// Remove `--tools SPEC` (or `--tools=SPEC`) from `args`, wherever it is.
-fn take_tools_flag(args: &mut Vec<String>) -> Result<Option<String>, String> {
+/// Remove `FLAG VALUE` (or `FLAG=VALUE`) from `args`, wherever it is;
+/// `needs` says what the value is when it is missing.
+fn take_flag(args: &mut Vec<String>, flag: &str, needs: &str) -> Result<Option<String>, String> {
     let mut spec = None;
     let mut i = 0;
+    let with_value = format!("{flag}=");
     while i < args.len() {
-        let value = if args[i] == "--tools" {
+        let value = if args[i] == flag {
             if i + 1 == args.len() {
-                return Err("--tools needs a profile or comma-separated tool names".into());
+                return Err(format!("{flag} needs {needs}"));
             }
             let value = args.remove(i + 1);
             args.remove(i);
             value
-        } else if let Some(value) = args[i].strip_prefix("--tools=") {
+        } else if let Some(value) = args[i].strip_prefix(&with_value) {
             let value = value.to_string();
             args.remove(i);
             value
@@ -155,15 +161,33 @@ fn take_tools_flag(args: &mut Vec<String>) -> Result<Option<String>, String> {
             continue;
         };
         if spec.replace(value).is_some() {
-            return Err("--tools given twice".into());
+            return Err(format!("{flag} given twice"));
         }
     }
     Ok(spec)
 }
 
+/// Remove `--tools SPEC` (or `--tools=SPEC`) from `args`, wherever it is.
+fn take_tools_flag(args: &mut Vec<String>) -> Result<Option<String>, String> {
+    take_flag(args, "--tools", "a profile or comma-separated tool names")
+}
+
+/// `--max-result-bytes N`: the server's cap on one tool result (any command).
+fn take_result_cap(args: &mut Vec<String>) -> Result<(), String> {
+    let Some(value) = take_flag(args, "--max-result-bytes", "a number of bytes")? else {
+        return Ok(());
+    };
+    let bytes: usize = value
+        .parse()
+        .map_err(|_| format!("--max-result-bytes {value:?} is not a number of bytes"))?;
+    lean_beam_mcp::surface::budget::set_result_bytes(bytes)
+}
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = take_tools_flag(&mut args).and_then(|flag| Ok((flag, parse_args(&args)?)));
+    let parsed = take_result_cap(&mut args)
+        .and_then(|()| take_tools_flag(&mut args))
+        .and_then(|flag| Ok((flag, parse_args(&args)?)));
     let (tools_flag, command) = match parsed {
         Ok(parsed) => parsed,
         Err(message) => {

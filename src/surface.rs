@@ -20,6 +20,7 @@ mod generated {
 
 pub use generated::*;
 
+pub mod budget;
 mod tool_set;
 pub use tool_set::ToolSet;
 
@@ -37,13 +38,15 @@ impl From<Tool> for CallTool {
 pub type ToolOutcome = Result<Value, ToolError>;
 
 /// The structured content of a typed result.
-pub fn structured(result: &impl Serialize) -> ToolOutcome {
-    serde_json::to_value(result).map_err(|e| {
+pub fn structured(result: &impl Serialize, limit: Option<u64>) -> ToolOutcome {
+    let mut value = serde_json::to_value(result).map_err(|e| {
         ToolError::new(
             ErrorCode::InternalError,
             format!("could not encode the result: {e}"),
         )
-    })
+    })?;
+    budget::bound(&mut value, limit);
+    Ok(value)
 }
 
 /// A structured tool error: `{code, message, data?}`, the JSON in
@@ -327,7 +330,9 @@ pub fn catalog_json() -> &'static str {
                     let after_input = key == "inputSchema";
                     with_output.insert(key, value);
                     if after_input {
-                        with_output.insert("outputSchema".into(), tool.output_schema());
+                        let mut output = tool.output_schema();
+                        budget::declare(&mut output);
+                        with_output.insert("outputSchema".into(), output);
                     }
                 }
                 Value::Object(with_output)

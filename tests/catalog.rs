@@ -43,9 +43,11 @@ fn catalog_lists_30_tools_in_table_order() {
             tool.name()
         );
         // And its output schema is the one derived from its result type.
+        let mut derived = tool.output_schema();
+        surface::budget::declare(&mut derived);
         assert_eq!(
             entry["outputSchema"],
-            tool.output_schema(),
+            derived,
             "{}: catalog output schema differs from the result type's",
             tool.name()
         );
@@ -570,6 +572,31 @@ fn every_reporting_tool_advertises_the_progress_token() {
     }
 }
 
+/// A tool that takes a workspace waits on Lean or on its runtime's queue
+/// (a fence, a busy document), so none is quiet: each advertises the progress
+/// token, sends its preparation update and the 2-second status notice. Only
+/// the process utilities, which answer at once, are quiet.
+#[test]
+fn no_tool_that_waits_on_lean_is_quiet() {
+    let quiet: Vec<&str> = Tool::ALL
+        .into_iter()
+        .filter(|t| t.spec().progress == surface::ProgressClass::Quiet)
+        .map(Tool::name)
+        .collect();
+    assert_eq!(quiet, ["beam_version", "beam_stats"]);
+    for tool in Tool::ALL {
+        let spec = tool.spec();
+        if spec.workspace_bound {
+            assert_ne!(
+                spec.status_notice,
+                surface::StatusNotice::Never,
+                "{}",
+                tool.name()
+            );
+        }
+    }
+}
+
 /// The read-only hint is not an OS sandbox: every speculative tool's
 /// description states the IO boundary (seed: "The generated descriptions for
 /// speculative tools state that boundary directly").
@@ -597,7 +624,9 @@ fn speculative_tools_state_the_io_boundary() {
 }
 
 /// The server instructions, in both eras (initialize and server/discover), say
-/// that positions are 0-based in UTF-16 code units and what the usual loop is.
+/// that positions are 0-based in UTF-16 code units, what the usual loop is
+/// (through lean_run_batch) and the one argument that asks for structured
+/// goals.
 #[test]
 fn instructions_state_positions_and_the_loop_in_both_eras() {
     let mut modern_server = Server::spawn();
@@ -613,8 +642,9 @@ fn instructions_state_positions_and_the_loop_in_both_eras() {
             "UTF-16 code units",
             "The usual loop: edit the file",
             "lean_sync",
-            "lean_goals",
-            "lean_run_at",
+            "lean_todo",
+            "one lean_run_batch call",
+            "structured_goals: true",
         ] {
             assert!(
                 text.contains(fact),

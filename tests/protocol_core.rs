@@ -27,7 +27,8 @@ mod common;
 
 use common::gated::{Event, Gated};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+// A safety limit that stops a hang, never a judgement of speed.
+const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One in-process stream.
 struct Stream {
@@ -624,4 +625,51 @@ async fn cancellation_is_read_while_every_slot_is_busy() {
         );
         assert_eq!(s.stats.snapshot().cancelled, 2);
     }
+}
+
+/// lean_handle_edit waiting behind a `lean_drop_workspace` fence is not
+/// silent (issue 26, item 8): with a token it sends its preparation update at
+/// once, and without one, past the status delay, its `beam.status` notice,
+/// both while the fence still holds; it answers after the fence.
+#[tokio::test]
+async fn handle_edit_behind_a_fence_reports_progress_and_the_status_notice() {
+    let mut s = Stream::start_with_status_delay(Duration::from_millis(20));
+    let era = Era::Modern;
+    let edit = || json!({"workspace": {"root": "/fast"}, "path": "Main.lean", "handle": "h"});
+    s.send(era.call("drop", "lean_drop_workspace", drop_ws("fence")))
+        .await;
+    assert_eq!(
+        s.event().await,
+        Event::Started("lean_drop_workspace", json!("drop"))
+    );
+    let mut with_token = era.call("tok", "lean_handle_edit", edit());
+    with_token["params"]["_meta"]["progressToken"] = json!("edit");
+    s.send(with_token).await;
+    let progress = s.recv_some().await;
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    assert_eq!(progress["params"]["progressToken"], "edit");
+    let mut without = era.call("quiet", "lean_handle_edit", edit());
+    without["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("notice");
+    s.send(without).await;
+    let mut notice = s.recv_some().await;
+    // The fence's own notice may come first (it started earlier).
+    while notice["params"]["data"]["requestId"] != "quiet" {
+        assert_eq!(notice["params"]["logger"], "beam.status", "{notice}");
+        assert!(notice.get("id").is_none(), "answered early: {notice}");
+        notice = s.recv_some().await;
+    }
+    assert_eq!(notice["method"], "notifications/message", "{notice}");
+    assert_eq!(notice["params"]["logger"], "beam.status");
+    assert_eq!(notice["params"]["data"]["tool"], "lean_handle_edit");
+    // Neither edit ran yet: both wait on the fence.
+    assert_eq!(s.ops.running(), 1, "only the fence runs");
+    s.ops.open("fence");
+    let mut ids = Vec::new();
+    while ids.len() < 3 {
+        let message = s.recv_some().await;
+        if let Some(id) = message.get("id") {
+            ids.push(id.clone());
+        }
+    }
+    assert_eq!(ids[0], "drop", "{ids:?}");
 }

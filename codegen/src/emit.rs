@@ -280,6 +280,19 @@ pub fn emit(table: &Table) -> String {
         .iter()
         .map(|t| format!("`{}`: {}", t.name, t.description))
         .collect();
+    // A tool with a `max_result_bytes` argument bounds its result by it, the
+    // others by the server's cap.
+    let result_limits: Vec<TokenStream> = table
+        .tool
+        .iter()
+        .map(|t| {
+            if t.args.iter().any(|a| a.name == "max_result_bytes") {
+                quote! { args.max_result_bytes }
+            } else {
+                quote! { None }
+            }
+        })
+        .collect();
 
     let specs = table.tool.iter().map(|tool| spec_tokens(table, tool));
     let path_arms: Vec<_> = table
@@ -500,7 +513,10 @@ pub fn emit(table: &Table) -> String {
         impl<O: Operations + ?Sized> Handler for O {
             async fn handle(&self, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
                 match call {
-                    #(ToolCall::#variants(args) => crate::surface::structured(&self.#methods(ctx, args).await?),)*
+                    #(ToolCall::#variants(args) => {
+                        let limit = #result_limits;
+                        crate::surface::structured(&self.#methods(ctx, args).await?, limit)
+                    })*
                 }
             }
         }

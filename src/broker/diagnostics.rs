@@ -33,6 +33,12 @@ pub fn severity(diagnostic: &Value) -> u64 {
         .unwrap_or(ERROR)
 }
 
+/// Whether a message says that a declaration uses `sorry` (Lean's warning
+/// "declaration uses `sorry`", on the declaration's name).
+pub fn says_sorry(text: &str) -> bool {
+    text.starts_with("declaration uses") && text.contains("sorry")
+}
+
 pub fn message(diagnostic: &Value) -> &str {
     diagnostic
         .get("message")
@@ -237,6 +243,13 @@ mod tests {
             let diagnostic = json!({"severity": severity, "message": "m"});
             assert_eq!(log_level(&diagnostic), level, "{diagnostic}");
         }
+    }
+
+    #[test]
+    fn sorry_warnings_are_recognized() {
+        assert!(says_sorry("declaration uses `sorry`"));
+        assert!(says_sorry("declaration uses 'sorry'"));
+        assert!(!says_sorry("unknown identifier 'sorry_free'"));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::lsp::protocol::{
     RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams, RpcRelease, RpcReleaseParams, RpcSessionId,
     collect_rpc_refs, flatten_tagged_text,
 };
-use crate::results::{Goal, GoalSource, Hypothesis};
+use crate::results::{Goal, GoalParts, GoalSource, Hypothesis};
 use lsp_types::Position;
 
 /// Which goals of a tactic a query asks for.
@@ -120,7 +120,7 @@ fn interactive_goal(goal: &Value) -> Goal {
                 .collect()
         })
         .unwrap_or_default();
-    let mut out = Goal {
+    let parts = GoalParts {
         goal_prefix: goal
             .get("goalPrefix")
             .and_then(Value::as_str)
@@ -132,16 +132,17 @@ fn interactive_goal(goal: &Value) -> Goal {
             .get("userName")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        pretty: String::new(),
     };
-    out.pretty = pretty(&out);
-    out
+    Goal {
+        pretty: pretty(&parts),
+        parts: Some(parts),
+    }
 }
 
 /// A structured goal as Lean prints it (`ppGoal`): the case name, one line
 /// per hypothesis group (`a b : T`, `x : T := v`), then the target after
 /// its prefix.
-pub fn pretty(goal: &Goal) -> String {
+pub fn pretty(goal: &GoalParts) -> String {
     let mut out = String::new();
     if let Some(name) = &goal.user_name {
         out.push_str("case ");
@@ -321,12 +322,14 @@ pub fn plain_goal(text: &str) -> Goal {
         }
     }
     Goal {
-        goal_prefix: "⊢ ".to_owned(),
-        target,
-        hyps,
-        user_name,
         // Lean's own text, as it printed it.
         pretty: text.to_owned(),
+        parts: Some(GoalParts {
+            goal_prefix: "⊢ ".to_owned(),
+            target,
+            hyps,
+            user_name,
+        }),
     }
 }
 
@@ -371,13 +374,14 @@ mod tests {
     #[test]
     fn plain_goal_fallback_parses_cases_and_lets() {
         let g = plain_goal("case succ\nm : N\nt : N := one.add one\n⊢ Eq t two");
-        assert_eq!(g.user_name.as_deref(), Some("succ"));
-        assert_eq!(g.hyps[1].value.as_deref(), Some("one.add one"));
-        assert_eq!(g.target, "Eq t two");
+        assert_eq!(g.user_name(), Some("succ"));
+        assert_eq!(g.hyps()[1].value.as_deref(), Some("one.add one"));
+        let parts = g.parts.as_ref().expect("parts");
+        assert_eq!(parts.target, "Eq t two");
         // Rendering the parsed goal gives Lean's text back.
         let text = "case succ\nm : N\nt : N := one.add one\n⊢ Eq t two";
         assert_eq!(g.pretty, text);
-        assert_eq!(pretty(&g), text);
+        assert_eq!(pretty(parts), text);
     }
 
     #[test]

@@ -62,7 +62,9 @@ pub use goals::GoalsMode;
 pub use handles::Taking;
 pub use inspect::{Pinned, References, Signatures};
 pub use launch::env;
-pub use probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start};
+pub use probe::{
+    After, At, Budget, Continue, FromHandle, Origin, Ran, Start, check_budget, verdict,
+};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 pub use snippets::RunCode;
 pub use sync::SyncOptions;

@@ -49,6 +49,9 @@ pub struct Pool {
     docs: Arc<Docs>,
     permits: Arc<Semaphore>,
     slots: Mutex<Vec<Arc<Slot>>>,
+    /// Lean had no `skip` tactic in this document's shadows (a prelude
+    /// file without it): tactic steps go without a sentinel after them.
+    no_sentinel: std::sync::atomic::AtomicBool,
 }
 
 struct Slot {
@@ -121,6 +124,15 @@ impl SlotGuard {
         &self.slot.doc
     }
 
+    /// Close the slot's document in Lean when this use ends, and keep the
+    /// slot busy until it is closed: its worker crashed under the text it
+    /// holds, and its next use must start on a new worker (reopened), not
+    /// send an edit to the one Lean reported dead (whose late report could
+    /// then be taken for the next text's).
+    pub fn close_after_crash(&mut self, server: &LeanServer) {
+        self.reset = Some(server.clone());
+    }
+
     /// Record that the header `header` imported without error in the slot's
     /// current worker (or, `None`, that the last one did not).
     pub fn confirm_header(&self, header: Option<&str>) {
@@ -145,7 +157,20 @@ impl Pool {
             docs,
             permits: Arc::new(Semaphore::new(capacity)),
             slots: Mutex::new(Vec::new()),
+            no_sentinel: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether tactic steps here get a `skip` after them to read their goals
+    /// at (see `probe::exec::with_sentinel`).
+    pub fn takes_sentinel(&self) -> bool {
+        !self.no_sentinel.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Lean has no `skip` tactic in this document's shadows.
+    pub fn refuse_sentinel(&self) {
+        self.no_sentinel
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Take an idle slot, preferring the one whose text shares the longest

@@ -225,11 +225,6 @@ fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Option<Placemen
 /// `whnf`, maximum number of heartbeats (N) has been reached".
 const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
 
-/// Whether a message says that a declaration uses `sorry`.
-fn says_sorry(text: &str) -> bool {
-    text.starts_with("declaration uses") && text.contains("sorry")
-}
-
 /// A range of the elaborated text in the snippet's coordinates.
 fn snippet_range(range: &Value, placement: Option<&Placement>) -> Range {
     let at = |which: &str| {
@@ -248,6 +243,7 @@ impl Broker {
         sink: &dyn ProgressSink,
         args: &RunCode<'_>,
     ) -> Result<RunCodeResult> {
+        super::probe::check_budget("the code", args.code, args.max_heartbeats)?;
         let root = self.resolve_root(args.workspace)?;
         let rt = self.runtime(&root).await?;
         rt.record_request();
@@ -324,7 +320,7 @@ impl Broker {
                 let severity = diagnostics::severity(d);
                 let text = diagnostics::message(d).to_string();
                 success &= severity != ERROR;
-                sorry |= says_sorry(&text);
+                sorry |= diagnostics::says_sorry(&text);
                 out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
                 SnippetMessage {
                     severity: diagnostics::severity_name(severity),
@@ -401,12 +397,5 @@ mod tests {
         let (text, placement) = budgeted("def y := 2", Some(7));
         assert_eq!(text, "\nset_option maxHeartbeats 7\ndef y := 2\n");
         assert_eq!(placement.unwrap().to_user((2, 4)), (0, 4));
-    }
-
-    #[test]
-    fn sorry_warnings_are_recognized() {
-        assert!(says_sorry("declaration uses `sorry`"));
-        assert!(says_sorry("declaration uses 'sorry'"));
-        assert!(!says_sorry("unknown identifier 'sorry_free'"));
     }
 }

@@ -15,14 +15,15 @@ use crate::lsp::protocol::{
     CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams, PlainGoal, WaitForDiagnostics,
     WaitForDiagnosticsParams,
 };
-use crate::results::{Position, Probe, Range, TodoItem, TodoItemKind, TodoResult};
+use crate::results::{Probe, Range, TodoItem, TodoItemKind, TodoResult};
 
 /// What `lean_todo` asks: the unfinished work between `start` and `end`
 /// (line, character) of a pinned version.
 pub struct Todo<'a> {
     pub pinned: Pinned<'a>,
     pub start: (u64, u64),
-    pub end: (u64, u64),
+    /// None: the end of the file.
+    pub end: Option<(u64, u64)>,
     /// The kinds wanted; none means every kind.
     pub kinds: Vec<TodoItemKind>,
     /// Each item gets a text to try there with `lean_run_at`.
@@ -49,7 +50,6 @@ fn todo_item(kind: TodoItemKind, range: Range, run_at: (u32, u32)) -> TodoItem {
     TodoItem {
         kind,
         range,
-        run_at_position: Position::new(run_at),
         // Named with the document's path and version once all are found.
         probe: Probe {
             path: String::new(),
@@ -110,7 +110,18 @@ impl Broker {
             .bind(sink, pinned.workspace, pinned.path, pinned.version)
             .await?;
         let start_off = bound.check_position(args.start.0, args.start.1)?;
-        let end_off = bound.check_position(args.end.0, args.end.1)?;
+        let end_off = match args.end {
+            None => bound.state.text.len(),
+            Some((line, character)) => match bound.line_text(line) {
+                // An end past the last line is the end of the file; past
+                // the end of its line, the end of the line.
+                None => bound.state.text.len(),
+                Some(text) => {
+                    let width = text.encode_utf16().count() as u64;
+                    bound.check_position(line, character.min(width))?
+                }
+            },
+        };
         if start_off > end_off {
             return Err(Error::Argument {
                 what: "the range".to_owned(),
@@ -141,8 +152,8 @@ impl Broker {
         let suggest = args.suggest;
         let text = &bound.state.text;
         let index = &bound.state.index;
-        let range_start = (args.start.0 as u32, args.start.1 as u32);
-        let range_end = (args.end.0 as u32, args.end.1 as u32);
+        let range_start = index.position(text, start_off);
+        let range_end = index.position(text, end_off);
         let mut items: Vec<Item> = Vec::new();
 
         for token in lexer::scan(&text[start_off..end_off]) {
@@ -173,7 +184,9 @@ impl Broker {
                     goals.is_some() && (kind == TodoItemKind::Hole || starts_tactic(before));
                 (start, goals, tactic)
             };
-            let mut item = todo_item(kind, Range::new(start, end), run_at);
+            // What a probe at `run_at` replaces: the whole `exact sorry`,
+            // else the token.
+            let mut item = todo_item(kind, Range::new(run_at, end), run_at);
             if suggest {
                 let probe = if tactic { SEARCH_TACTIC } else { SEARCH_TERM };
                 item.run_at_text = Some(probe.to_owned());

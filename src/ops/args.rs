@@ -99,8 +99,13 @@ pub fn signatures(add: bool) -> Signatures {
 pub fn todo(args: &LeanTodoArgs) -> broker::Todo<'_> {
     broker::Todo {
         pinned: pinned(&args.workspace, &args.path, args.version),
-        start: (args.start_line, args.start_character),
-        end: (args.end_line, args.end_character),
+        start: (
+            args.start_line.unwrap_or(0),
+            args.start_character.unwrap_or(0),
+        ),
+        end: args
+            .end_line
+            .map(|line| (line, args.end_character.unwrap_or(u64::MAX))),
         kinds: args
             .kinds
             .iter()

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::broker::{self, At, Broker, Budget, Continue, FromHandle, Ran, Start, Taking};
 use crate::results::{
-    BatchMode, BatchResult, Candidate, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
+    BatchMode, BatchResult, Candidate, Goal, GoalDiff, GoalForm, HypsDiff, Outcome,
 };
 use crate::surface::{CallContext, ErrorCode, LeanRunBatchArgs, ToolError};
 
@@ -98,7 +98,7 @@ fn fingerprint(goals: &[Goal]) -> String {
 
 /// A goal's hypotheses, one line each as Lean prints them.
 fn hyp_lines(goal: &Goal) -> Vec<String> {
-    goal.hyps
+    goal.hyps()
         .iter()
         .map(|h| {
             let mut line = format!("{} : {}", h.names.join(" "), h.ty);
@@ -121,10 +121,10 @@ fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
     let hyps = added
         .iter()
         .filter_map(|&goal| {
-            let name = &after[goal].user_name;
+            let name = after[goal].user_name();
             let from = start
                 .iter()
-                .position(|g| name.is_some() && &g.user_name == name)
+                .position(|g| name.is_some() && g.user_name() == name)
                 .or_else(|| closed.first().copied())?;
             let (now, then) = (hyp_lines(&after[goal]), hyp_lines(&start[from]));
             let added: Vec<String> = now.iter().filter(|h| !then.contains(h)).cloned().collect();
@@ -144,44 +144,23 @@ fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
     }
 }
 
-/// The candidate's verdict from what its step did.
-fn verdict(ran: &Ran, mode: BatchMode) -> Outcome {
-    let result = &ran.result;
-    if ran.crashed {
-        return Outcome::Crashed;
-    }
-    match result.exhausted {
-        Some(Exhausted::Heartbeats) => return Outcome::Heartbeats,
-        Some(Exhausted::Timeout) => return Outcome::Timeout,
-        None => {}
-    }
-    if !result.success {
-        return Outcome::Failed;
-    }
-    let goals_left = result
-        .proof_state
-        .as_ref()
-        .is_some_and(|p| !p.goals.is_empty());
-    if mode == BatchMode::Tactic && (goals_left || !ran.unsolved.is_empty()) {
-        Outcome::Progressed
-    } else {
-        Outcome::Closed
-    }
+/// The candidate's verdict: the one every probe tool gives a step.
+fn verdict(ran: &Ran) -> Outcome {
+    broker::verdict(&ran.result, ran.crashed)
 }
 
 /// A candidate that did not run to its end.
-fn without_run(index: usize, outcome: Outcome, error: Option<String>) -> Candidate {
+fn without_run(outcome: Outcome, error: Option<String>) -> Candidate {
     Candidate {
-        index,
         outcome,
         messages: Vec::new(),
-        proof_state: None,
+        goals: None,
+        goals_at_start: false,
         error,
         fingerprint: None,
         same_as: None,
         diff: None,
         handle: None,
-        elapsed_ms: 0,
     }
 }
 
@@ -196,6 +175,14 @@ impl Place<'_> {
         match self {
             Place::At(start) => start.run(ctx, text, budget).await,
             Place::With(from) => from.run(ctx, text, budget).await,
+        }
+    }
+
+    /// Whether `text` can run here within `budget`.
+    fn check(&self, text: &str, budget: Budget) -> broker::Result<()> {
+        match self {
+            Place::At(start) => start.check(text, budget),
+            Place::With(from) => from.check(text, budget),
         }
     }
 
@@ -237,12 +224,10 @@ pub async fn run_batch(
                 .await?,
         ),
     };
-    if let Place::At(start) = &place {
-        for (i, text) in batch.texts.iter().enumerate() {
-            start
-                .check(text)
-                .map_err(|e| invalid(format!("texts[{i}]: {}", ToolError::from(e).message)))?;
-        }
+    for (i, text) in batch.texts.iter().enumerate() {
+        place
+            .check(text, budget)
+            .map_err(|e| invalid(format!("texts[{i}]: {}", ToolError::from(e).message)))?;
     }
     let mode = place.mode();
     let tactic = mode == BatchMode::Tactic;
@@ -275,6 +260,7 @@ pub async fn run_batch(
     };
     let mut finished = 0;
     let mut stop = false;
+    let mut winner: Option<usize> = None;
     while let Some((i, ran)) = running.next().await {
         if i == total {
             start_goals = Some(match ran {
@@ -290,7 +276,7 @@ pub async fn run_batch(
         };
         let closed = ran
             .as_ref()
-            .is_ok_and(|ran| verdict(ran, mode) == Outcome::Closed);
+            .is_ok_and(|ran| verdict(ran) == Outcome::Closed);
         done[i] = Some(ran);
         finished += 1;
         ctx.progress(
@@ -298,7 +284,17 @@ pub async fn run_batch(
             Some(json!({ "done": finished, "total": total })),
         )
         .await;
-        if closed && batch.stop_on_first_close {
+        if closed && batch.stop_on_first_close && winner.is_none_or(|w| i < w) {
+            // Candidates after the lowest-index close are not wanted: they
+            // stop now (their slots go to the ones before it).
+            winner = Some(i);
+            for future in &mut running.futures[i + 1..total] {
+                *future = None;
+            }
+        }
+        // The winner is the lowest-index closing candidate once every
+        // candidate before it has run, whatever order they finished in.
+        if winner.is_some_and(|w| done[..w].iter().all(Option::is_some)) {
             stop = true;
             break;
         }
@@ -318,68 +314,75 @@ pub async fn run_batch(
             }
         }
     }
-    let start_goals = start_goals.unwrap_or_default();
+    let mut start_goals = start_goals.unwrap_or_default();
+    let start_fingerprint = tactic.then(|| fingerprint(&start_goals));
 
     let mut candidates: Vec<Candidate> = Vec::with_capacity(total);
+    let mut fingerprints: Vec<Option<String>> = Vec::with_capacity(total);
     for (index, ran) in done.into_iter().enumerate() {
+        // After the winner every candidate is skipped, also one that
+        // happened to finish: the answer does not depend on timing.
+        let ran = if winner.is_some_and(|w| index > w) {
+            None
+        } else {
+            ran
+        };
         let ran = match ran {
             None => {
-                candidates.push(without_run(index, Outcome::Skipped, None));
+                candidates.push(without_run(Outcome::Skipped, None));
+                fingerprints.push(None);
                 continue;
             }
             Some(Err(e)) => {
                 let message = ToolError::from(e).message;
-                candidates.push(without_run(index, Outcome::Crashed, Some(message)));
+                candidates.push(without_run(Outcome::Crashed, Some(message)));
+                fingerprints.push(None);
                 continue;
             }
             Some(Ok(ran)) => ran,
         };
-        let outcome = verdict(&ran, mode);
+        let outcome = verdict(&ran);
         let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
-        let mut ran = ran;
-        let after_step = goals_of(&ran);
-        // A step ending in a nested block (`case x => …`) shows that
-        // block's goals at its end; what is left of the whole proof is
-        // what Lean reports unsolved.
-        let goals = match &mut ran.result.proof_state {
-            Some(state) if outcome == Outcome::Progressed && after_step.is_empty() => {
-                state.goals = std::mem::take(&mut ran.unsolved);
-                state.source = GoalSource::UnsolvedGoals;
-                state.goals.clone()
-            }
-            _ => after_step,
-        };
+        let progressed = outcome == Outcome::Progressed;
+        let goals = goals_of(&ran);
         let fingerprint = (reached && tactic).then(|| fingerprint(&goals));
         let same_as = fingerprint.as_ref().and_then(|f| {
-            candidates
+            fingerprints
                 .iter()
-                .find(|c| c.fingerprint.as_ref() == Some(f))
-                .map(|c| c.index)
+                .position(|other| other.as_ref() == Some(f))
         });
         let handle = match (&place, reached && batch.handles, &ran.step) {
-            (Place::At(start), true, Some(step)) if mode != BatchMode::Term => {
+            (Place::At(start), true, Some(step)) if mode == BatchMode::Command || progressed => {
                 Some(start.mint(step)?)
             }
             (Place::With(from), true, _) => Some(from.mint(&batch.texts[index])?),
             _ => None,
         };
+        // Closed: no goals to show. Failed at its first step: the goals
+        // are the start goals, said once for the batch.
+        let shown = ran.result.proof_state.is_some() && outcome != Outcome::Closed;
+        let at_start = outcome == Outcome::Failed && tactic && goals == start_goals;
+        fingerprints.push(fingerprint.clone());
         candidates.push(Candidate {
-            index,
             outcome,
             messages: ran.result.messages,
-            diff: (reached && tactic).then(|| diff(&start_goals, &goals)),
-            proof_state: ran.result.proof_state,
-            fingerprint,
-            same_as,
+            diff: (progressed && tactic && batch.diff).then(|| diff(&start_goals, &goals)),
+            goals: (shown && !at_start).then_some(goals),
+            goals_at_start: at_start,
+            fingerprint: fingerprint.filter(|_| progressed),
+            same_as: same_as.filter(|_| progressed),
             handle,
             error: None,
-            elapsed_ms: ran.elapsed.as_millis() as u64,
         });
     }
-    let first_closed = candidates
-        .iter()
-        .find(|c| c.outcome == Outcome::Closed)
-        .map(|c| c.index);
+    let form = GoalForm::of(batch.structured_goals);
+    form.apply(start_goals.iter_mut());
+    form.apply(
+        candidates
+            .iter_mut()
+            .flat_map(|c| c.goals.iter_mut().flatten()),
+    );
+    let first_closed = candidates.iter().position(|c| c.outcome == Outcome::Closed);
     let (origin, line_text, disk_changed) = match place {
         Place::At(start) => (
             start.origin(),
@@ -395,6 +398,7 @@ pub async fn run_batch(
         line_text,
         mode,
         start_goals,
+        start_fingerprint,
         candidates,
         first_closed,
         disk_changed,
@@ -407,18 +411,20 @@ mod tests {
 
     fn goal(name: Option<&str>, hyps: &[(&str, &str)], target: &str) -> Goal {
         let mut g = Goal {
-            goal_prefix: "⊢ ".to_owned(),
-            target: target.to_owned(),
-            hyps: hyps
-                .iter()
-                .map(|(n, t)| crate::results::Hypothesis {
-                    names: vec![(*n).to_owned()],
-                    ty: (*t).to_owned(),
-                    value: None,
-                })
-                .collect(),
-            user_name: name.map(str::to_owned),
             pretty: String::new(),
+            parts: Some(crate::results::GoalParts {
+                goal_prefix: "⊢ ".to_owned(),
+                target: target.to_owned(),
+                hyps: hyps
+                    .iter()
+                    .map(|(n, t)| crate::results::Hypothesis {
+                        names: vec![(*n).to_owned()],
+                        ty: (*t).to_owned(),
+                        value: None,
+                    })
+                    .collect(),
+                user_name: name.map(str::to_owned),
+            }),
         };
         // What fingerprints compare: the hypotheses and target as printed.
         g.pretty = hyp_lines(&g)

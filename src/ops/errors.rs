@@ -418,52 +418,48 @@ fn memory_error(kill: MemoryKill, path: Option<&str>) -> ToolError {
     error
 }
 
+/// What to call after a handle that cannot be used: the probe again, from
+/// a version the document has now.
+const HANDLE_NEXT: &str = "start again: lean_sync the file, then lean_run_batch at the place with the version it returns (its candidates that progress carry handles)";
+
 fn handle_error(handle: &str, problem: HandleProblem) -> ToolError {
-    let invalid = |why: &str| {
-        ToolError::new(
-            ErrorCode::InvalidParams,
-            format!("handle {handle:?}: {why}"),
-        )
-        .with_data(json!({ "handle": handle, "reason": why }))
+    let next = json!(["lean_sync", "lean_run_batch"]);
+    let error = |code: ErrorCode, why: &str, reason: &str| {
+        ToolError::new(code, format!("handle {handle:?}: {why}; {HANDLE_NEXT}"))
+            .with_data(json!({ "handle": handle, "reason": reason, "next": next }))
     };
-    let stale = |why: &str, reason: &str| {
-        ToolError::new(
-            ErrorCode::ContentModified,
-            format!("handle {handle:?}: {why}; start again with lean_run_at_handle on a fresh lean_sync version"),
-        )
-        .with_data(json!({ "handle": handle, "reason": reason }))
-    };
+    let invalid = |why: &str, reason: &str| error(ErrorCode::InvalidParams, why, reason);
+    let stale = |why: &str, reason: &str| error(ErrorCode::ContentModified, why, reason);
     match problem {
         HandleProblem::Malformed => invalid(
-            "malformed: pass a handle exactly as lean_run_at_handle or lean_run_with returned it",
+            "malformed: pass a handle exactly as lean_run_batch, lean_run_at_handle or lean_run_with returned it",
+            "malformed",
         ),
         // Another server process: one that stopped or restarted, or another
         // replica behind the same load balancer (the workspace moved here
         // when that replica went away). Its state lived only there.
-        HandleProblem::OtherProcess => ToolError::new(
-            ErrorCode::ContentModified,
-            format!(
-                "handle {handle:?} belongs to another lean-beam-mcp server process, which is gone (it stopped or restarted, or it was another replica and this workspace moved here); a handle lives only in the process that issued it. Repeat the probe: lean_sync the file, then lean_run_at_handle with the version it returns"
-            ),
-        )
-        .with_data(json!({
-            "handle": handle,
-            "reason": "otherProcess",
-            "repeat": ["lean_sync", "lean_run_at_handle"],
-        })),
+        HandleProblem::OtherProcess => stale(
+            "it belongs to another lean-beam-mcp server process, which is gone (it stopped or restarted, or it was another replica and this workspace moved here); a handle lives only in the process that issued it. Repeat the probe",
+            "otherProcess",
+        ),
         HandleProblem::OtherRuntime => invalid(
             "it belongs to another workspace runtime (another workspace, or one dropped since)",
+            "otherRuntime",
         ),
         HandleProblem::Unknown => invalid(
             "unknown: it was released, consumed by lean_run_with_linear, evicted (least recently used), or never issued",
+            "unknown",
         ),
-        HandleProblem::OtherFile { shown } => {
-            invalid(&format!("it belongs to {shown}, not to this path"))
-        }
+        HandleProblem::OtherFile { shown } => ToolError::new(
+            ErrorCode::InvalidParams,
+            format!("handle {handle:?}: it belongs to {shown}, not to this path: call again with path {shown:?}"),
+        )
+        .with_data(json!({ "handle": handle, "reason": "otherFile", "path": shown })),
         HandleProblem::ReleasedOnOtherFile { shown, path } => ToolError::new(
             ErrorCode::InvalidParams,
-            format!("handle {handle:?} belongs to {shown}, not to {path}"),
-        ),
+            format!("handle {handle:?} belongs to {shown}, not to {path}: call lean_release again with path {shown:?}"),
+        )
+        .with_data(json!({ "handle": handle, "reason": "otherFile", "path": shown })),
         HandleProblem::VersionMoved {
             version,
             shown,
@@ -478,11 +474,10 @@ fn handle_error(handle: &str, problem: HandleProblem) -> ToolError {
             "the Lean server it was computed in has since restarted",
             "backendRestarted",
         ),
-        HandleProblem::NoRuntime => ToolError::new(
-            ErrorCode::InvalidParams,
-            format!("handle {handle:?}: this workspace has no live runtime or document for it (dropped, or never used in this server)"),
-        )
-        .with_data(json!({ "handle": handle, "reason": "noRuntime" })),
+        HandleProblem::NoRuntime => invalid(
+            "this workspace has no live runtime or document for it (dropped, or never used in this server)",
+            "noRuntime",
+        ),
     }
 }
 

@@ -25,6 +25,13 @@ use args::{at, pinned};
 /// What each operation answers: its tool's typed result, or a tool error.
 type Answer<T> = Result<T, ToolError>;
 
+/// A run result with its goals in the form asked for (`structured_goals`).
+fn run_goals(mut ran: RunResult, structured: Option<bool>) -> RunResult {
+    let goals = ran.proof_state.iter_mut().flat_map(|p| p.goals.iter_mut());
+    GoalForm::of(structured).apply(goals);
+    ran
+}
+
 /// The server's operations: process utilities plus the Lean broker.
 pub struct Beam {
     stats: Arc<Stats>,
@@ -89,10 +96,11 @@ impl Operations for Beam {
 
     async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> Answer<RunResult> {
         let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
-        Ok(self
+        let ran = self
             .broker
             .run_at(ctx, &at(&args), &args.text, budget, Continue::NoHandles)
-            .await?)
+            .await?;
+        Ok(run_goals(ran, args.structured_goals))
     }
 
     async fn lean_run_at_handle(
@@ -101,10 +109,11 @@ impl Operations for Beam {
         args: LeanRunAtHandleArgs,
     ) -> Answer<RunResult> {
         let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
-        Ok(self
+        let ran = self
             .broker
             .run_at(ctx, &at(&args), &args.text, budget, Continue::WithHandles)
-            .await?)
+            .await?;
+        Ok(run_goals(ran, args.structured_goals))
     }
 
     async fn lean_run_batch(
@@ -182,7 +191,9 @@ impl Operations for Beam {
     }
 
     async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> Answer<GoalsResult> {
-        Ok(self.broker.goals(ctx, &at(&args), args.mode.into()).await?)
+        let mut goals = self.broker.goals(ctx, &at(&args), args.mode.into()).await?;
+        GoalForm::of(args.structured_goals).apply(goals.goals.iter_mut());
+        Ok(goals)
     }
 
     async fn lean_term_goal(
@@ -190,7 +201,9 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanTermGoalArgs,
     ) -> Answer<TermGoalResult> {
-        Ok(self.broker.term_goal(ctx, &at(&args)).await?)
+        let mut goal = self.broker.term_goal(ctx, &at(&args)).await?;
+        GoalForm::of(args.structured_goals).apply(goal.goal.iter_mut());
+        Ok(goal)
     }
 
     async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> Answer<TodoResult> {
@@ -212,10 +225,11 @@ impl Operations for Beam {
     async fn lean_run_with(&self, ctx: &CallContext, args: LeanRunWithArgs) -> Answer<RunResult> {
         let after = args::after(&args.workspace, &args.path, &args.handle);
         let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
-        Ok(self
+        let ran = self
             .broker
             .run_with(ctx, &after, &args.text, budget, Taking::Keep)
-            .await?)
+            .await?;
+        Ok(run_goals(ran, args.structured_goals))
     }
 
     async fn lean_run_with_linear(
@@ -225,10 +239,11 @@ impl Operations for Beam {
     ) -> Answer<RunResult> {
         let after = args::after(&args.workspace, &args.path, &args.handle);
         let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
-        Ok(self
+        let ran = self
             .broker
             .run_with(ctx, &after, &args.text, budget, Taking::Consume)
-            .await?)
+            .await?;
+        Ok(run_goals(ran, args.structured_goals))
     }
 
     async fn lean_release(

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Goal, ProofState, RunMessage, WorkspaceEcho};
+use super::{Goal, RunMessage, WorkspaceEcho};
 
 /// What became of one candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -14,6 +14,9 @@ pub enum Outcome {
     Closed,
     /// Goals remain, no error.
     Progressed,
+    /// No error, but the step used `sorry` (directly, through `first` or
+    /// another combinator, or a macro such as `admit`): not a proof.
+    Sorry,
     /// An error: its messages, and the goals before the failing step.
     Failed,
     /// `timeout_ms` ran out.
@@ -28,7 +31,7 @@ pub enum Outcome {
 }
 
 /// How a candidate's goals differ from the goals it started from: indices
-/// into `start_goals` and into the candidate's `proof_state.goals`, goals
+/// into `start_goals` and into the candidate's `goals`, goals
 /// compared as Lean prints them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct GoalDiff {
@@ -46,7 +49,7 @@ pub struct GoalDiff {
 /// Hypothesis lines (`h : T`) gained and lost by one goal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct HypsDiff {
-    /// The goal, in the candidate's `proof_state.goals`.
+    /// The goal, in the candidate's `goals`.
     pub goal: usize,
     /// The starting goal it is compared with, in `start_goals`.
     pub from: usize,
@@ -57,35 +60,37 @@ pub struct HypsDiff {
 /// One candidate's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Candidate {
-    /// Its place in `texts`.
-    pub index: usize,
     pub outcome: Outcome,
-    /// As in `lean_run_at`: ranges in the user's file, `step_range` from the
-    /// candidate's first character.
+    /// As in `lean_run_at`; none left out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<RunMessage>,
-    /// After the candidate; after a failed one, before its failing step.
-    /// Left out for commands and for candidates that did not finish.
+    /// The goals after it (progressed), or before its failing step (failed;
+    /// left out when they are `start_goals`: then `goals_at_start`). A term
+    /// that does not elaborate: the type still expected.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub proof_state: Option<ProofState>,
-    /// The resulting proof state (tactics that closed or progressed), equal
-    /// exactly when the pretty-printed goals are equal; stable across calls.
+    pub goals: Option<Vec<Goal>>,
+    /// Present (true) for a failed candidate whose goals before its failing
+    /// step are `start_goals`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub goals_at_start: bool,
+    /// The goals it left (progressed), equal exactly when the pretty-printed
+    /// goals are equal; stable across calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
-    /// The first earlier candidate with the same fingerprint.
+    /// The first earlier candidate, by index, with the same fingerprint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub same_as: Option<usize>,
-    /// Against `start_goals` (tactics that closed or progressed).
+    /// Against `start_goals` (progressed, with `diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<GoalDiff>,
-    /// A proof handle continuing after it (`handles`, a tactic or command
-    /// that closed or progressed).
+    /// A proof handle continuing after it (`handles`): a step that
+    /// progressed, a command, or any step from a handle (for
+    /// `lean_handle_edit`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
     /// Why a crashed candidate has no messages: the error Lean's worker gave.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// From when it had a shadow slot until its answer was read.
-    pub elapsed_ms: u64,
 }
 
 /// What the candidates are.
@@ -110,6 +115,10 @@ pub struct BatchResult {
     pub mode: BatchMode,
     /// The goals the candidates start from.
     pub start_goals: Vec<Goal>,
+    /// Their fingerprint (tactic mode), as a candidate's `fingerprint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_fingerprint: Option<String>,
+    /// One per text, in the order of `texts`.
     pub candidates: Vec<Candidate>,
     /// The first candidate, by index, that closed the goals.
     #[serde(skip_serializing_if = "Option::is_none")]

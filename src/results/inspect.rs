@@ -147,9 +147,9 @@ impl TodoItemKind {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct TodoItem {
     pub kind: TodoItemKind,
+    /// For `sorry` and hole items, the text a probe at `probe` replaces (the
+    /// whole `exact sorry`): write a closing text over it.
     pub range: Range,
-    /// Give it to `lean_run_at` with `run_at_text` (or text of your own).
-    pub run_at_position: Position,
     /// The diagnostic's message, or the code action's title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -171,13 +171,13 @@ pub struct TodoItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::passthrough::object")]
     pub code_action: Option<Value>,
-    /// A probe `lean_run_at` takes at `run_at_position` (`exact?`, `by exact?`).
+    /// A probe text to try at `probe` (`exact?`, `by exact?`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_at_text: Option<String>,
     /// The goals Lean shows there, rendered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof_state: Option<Vec<String>>,
-    /// `run_at_position` as the arguments `lean_run_at` and `lean_run_batch`
+    /// Where to probe, as the arguments `lean_run_at` and `lean_run_batch`
     /// take: add `workspace` and `text`/`texts`.
     pub probe: Probe,
 }

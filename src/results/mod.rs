@@ -289,10 +289,20 @@ pub struct DocumentProgress {
     pub range_end_line: u32,
 }
 
-/// One proof goal: its hypotheses and its target.
+/// One proof goal as Lean prints it; its parts only on request
+/// (`structured_goals`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Goal {
+    /// The goal as Lean prints it (case, hypotheses, target).
+    pub pretty: String,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<GoalParts>,
+}
+
+/// A goal's parts (`structured_goals`): its hypotheses and its target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Goal {
+pub struct GoalParts {
     /// What Lean prints before the target (`⊢ `).
     pub goal_prefix: String,
     pub target: String,
@@ -300,8 +310,43 @@ pub struct Goal {
     /// The case name (`succ`), when the goal has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_name: Option<String>,
-    /// The goal as Lean prints it (case, hypotheses, target).
-    pub pretty: String,
+}
+
+impl Goal {
+    /// The goal's case name, when it has one.
+    pub fn user_name(&self) -> Option<&str> {
+        self.parts.as_ref()?.user_name.as_deref()
+    }
+
+    /// Its hypotheses (none known without its parts).
+    pub fn hyps(&self) -> &[Hypothesis] {
+        self.parts.as_ref().map_or(&[], |p| &p.hyps)
+    }
+}
+
+/// Which form of goals a result carries: Lean's text, or also its parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoalForm {
+    Pretty,
+    Structured,
+}
+
+impl GoalForm {
+    /// The form a call's `structured_goals` asks for (unset: pretty).
+    pub fn of(structured: Option<bool>) -> GoalForm {
+        if structured == Some(true) {
+            GoalForm::Structured
+        } else {
+            GoalForm::Pretty
+        }
+    }
+
+    /// `goals` in this form: their parts dropped unless asked for.
+    pub fn apply<'a>(self, goals: impl IntoIterator<Item = &'a mut Goal>) {
+        if self == GoalForm::Pretty {
+            goals.into_iter().for_each(|g| g.parts = None);
+        }
+    }
 }
 
 /// One hypothesis line: the names it binds, their type, and a `let` value.

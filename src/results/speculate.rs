@@ -5,18 +5,26 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Goal, GoalSource, Range, Severity, WorkspaceEcho};
+use super::{Goal, GoalSource, Outcome, Range, Severity, WorkspaceEcho};
 
 /// One message Lean gave about a step (or, marked `before_step`, about the
-/// text before it). `range` is in the user's file; `step_range` counts from
-/// the step's first character.
+/// text before it). `range` is in the user's file and only there: present
+/// for a message on the user's own text; a message on the step's text has
+/// `step_range` instead, counted from the step's first character (the
+/// user's file does not hold the step). `unplaced` marks a message on
+/// neither (on text the server put around the step).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunMessage {
     pub severity: Severity,
     pub text: String,
-    pub range: Range,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<Range>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_range: Option<Range>,
+    /// Present (true) for a message with no place in the user's file nor in
+    /// the step.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unplaced: bool,
     /// Present (true) for a message about the text before the step.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub before_step: bool,
@@ -48,7 +56,15 @@ pub struct RunResult {
     /// The addressed line (`lean_run_at*`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_text: Option<String>,
+    /// The verdict, the same for the same text at the same place from every
+    /// probe tool: `closed`, `progressed`, `failed`, `sorry`, `heartbeats`,
+    /// `timeout` or `crashed` (as `lean_run_batch` says it).
+    pub outcome: Outcome,
+    /// No error (a step that used `sorry` succeeds, and is no proof).
     pub success: bool,
+    /// Present (true) when the step made its declaration use `sorry`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sorry: bool,
     pub messages: Vec<RunMessage>,
     /// Trace messages (`[Meta.synthInstance] …`), apart from the others.
     pub traces: Vec<RunMessage>,

@@ -11,7 +11,9 @@ use super::child::{Spawn, StdioChild};
 
 /// How long any single expected message may take. A failure guard, never an
 /// assertion about speed.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+/// A safety limit that stops a hang (minutes above any stall), never a
+/// judgement of speed.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
 
 pub const MODERN: &str = "2026-07-28";
 pub const LEGACY: &str = "2025-11-25";

@@ -185,7 +185,7 @@ impl Suggest {
         }
     }
 }
-///Only these (default all).
+///Only these.
 #[derive(
     Debug,
     Clone,
@@ -272,7 +272,7 @@ pub struct EvidenceItem {
 )]
 #[serde(deny_unknown_fields)]
 pub struct Workspace {
-    ///Absolute project root.
+    ///`root`.
     pub root: ::std::string::String,
 }
 ///Arguments of `beam_version`.
@@ -417,16 +417,20 @@ pub struct LeanRunAtArgs {
     pub character: u64,
     ///Tactics, a term or a command.
     pub text: ::std::string::String,
-    ///`max_heartbeats`.
+    ///Lean's maxHeartbeats (thousands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///`timeout_ms`.
+    ///Wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub timeout_ms: ::std::option::Option<u64>,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
 }
 ///Arguments of `lean_run_at_handle`.
 #[derive(
@@ -454,16 +458,20 @@ pub struct LeanRunAtHandleArgs {
     pub character: u64,
     ///Tactics, a term or a command.
     pub text: ::std::string::String,
-    ///`max_heartbeats`.
+    ///Lean's maxHeartbeats (thousands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///`timeout_ms`.
+    ///Wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub timeout_ms: ::std::option::Option<u64>,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
 }
 ///Arguments of `lean_run_batch`.
 #[derive(
@@ -507,16 +515,28 @@ pub struct LeanRunBatchArgs {
     ///`handles`.
     #[serde(default = "defaults::lean_run_batch_handles")]
     pub handles: bool,
-    ///`max_heartbeats`.
+    ///`diff`.
+    #[serde(default = "defaults::lean_run_batch_diff")]
+    pub diff: bool,
+    ///Lean's maxHeartbeats (thousands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///`timeout_ms`.
+    ///Wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub timeout_ms: ::std::option::Option<u64>,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_hover`.
 #[derive(
@@ -715,6 +735,15 @@ pub struct LeanGoalsArgs {
     pub character: u64,
     ///`mode`.
     pub mode: GoalsMode,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_term_goal`.
 #[derive(
@@ -740,6 +769,10 @@ pub struct LeanTermGoalArgs {
     ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
 }
 ///Arguments of `lean_todo`.
 #[derive(
@@ -760,23 +793,36 @@ pub struct LeanTodoArgs {
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///`start_line`.
-    #[serde(deserialize_with = "crate::surface::lenient::natural")]
-    pub start_line: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub start_line: ::std::option::Option<u64>,
     ///`start_character`.
-    #[serde(deserialize_with = "crate::surface::lenient::natural")]
-    pub start_character: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub start_character: ::std::option::Option<u64>,
     ///`end_line`.
-    #[serde(deserialize_with = "crate::surface::lenient::natural")]
-    pub end_line: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub end_line: ::std::option::Option<u64>,
     ///`end_character`.
-    #[serde(deserialize_with = "crate::surface::lenient::natural")]
-    pub end_character: u64,
-    ///Only these (default all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub end_character: ::std::option::Option<u64>,
+    ///Only these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: ::std::vec::Vec<TodoKind>,
     ///`suggest`.
     #[serde(default = "defaults::lean_todo_suggest")]
     pub suggest: Suggest,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_code_action_resolve`.
 #[derive(
@@ -820,16 +866,20 @@ pub struct LeanRunWithArgs {
     pub handle: ::std::string::String,
     ///Tactic text or one command.
     pub text: ::std::string::String,
-    ///`max_heartbeats`.
+    ///Lean's maxHeartbeats (thousands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///`timeout_ms`.
+    ///Wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub timeout_ms: ::std::option::Option<u64>,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
 }
 ///Arguments of `lean_run_with_linear`.
 #[derive(
@@ -850,16 +900,20 @@ pub struct LeanRunWithLinearArgs {
     pub handle: ::std::string::String,
     ///Tactic text or one command.
     pub text: ::std::string::String,
-    ///`max_heartbeats`.
+    ///Lean's maxHeartbeats (thousands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///`timeout_ms`.
+    ///Wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub timeout_ms: ::std::option::Option<u64>,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
 }
 ///Arguments of `lean_release`.
 #[derive(
@@ -912,12 +966,12 @@ pub struct LeanRunCodeArgs {
     pub workspace: Workspace,
     ///`code`.
     pub code: ::std::string::String,
-    ///`max_heartbeats`.
+    ///Lean's maxHeartbeats (thousands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///`timeout_ms`.
+    ///Wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -1082,6 +1136,9 @@ mod defaults {
     pub(super) fn lean_run_batch_handles() -> bool {
         true
     }
+    pub(super) fn lean_run_batch_diff() -> bool {
+        false
+    }
     pub(super) fn lean_completions_limit() -> i64 {
         50
     }
@@ -1092,7 +1149,7 @@ mod defaults {
         false
     }
     pub(super) fn lean_todo_suggest() -> Suggest {
-        Suggest::Basic
+        Suggest::None
     }
     pub(super) fn lean_sync_diagnostic_scope() -> DiagnosticScope {
         DiagnosticScope::Errors
@@ -1719,8 +1776,8 @@ pub static TOOL_SPECS: [ToolSpec; 30usize] = [
     },
     ToolSpec {
         name: "lean_handle_edit",
-        progress: ProgressClass::Quiet,
-        status_notice: StatusNotice::Never,
+        progress: ProgressClass::Inspection,
+        status_notice: StatusNotice::AfterDelay,
         workspace_bound: true,
         snapshot_bound: false,
         cancellable: true,
@@ -1809,39 +1866,39 @@ pub static TOOL_SPECS: [ToolSpec; 30usize] = [
     },
 ];
 ///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.
-pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 candidates at once at a lean_run_at position or a handle: outcome, proof_state, fingerprint, same_as, diff, handle each. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"Structured goals (name, target, hypotheses) at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations (default: all) from a fresh build of the file and its imports: axioms, escape hatches, reference types; tier. It never changes the file; user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try one tactic, term or command text at a position in a shadow copy: success, messages, proof state. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 texts at once at a position or a handle: an outcome each, with messages or goals left; first_closed. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"The goals at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work (default the whole file): sorry, holes, errors, incomplete proofs, code actions; each with its probe (lean_run_batch arguments) and the range a closing text replaces. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these.\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (imports) without a file: success, sorry, messages. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations (default: all) from a fresh build of the file and its imports: axioms, escape hatches, reference types; tier. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file and wait for Lean to elaborate it: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it atomically into Lake's build layout so importers see it (not a clean `lake build`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
 pub const INPUT_SCHEMAS: [&str; 30usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these (default all).\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"basic\"}},\"required\":[\"workspace\",\"path\",\"version\",\"start_line\",\"start_character\",\"end_line\",\"end_character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\",\"description\":\"Absolute project root.\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these.\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
 /// Each tool's validator, compiled on its first use, so that a server
 /// serving a tool set compiles only the validators of that set.
@@ -2209,7 +2266,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::DropResult, ToolError>,
     > + Send;
-    ///`lean_run_at`: Try tactic, term or command text at a position, in a shadow copy: success, messages, proof state after. To keep it, edit the file yourself, then lean_sync.
+    ///`lean_run_at`: Try one tactic, term or command text at a position in a shadow copy: success, messages, proof state.
     fn lean_run_at(
         &self,
         ctx: &CallContext,
@@ -2225,7 +2282,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_batch`: Try 1-32 candidates at once at a lean_run_at position or a handle: outcome, proof_state, fingerprint, same_as, diff, handle each.
+    ///`lean_run_batch`: Try 1-32 texts at once at a position or a handle: an outcome each, with messages or goals left; first_closed.
     fn lean_run_batch(
         &self,
         ctx: &CallContext,
@@ -2289,7 +2346,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::WorkspaceSymbolsResult, ToolError>,
     > + Send;
-    ///`lean_goals`: Structured goals (name, target, hypotheses) at a position, before or after the tactic there.
+    ///`lean_goals`: The goals at a position, before or after the tactic there.
     fn lean_goals(
         &self,
         ctx: &CallContext,
@@ -2305,7 +2362,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::TermGoalResult, ToolError>,
     > + Send;
-    ///`lean_todo`: Unfinished work in a range: sorry, holes, errors, incomplete proofs, code actions; each with a probe (lean_run_at/lean_run_batch arguments) and run_at_text.
+    ///`lean_todo`: Unfinished work (default the whole file): sorry, holes, errors, incomplete proofs, code actions; each with its probe (lean_run_batch arguments) and the range a closing text replaces.
     fn lean_todo(
         &self,
         ctx: &CallContext,
@@ -2353,7 +2410,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::HandleEditResult, ToolError>,
     > + Send;
-    ///`lean_run_code`: Elaborate a snippet with its own header (prelude/imports) without a file: success, sorry, messages; same header stays warm.
+    ///`lean_run_code`: Elaborate a snippet with its own header (imports) without a file: success, sorry, messages.
     fn lean_run_code(
         &self,
         ctx: &CallContext,
@@ -2377,7 +2434,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::UpdateResult, ToolError>,
     > + Send;
-    ///`lean_sync`: Read the saved file from disk and wait until Lean has elaborated that version: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics stream as `lean.diagnostic` logs.
+    ///`lean_sync`: Read the saved file and wait for Lean to elaborate it: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs.
     fn lean_sync(
         &self,
         ctx: &CallContext,
@@ -2393,7 +2450,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::SyncResult, ToolError>,
     > + Send;
-    ///`lean_save`: Checkpoint a module: sync it and, if save-ready, compile it into Lake's build layout (.olean, …) atomically, so importers see it. Not a clean `lake build` or CI result.
+    ///`lean_save`: Checkpoint a module: sync it and, if save-ready, compile it atomically into Lake's build layout so importers see it (not a clean `lake build`).
     fn lean_save(
         &self,
         ctx: &CallContext,
@@ -2433,98 +2490,163 @@ impl<O: Operations + ?Sized> Handler for O {
     async fn handle(&self, ctx: &CallContext, call: ToolCall) -> ToolOutcome {
         match call {
             ToolCall::BeamVersion(args) => {
-                crate::surface::structured(&self.beam_version(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.beam_version(ctx, args).await?, limit)
             }
             ToolCall::BeamStats(args) => {
-                crate::surface::structured(&self.beam_stats(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.beam_stats(ctx, args).await?, limit)
             }
             ToolCall::BeamFeedbackReport(args) => {
-                crate::surface::structured(&self.beam_feedback_report(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.beam_feedback_report(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanDropWorkspace(args) => {
-                crate::surface::structured(&self.lean_drop_workspace(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_drop_workspace(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanRunAt(args) => {
-                crate::surface::structured(&self.lean_run_at(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_run_at(ctx, args).await?, limit)
             }
             ToolCall::LeanRunAtHandle(args) => {
-                crate::surface::structured(&self.lean_run_at_handle(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_run_at_handle(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanRunBatch(args) => {
-                crate::surface::structured(&self.lean_run_batch(ctx, args).await?)
+                let limit = args.max_result_bytes;
+                crate::surface::structured(&self.lean_run_batch(ctx, args).await?, limit)
             }
             ToolCall::LeanHover(args) => {
-                crate::surface::structured(&self.lean_hover(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_hover(ctx, args).await?, limit)
             }
             ToolCall::LeanSignatureHelp(args) => {
-                crate::surface::structured(&self.lean_signature_help(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_signature_help(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanCompletions(args) => {
-                crate::surface::structured(&self.lean_completions(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_completions(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanDefinition(args) => {
-                crate::surface::structured(&self.lean_definition(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_definition(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanReferences(args) => {
-                crate::surface::structured(&self.lean_references(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_references(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanDocumentSymbols(args) => {
-                crate::surface::structured(&self.lean_document_symbols(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_document_symbols(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanWorkspaceSymbols(args) => {
+                let limit = None;
                 crate::surface::structured(
                     &self.lean_workspace_symbols(ctx, args).await?,
+                    limit,
                 )
             }
             ToolCall::LeanGoals(args) => {
-                crate::surface::structured(&self.lean_goals(ctx, args).await?)
+                let limit = args.max_result_bytes;
+                crate::surface::structured(&self.lean_goals(ctx, args).await?, limit)
             }
             ToolCall::LeanTermGoal(args) => {
-                crate::surface::structured(&self.lean_term_goal(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_term_goal(ctx, args).await?, limit)
             }
             ToolCall::LeanTodo(args) => {
-                crate::surface::structured(&self.lean_todo(ctx, args).await?)
+                let limit = args.max_result_bytes;
+                crate::surface::structured(&self.lean_todo(ctx, args).await?, limit)
             }
             ToolCall::LeanCodeActionResolve(args) => {
+                let limit = None;
                 crate::surface::structured(
                     &self.lean_code_action_resolve(ctx, args).await?,
+                    limit,
                 )
             }
             ToolCall::LeanRunWith(args) => {
-                crate::surface::structured(&self.lean_run_with(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_run_with(ctx, args).await?, limit)
             }
             ToolCall::LeanRunWithLinear(args) => {
-                crate::surface::structured(&self.lean_run_with_linear(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_run_with_linear(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanRelease(args) => {
-                crate::surface::structured(&self.lean_release(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_release(ctx, args).await?, limit)
             }
             ToolCall::LeanHandleEdit(args) => {
-                crate::surface::structured(&self.lean_handle_edit(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_handle_edit(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanRunCode(args) => {
-                crate::surface::structured(&self.lean_run_code(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_run_code(ctx, args).await?, limit)
             }
             ToolCall::LeanVerify(args) => {
-                crate::surface::structured(&self.lean_verify(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_verify(ctx, args).await?, limit)
             }
             ToolCall::LeanUpdate(args) => {
-                crate::surface::structured(&self.lean_update(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_update(ctx, args).await?, limit)
             }
             ToolCall::LeanSync(args) => {
-                crate::surface::structured(&self.lean_sync(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_sync(ctx, args).await?, limit)
             }
             ToolCall::LeanRefresh(args) => {
-                crate::surface::structured(&self.lean_refresh(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_refresh(ctx, args).await?, limit)
             }
             ToolCall::LeanSave(args) => {
-                crate::surface::structured(&self.lean_save(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_save(ctx, args).await?, limit)
             }
             ToolCall::LeanCloseSave(args) => {
-                crate::surface::structured(&self.lean_close_save(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(
+                    &self.lean_close_save(ctx, args).await?,
+                    limit,
+                )
             }
             ToolCall::LeanClose(args) => {
-                crate::surface::structured(&self.lean_close(ctx, args).await?)
+                let limit = None;
+                crate::surface::structured(&self.lean_close(ctx, args).await?, limit)
             }
         }
     }

@@ -78,7 +78,7 @@ fn candidates(result: &Value) -> &Vec<Value> {
 }
 
 fn pretty_goals(candidate: &Value) -> Vec<String> {
-    candidate["proof_state"]["goals"]
+    candidate["goals"]
         .as_array()
         .expect("goals")
         .iter()
@@ -106,7 +106,7 @@ fn a_tactic_batch_gives_every_outcome_in_order() {
     let token = json!("batch");
     let args = with(
         at(&root, v, TACTIC, &texts),
-        json!({ "stop_on_first_close": true, "max_heartbeats": 20, "timeout_ms": 8000 }),
+        json!({ "stop_on_first_close": true, "max_heartbeats": 20, "timeout_ms": 8000, "diff": true }),
     );
     let r = mcp.call_with("lean_run_batch", args, &CallOpts::token(token.clone()));
     assert_eq!(
@@ -134,10 +134,10 @@ fn a_tactic_batch_gives_every_outcome_in_order() {
         .map(|g| g["pretty"].as_str().unwrap())
         .collect();
     assert_eq!(start, [START_GOAL]);
+    // Pretty goals only, unless structured_goals asks for their parts.
+    assert!(r["start_goals"][0].get("hyps").is_none(), "{r:#}");
     let c = candidates(&r);
-    for (i, c) in c.iter().enumerate() {
-        assert_eq!(c["index"], i);
-    }
+    assert_eq!(c.len(), texts.len());
     // Progressed: the two cases, printed as Lean prints them, a handle each.
     let cases = pretty_goals(&c[0]);
     assert_eq!(cases.len(), 2, "{:#}", c[0]);
@@ -150,9 +150,11 @@ fn a_tactic_batch_gives_every_outcome_in_order() {
     assert_eq!(c[1]["fingerprint"], c[0]["fingerprint"]);
     assert_eq!(c[1]["same_as"], 0);
     assert!(c[0].get("same_as").is_none());
-    // Failed: the error on the step, the goals before it, no handle.
-    assert_eq!(pretty_goals(&c[2]), [START_GOAL]);
-    assert_eq!(c[2]["proof_state"]["at"], "before_failed_step");
+    // Failed: the error on the step, the goals before it (the start goals,
+    // not repeated), no handle; one range per message: on the step, counted
+    // from its first character (the user's file does not hold the step).
+    assert_eq!(c[2]["goals_at_start"], true, "{:#}", c[2]);
+    assert!(c[2].get("goals").is_none(), "{:#}", c[2]);
     let errors: Vec<&Value> = c[2]["messages"]
         .as_array()
         .unwrap()
@@ -160,7 +162,9 @@ fn a_tactic_batch_gives_every_outcome_in_order() {
         .filter(|m| m["severity"] == "error")
         .collect();
     assert!(
-        errors.iter().any(|m| m["step_range"]["start"]["line"] == 0),
+        errors
+            .iter()
+            .any(|m| m["step_range"]["start"]["line"] == 0 && m.get("range").is_none()),
         "{:#}",
         c[2]
     );
@@ -173,12 +177,12 @@ fn a_tactic_batch_gives_every_outcome_in_order() {
         "{:#}",
         c[3]
     );
-    // Timeout: stopped at the budget, not at the 600 s sleep.
-    assert!(c[4]["elapsed_ms"].as_u64().unwrap() < 60_000, "{:#}", c[4]);
-    // Closed: no goals left, all of the start closed.
-    assert_eq!(pretty_goals(&c[5]), Vec::<String>::new());
-    assert_eq!(c[5]["diff"]["closed"], json!([0]));
-    assert!(c[5]["handle"].is_string());
+    // Timeout: stopped at the budget (the call answered, long before the
+    // 600 s sleep would end).
+    assert!(c[4].get("goals").is_none(), "{:#}", c[4]);
+    // Closed: nothing left to show; its text is the agent's own, so no
+    // handle, fingerprint or diff either.
+    assert_eq!(c[5], json!({"outcome": "closed"}), "{:#}", c[5]);
     // Progress counted candidates done out of the total, the last one 6 of 8
     // (two were skipped).
     let progress = mcp.progress_of(&token);
@@ -236,7 +240,7 @@ fn a_command_batch_survives_a_worker_crash() {
     assert_eq!(r["first_closed"], 0);
     let c = candidates(&r);
     // Commands leave no proof state: no fingerprint, no diff; handles yes.
-    assert!(c[0]["proof_state"].is_null());
+    assert!(c[0].get("goals").is_none());
     assert!(c[0].get("fingerprint").is_none() && c[0].get("diff").is_none());
     assert!(c[0]["handle"].is_string());
     assert!(c[3]["handle"].is_string());
@@ -272,6 +276,7 @@ fn a_batch_from_a_handle_diffs_against_the_handles_state() {
         json!({
             "workspace": ws(&root), "path": BATCH, "handle": handle,
             "texts": ["case zero => exact Eq.refl _", "exact N.zero_add n", "all_goals exact N.zero_add _"],
+            "diff": true,
         }),
     );
     assert_eq!(outcomes(&r), ["progressed", "failed", "closed"], "{r:#}");
@@ -281,7 +286,12 @@ fn a_batch_from_a_handle_diffs_against_the_handles_state() {
     // The zero case closed; the succ case is left as it was.
     assert_eq!(c[0]["diff"]["closed"], json!([0]));
     assert_eq!(c[0]["diff"]["added"], json!([]));
-    assert_eq!(c[2]["diff"]["closed"], json!([0, 1]));
+    // Closed from a handle: a handle (for lean_handle_edit), no diff.
+    assert!(
+        c[2].get("diff").is_none() && c[2]["handle"].is_string(),
+        "{:#}",
+        c[2]
+    );
     // Each success continues.
     let next = mcp.call(
         "lean_run_with",
@@ -337,10 +347,10 @@ fn thirty_two_candidates_share_four_slots_in_order() {
         .collect();
     assert_eq!(outcomes(&r), expected, "{r:#}");
     let c = candidates(&r);
-    // Equal states point at their first occurrence.
+    // Equal states left point at their first occurrence (closed ones
+    // leave none).
     for (i, c) in c.iter().enumerate().skip(3) {
         match i % 3 {
-            0 => assert_eq!(c["same_as"], 0, "{c:#}"),
             1 => assert_eq!(c["same_as"], 1, "{c:#}"),
             _ => assert!(c.get("same_as").is_none(), "{c:#}"),
         }
@@ -586,7 +596,7 @@ fn term_goals_and_pretty_goals_read_as_lean_prints_them() {
     // EXPECTED.md: plainTermGoal at 29:16 (`two` in `exact Eq.refl two`).
     let t = mcp.call(
         "lean_term_goal",
-        json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 29, "character": 16 }),
+        json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 29, "character": 16, "structured_goals": true }),
     );
     assert_eq!(t["goal"]["pretty"], "t : N := ⋯\n⊢ N", "{t:#}");
     assert_eq!(t["goal"]["target"], "N");
@@ -602,7 +612,8 @@ fn term_goals_and_pretty_goals_read_as_lean_prints_them() {
         json!({ "workspace": ws(&root), "path": goals_file, "version": v, "line": 12, "character": 2, "mode": "before" }),
     );
     assert_eq!(
-        g["goals"][0]["pretty"], "n : N\n⊢ Eq (N.zero.add n) n",
+        g["goals"][0],
+        json!({"pretty": "n : N\n⊢ Eq (N.zero.add n) n"}),
         "{g:#}"
     );
     // A term-mode hole: the type a `sorry` stands for.
@@ -670,6 +681,42 @@ fn todo_probes_go_into_a_batch_as_they_are() {
     );
 }
 
+const OK4: [&str; 4] = [
+    "def after_a : N := one",
+    "def after_b : N := two",
+    "def after_c : N := one",
+    "def after_d : N := two",
+];
+
+/// A slot whose worker a candidate crashed is recovered before its next
+/// use, every time: crash then batch, again and again, at the same place
+/// (issue 26 item 7: the next batch came back `crashed` about 1 run in 3).
+#[test]
+fn a_batch_after_a_crash_runs_on_a_recovered_slot_every_time() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, BATCH);
+    for round in 0..8 {
+        let crash = mcp.call(
+            "lean_run_batch",
+            at(&root, v, COMMAND, &[CRASH, CRASH, CRASH, CRASH]),
+        );
+        assert_eq!(outcomes(&crash), ["crashed"; 4], "round {round}: {crash:#}");
+        let next = mcp.call("lean_run_batch", at(&root, v, COMMAND, &OK4));
+        assert_eq!(outcomes(&next), ["closed"; 4], "round {round}: {next:#}");
+        let tactic = mcp.call(
+            "lean_run_batch",
+            at(&root, v, TACTIC, &["exact N.zero_add n"]),
+        );
+        assert_eq!(outcomes(&tactic), ["closed"], "round {round}: {tactic:#}");
+        let next = mcp.call(
+            "lean_run_batch",
+            at(&root, v, COMMAND, &["def after_crash : N := one"]),
+        );
+        assert_eq!(outcomes(&next), ["closed"], "round {round}: {next:#}");
+    }
+}
+
 /// `lean_close` after a batch of two or more candidates is about as quick as
 /// a close with no batch before it (it stalled 5-10 s: the shadow slots'
 /// workers were waited for until an RPC keep-alive tick, and keep-alives went
@@ -710,4 +757,83 @@ fn a_close_after_a_batch_is_as_quick_as_one_without() {
         after_batch < control * 10,
         "a close after a batch took {after_batch:?}, one without {control:?}"
     );
+}
+
+/// Output budgets on the real server (issue 26, item 5): a goal with 600
+/// hypotheses (about 19 KB as Lean prints it) and the "unsolved goals" error
+/// that repeats it are cut in the middle, each with a marker giving its
+/// length, and the result says so in `truncated`; `max_result_bytes` bounds
+/// the whole result; a small result carries no `truncated`.
+#[test]
+fn huge_goals_and_messages_are_cut_and_say_so() {
+    let tmp = TempWorkspace::copy("basic");
+    let root = tmp.root_str();
+    let path = "Fix/Huge.lean";
+    // Neighbours of different types, so that Lean prints one line each.
+    let hyps: String = (0..600)
+        .map(|i| {
+            let ty = if i % 2 == 0 { "Eq x x" } else { "Eq one one" };
+            format!(" (hypothesis_number_{i} : {ty})")
+        })
+        .collect();
+    tmp.write(
+        path,
+        &format!(
+            "prelude\nimport Fix.Basic\n\nnamespace Fix\n\ntheorem huge (x : N){hyps} : Eq x x := by\n  exact sorry\n\nend Fix\n"
+        ),
+    );
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, path);
+    let args = json!({
+        "workspace": ws(&root), "path": path, "version": v,
+        "line": 6, "character": 2, "texts": ["done", "skip"],
+    });
+    let r = mcp.call("lean_run_batch", args.clone());
+    assert_eq!(outcomes(&r), ["failed", "progressed"], "{r:.2000}");
+    let start = r["start_goals"][0]["pretty"].as_str().unwrap();
+    assert!(
+        start.starts_with("x : N\nhypothesis_number_0 : Eq x x\n"),
+        "{start:.200}"
+    );
+    assert!(start.ends_with("⊢ Eq x x"), "{start:.200}");
+    assert!(start.contains("characters elided] …"), "{start:.200}");
+    let message = r["candidates"][0]["messages"][0]["text"].as_str().unwrap();
+    assert!(message.starts_with("unsolved goals\n"), "{message:.200}");
+    assert!(message.contains("characters elided] …"), "{message:.200}");
+    let whole = serde_json::to_string(&r).unwrap().len();
+    let note = &r["truncated"];
+    assert!(note["fields"].as_u64().unwrap() >= 2, "{note}");
+    assert_eq!(note["items"], 0, "{note}");
+    assert!(note["bytes"].as_u64().unwrap() as usize > whole, "{note}");
+    // The cut field is no longer than the field cap and its marker.
+    assert!(start.chars().count() < 6_100, "{}", start.chars().count());
+
+    // A per-call cap bounds the whole result, fields cut harder.
+    let small = mcp.call(
+        "lean_run_batch",
+        with(args, json!({"max_result_bytes": 3000})),
+    );
+    assert_eq!(outcomes(&small), ["failed", "progressed"], "{small:.2000}");
+    let size = serde_json::to_string(&small).unwrap().len();
+    assert!(size <= 3000, "{size} bytes: {small:.500}");
+    assert_eq!(small["truncated"]["limit"], 3000, "{small:.500}");
+
+    // lean_goals is bounded too; a small answer is not flagged.
+    let goals = mcp.call(
+        "lean_goals",
+        json!({"workspace": ws(&root), "path": path, "version": v, "line": 6, "character": 2, "mode": "before"}),
+    );
+    assert!(
+        goals["goals"][0]["pretty"]
+            .as_str()
+            .unwrap()
+            .contains("characters elided"),
+        "{goals:.300}"
+    );
+    assert!(
+        goals["truncated"]["fields"].as_u64().unwrap() >= 1,
+        "{goals:.300}"
+    );
+    let plain = mcp.call("lean_sync", json!({"workspace": ws(&root), "path": BATCH}));
+    assert!(plain.get("truncated").is_none(), "{plain}");
 }

@@ -377,8 +377,9 @@ fn a_continuation_reports_ranges_as_lean_run_at_does() {
     let mut mcp = spawn();
     let v = sync(&mut mcp, &root, GOALS);
     // (15, 48) is the end of the `show` line: the probe goes on a new line of
-    // the block. A message inside the probe text is placed from the position
-    // given to lean_run_at, both in one probe and along a chain.
+    // the block. A message inside the probe text is placed in the step
+    // (`step_range`), never at a line of the user's file, which does not
+    // hold the step (issue 26 item 3), in one probe and along a chain.
     let whole = mcp.call(
         "lean_run_at",
         run_args(&root, GOALS, v, 15, 48, "skip\nexact wrong"),
@@ -396,11 +397,12 @@ fn a_continuation_reports_ranges_as_lean_run_at_does() {
     assert_eq!(whole_error.len(), 1, "{whole}");
     assert_eq!(step_error.len(), 1, "{step}");
     assert_eq!(
-        whole_error[0]["range"]["start"],
-        pos(16, 10),
+        whole_error[0]["step_range"]["start"],
+        pos(1, 10),
         "`wrong` is on the probe text's second line, laid out in the block at column 4: {whole}"
     );
-    assert_eq!(whole_error[0]["range"], step_error[0]["range"], "{step}");
+    assert!(whole_error[0].get("range").is_none(), "{whole}");
+    assert!(step_error[0].get("range").is_none(), "{step}");
     assert_eq!(step_error[0]["step_range"]["start"], pos(0, 6), "{step}");
 }
 
@@ -473,12 +475,12 @@ fn todo_suggestions_are_probes_that_lean_run_at_accepts() {
         "lean_todo",
         json!({"workspace": ws(&root), "path": SORRY, "version": v,
                "start_line": 0, "start_character": 0, "end_line": 27, "end_character": 0,
-               "kinds": ["sorry"]}),
+               "kinds": ["sorry"], "suggest": "basic"}),
     );
     let items = todo["items"].as_array().expect("items");
     assert_eq!(items.len(), 3, "{todo}");
     for item in items {
-        let place = &item["run_at_position"];
+        let place = &item["probe"];
         let args = run_args(
             &root,
             SORRY,
@@ -530,9 +532,9 @@ fn term_text_runs_at_a_term_mode_sorry() {
     let errors = errors_of(&r);
     assert_eq!(errors.len(), 1, "{r}");
     assert_eq!(errors[0]["step_range"]["start"], pos(0, 0), "{r}");
-    assert_eq!(errors[0]["range"]["start"], pos(5, 30), "{r}");
+    assert!(errors[0].get("range").is_none(), "in the step only: {r}");
     let expected = &r["proof_state"]["goals"][0];
-    assert_eq!(expected["target"], "Eq n n", "{r}");
+    assert_eq!(expected["pretty"], "n : N\n⊢ Eq n n", "{r}");
 
     let r = run(7, 13, "N.succ one");
     assert_eq!(r["success"], true, "{r}");
@@ -549,7 +551,9 @@ fn term_text_runs_at_a_term_mode_sorry() {
     assert_eq!(r["success"], true, "{r}");
     let r = run(9, 32, "Eq.refl one");
     assert_eq!(r["success"], false, "{r}");
-    assert_eq!(errors_of(&r)[0]["range"]["start"], pos(9, 32), "{r}");
+    let error = &errors_of(&r)[0];
+    assert_eq!(error["step_range"]["start"], pos(0, 0), "{r}");
+    assert!(error.get("range").is_none(), "in the step only: {r}");
 
     // The file's own error after the hole, moved along by a longer term, is
     // not the probe's doing.

@@ -16,7 +16,7 @@ use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::lean::{
     TempDir, TempWorkspace, eventually, lean, lean_processes_of, processes_mentioning,
@@ -174,7 +174,7 @@ impl Rig {
 /// Processes that were there must be gone (reaped or at least dead) soon.
 fn assert_gone(pids: &[u32], what: &str) {
     assert!(
-        eventually(Duration::from_secs(10), || pids
+        eventually(Duration::from_secs(120), || pids
             .iter()
             .all(|&p| !procfs::is_alive(p))),
         "{what}: still alive: {:?}",
@@ -222,7 +222,7 @@ fn lean_killed_at_random_points_during_sync_probes_and_save() {
         let victim = if phase == 3 {
             // The compiler of the save, once it runs.
             let mut compiler = None;
-            eventually(Duration::from_secs(20), || {
+            eventually(Duration::from_secs(120), || {
                 compiler = processes_mentioning(" -o ")
                     .into_iter()
                     .find(|p| p.cwd.as_deref() == Some(rig.ws.root()))
@@ -434,7 +434,7 @@ fn a_worker_crash_fails_its_call_and_the_file_reopens() {
         // Find the worker of Wait.lean once it runs.
         let mut worker = None;
         assert!(
-            eventually(Duration::from_secs(20), || {
+            eventually(Duration::from_secs(120), || {
                 worker = rig.tree().into_iter().find(|&p| {
                     p != server
                         && procfs::cmdline(p).contains("--worker")
@@ -524,7 +524,7 @@ fn a_stderr_flood_from_the_child_is_bounded() {
         json!({"workspace": {"root": ws.root_str()}}),
     );
     assert!(
-        eventually(Duration::from_secs(10), || processes_mentioning(
+        eventually(Duration::from_secs(120), || processes_mentioning(
             &wrapper.to_string_lossy()
         )
         .is_empty()
@@ -601,17 +601,18 @@ fn garbled_frames_break_the_connection_and_the_next_call_restarts() {
                 .env("LEAN_BEAM_LEAN", fake_lsp())
                 .env("FAKE_LSP_MODE", mode)
                 .env("FAKE_LSP_STATE", state.path().to_string_lossy())
-                .env("LEAN_BEAM_REQUEST_TIMEOUT_SECS", "10")
-                .env("LEAN_BEAM_SYNC_TIMEOUT_SECS", "10"),
+                // Ten-minute budgets: only noticing the broken connection
+                // can answer the call with `workerExited` (a budget would say
+                // `timeout`, past the harness's own safety limit).
+                .env("LEAN_BEAM_REQUEST_TIMEOUT_SECS", "600")
+                .env("LEAN_BEAM_SYNC_TIMEOUT_SECS", "600"),
         );
         let args = json!({"workspace": {"root": ws.root_str()}, "path": "Fix/Goals.lean"});
-        let started = Instant::now();
         let error = rig_m.call_err("lean_sync", args.clone());
-        assert!(
-            started.elapsed() < Duration::from_secs(8),
-            "{mode}: the broken connection was not noticed"
+        assert_eq!(
+            error["code"], "workerExited",
+            "{mode}: the broken connection was not noticed: {error}"
         );
-        assert_eq!(error["code"], "workerExited", "{mode}: {error}");
         let synced = rig_m.call("lean_sync", args.clone());
         assert_eq!(synced["version"], 1, "{mode}: {synced}");
         let rt = rig_m.workspace_stats(&ws.root_str()).unwrap();
@@ -623,7 +624,7 @@ fn garbled_frames_break_the_connection_and_the_next_call_restarts() {
             json!({"workspace": {"root": ws.root_str()}}),
         );
         assert!(
-            eventually(Duration::from_secs(10), || {
+            eventually(Duration::from_secs(120), || {
                 processes_mentioning(&fake_lsp()).iter().all(|p| {
                     !p.environ
                         .contains(&format!("FAKE_LSP_STATE={}", state.path().display()))
@@ -777,7 +778,7 @@ fn the_compiler_dies_with_a_killed_mcp_server() {
     // Killed with the server, it ends without having written it; run on as an
     // orphan, it would have finished the file and written it first.
     assert!(
-        eventually(Duration::from_secs(20), || !procfs::is_alive(compiler)),
+        eventually(Duration::from_secs(120), || !procfs::is_alive(compiler)),
         "the compiler ({cmdline}) outlived the killed server"
     );
     assert!(
@@ -789,7 +790,7 @@ fn the_compiler_dies_with_a_killed_mcp_server() {
         "the compiler ({cmdline}) ran to its end after the server was killed"
     );
     assert!(
-        eventually(Duration::from_secs(10), || lean_processes_of(ws.root())
+        eventually(Duration::from_secs(120), || lean_processes_of(ws.root())
             .is_empty()),
         "Lean processes outlived the killed server"
     );

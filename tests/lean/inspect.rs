@@ -33,9 +33,11 @@ fn at(root: &str, path: &str, line: u64, character: u64) -> Value {
     json!({"workspace": ws(root), "path": path, "version": 1, "line": line, "character": character})
 }
 
+/// lean_goals arguments asking for the goals' parts.
 fn goals_args(root: &str, line: u64, character: u64, mode: &str) -> Value {
     let mut args = at(root, "Fix/Goals.lean", line, character);
     args["mode"] = json!(mode);
+    args["structured_goals"] = json!(true);
     args
 }
 
@@ -311,6 +313,16 @@ fn goals_before_and_after_are_structured_from_rpc() {
         (names(&["p", "q"]), "Prop".to_string(), None)
     );
 
+    // Unasked, a goal is Lean's text alone.
+    let mut plain = goals_args(&root, 15, 4, "before");
+    plain.as_object_mut().unwrap().remove("structured_goals");
+    let plain = mcp.call("lean_goals", plain);
+    assert_eq!(
+        plain["goals"],
+        json!([{"pretty": goals[0]["pretty"]}]),
+        "{plain}"
+    );
+
     // Proof finished, or no tactic block at all: an empty list, not an error.
     let done = mcp.call("lean_goals", goals_args(&root, 16, 28, "after"));
     assert_eq!(done["goals"], json!([]));
@@ -336,22 +348,19 @@ fn todo_finds_real_sorries_only() {
     assert_eq!(
         starts,
         vec![
-            json!({"line": 13, "character": 8}),
+            json!({"line": 13, "character": 2}),
             json!({"line": 16, "character": 22}),
-            json!({"line": 22, "character": 23}),
+            json!({"line": 22, "character": 17}),
         ],
         "{todo}"
     );
-    assert!(
-        sorries
-            .iter()
-            .all(|i| i["range"]["end"]["character"].as_u64()
-                == i["range"]["start"]["character"].as_u64().map(|c| c + 5))
-    );
-    // `exact sorry` in a tactic block: try a tactic where `exact` starts.
+    // Each range is what a probe at the item's place replaces: the whole
+    // `exact sorry` in a tactic block (try a tactic where `exact` starts),
+    // else the `sorry`.
+    assert_eq!(sorries[0]["range"], range(13, 2, 13, 13), "{todo}");
     assert_eq!(
-        sorries[0]["run_at_position"],
-        json!({"line": 13, "character": 2})
+        sorries[0]["probe"],
+        json!({"path": "Fix/Sorry.lean", "version": 1, "line": 13, "character": 2})
     );
     assert_eq!(sorries[0]["run_at_text"], "exact?");
     assert_eq!(
@@ -359,10 +368,8 @@ fn todo_finds_real_sorries_only() {
         json!(["n : N\n⊢ Eq (n.add one) n.succ"])
     );
     // A term `sorry`: try a term in its place.
-    assert_eq!(
-        sorries[1]["run_at_position"],
-        json!({"line": 16, "character": 22})
-    );
+    assert_eq!(sorries[1]["range"], range(16, 22, 16, 27), "{todo}");
+    assert_eq!(sorries[1]["probe"]["character"], 22);
     assert_eq!(sorries[1]["run_at_text"], "by exact?");
     // The warnings are not errors: no diagnostic items.
     assert!(items.iter().all(|i| i["kind"] != "diagnostic"), "{todo}");
@@ -377,6 +384,28 @@ fn todo_finds_real_sorries_only() {
         })
         .collect();
     assert!(positions.windows(2).all(|w| w[0] <= w[1]), "{positions:?}");
+    // No range: the whole file. An end past the last line (or past its
+    // line's end) is the file's end, not an error.
+    let whole = mcp.call(
+        "lean_todo",
+        json!({"workspace": ws(&root), "path": "Fix/Sorry.lean", "version": 1, "suggest": "basic"}),
+    );
+    assert_eq!(whole["items"], todo["items"], "{whole}");
+    assert_eq!(whole["range"]["start"], json!({"line": 0, "character": 0}));
+    let mut past = args.clone();
+    past["end_line"] = json!(9999);
+    let past = mcp.call("lean_todo", past);
+    assert_eq!(past["range"], whole["range"], "{past}");
+    assert_eq!(past["items"], todo["items"]);
+    let mut wide = args.clone();
+    wide["end_line"] = json!(13);
+    wide["end_character"] = json!(500);
+    let wide = mcp.call("lean_todo", wide);
+    assert_eq!(
+        wide["range"]["end"],
+        json!({"line": 13, "character": 13}),
+        "{wide}"
+    );
     // A range holding only the comment, docstring and string: nothing.
     let mut header = args.clone();
     header["start_line"] = json!(3);
@@ -613,10 +642,12 @@ fn snapshot_binding_errors_stale_never_synced_and_out_of_range() {
     let mut goals = goals_args(&root, 15, 400, "after");
     goals["line"] = json!(15);
     assert_eq!(mcp.call_err("lean_goals", goals)["code"], "invalidParams");
+    // An end past the file is clamped (todo_finds_real_sorries_only); a
+    // start past it is an error.
     let bad_range = mcp.call_err(
         "lean_todo",
         json!({"workspace": ws(&root), "path": "Fix/Goals.lean", "version": 1,
-               "start_line": 0, "start_character": 0, "end_line": 9999, "end_character": 0}),
+               "start_line": 9999, "start_character": 0}),
     );
     assert_eq!(bad_range["data"]["reason"], "lineOutOfRange");
 }

@@ -20,6 +20,7 @@ mod lake_setup;
 mod lsp_client;
 mod outline;
 mod prefix_bases;
+mod readings;
 mod replicas;
 mod safe_fs;
 mod save_feedback;

@@ -1,7 +1,8 @@
 //! Elaborating one step in a shadow: the text sent (budgets, prefix bases),
 //! the wait, and what Lean said turned into a run result.
 
-use super::text::*;
+use super::reading::*;
+use super::text::lsp_position;
 use super::*;
 use crate::broker::document::Doc;
 
@@ -13,6 +14,9 @@ pub(super) struct Exec {
     pub(super) base: Option<u64>,
     /// The heartbeat budget's `set_option … in ` put before the command.
     pub(super) budget: Option<Inserted>,
+    /// A tactic step: the byte offset in `text` of the `skip` put on the
+    /// line after it, at the step's column (see [`with_sentinel`]).
+    pub(super) sentinel: Option<usize>,
 }
 
 /// Text the broker put on one line of a shadow: `len` characters at
@@ -68,18 +72,35 @@ impl Budget {
     }
 }
 
-/// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
-/// `whnf`, maximum number of heartbeats (N) has been reached".
-pub(super) const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
+/// Whether `text` names Lean's `maxHeartbeats` option in code (any
+/// spelling: `«maxHeartbeats»` too; `synthInstance.maxHeartbeats` is
+/// another option).
+pub fn sets_heartbeats(text: &str) -> bool {
+    lexer::lex(text).iter().any(|l| {
+        l.kind == lexer::LexemeKind::Word
+            && text[l.start..l.end].replace(['«', '»'], "") == "maxHeartbeats"
+            && !text[..l.start].ends_with('.')
+    })
+}
+
+/// Refuse a text that would set `maxHeartbeats` under a heartbeat budget:
+/// inside the text it would lift the budget (a command's `set_option … in`
+/// is innermost, so it wins over the one the server puts around it).
+pub fn check_budget(what: &str, text: &str, max_heartbeats: Option<u64>) -> Result<()> {
+    if max_heartbeats.is_some() && sets_heartbeats(text) {
+        return Err(Error::Argument {
+            what: what.to_owned(),
+            rule: "sets `maxHeartbeats`, which would lift the max_heartbeats budget from inside: refused under a budget; drop that `set_option`, or leave out max_heartbeats",
+        });
+    }
+    Ok(())
+}
 
 /// A step that ran: the result, whether Lean's worker died under it, how
 /// long it took once it had a slot, and the step itself (for handles).
 pub struct Ran {
     pub result: RunResult,
     pub crashed: bool,
-    /// The goals Lean reports unsolved at the end of the step's declaration
-    /// (Lean's own text, parsed).
-    pub unsolved: Vec<Goal>,
     pub elapsed: std::time::Duration,
     /// What ran, for a handle that continues after it ([`Start::mint`]).
     pub step: Option<Step>,
@@ -96,7 +117,12 @@ pub(super) fn base_cut(step: &Step) -> Option<usize> {
     }
 }
 
-pub(super) fn exec_text(rt: &Runtime, step: &Step, max_heartbeats: Option<u64>) -> Exec {
+pub(super) fn exec_text(
+    rt: &Runtime,
+    step: &Step,
+    max_heartbeats: Option<u64>,
+    sentinel: bool,
+) -> Exec {
     let cut = base_cut(step);
     let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
     let exec = match rewritten {
@@ -105,10 +131,36 @@ pub(super) fn exec_text(rt: &Runtime, step: &Step, max_heartbeats: Option<u64>) 
             text: r.text,
             base: Some(r.key),
             budget: None,
+            sentinel: None,
         },
         None => whole(step),
     };
-    with_heartbeats(exec, step, cut, max_heartbeats)
+    with_sentinel(
+        with_heartbeats(exec, step, cut, max_heartbeats),
+        step,
+        sentinel,
+    )
+}
+
+/// `exec` with a `skip` after a tactic step, on a new line at the step's
+/// column: the goals before it are what the step leaves in its own block,
+/// also when the step ends inside a nested block it opened (`case x => …`,
+/// a bullet), and never goals of a block around the step (a sibling
+/// bullet's), which Lean's "unsolved goals" at the declaration would add.
+/// `skip` does nothing, also with no goals left; what Lean says on its
+/// line is not the step's. Not where the document's file has no `skip`
+/// (`sentinel` false: a prelude file without it; see [`interpret`]).
+pub(super) fn with_sentinel(mut exec: Exec, step: &Step, sentinel: bool) -> Exec {
+    if step.mode != Mode::Proof || !sentinel {
+        return exec;
+    }
+    if !exec.text.ends_with('\n') {
+        exec.text.push('\n');
+    }
+    exec.text.push_str(&" ".repeat(step.indent));
+    exec.sentinel = Some(exec.text.len());
+    exec.text.push_str("skip\n");
+    exec
 }
 
 /// The whole shadow, on no base.
@@ -118,6 +170,7 @@ pub(super) fn whole(step: &Step) -> Exec {
         start: step.start,
         base: None,
         budget: None,
+        sentinel: None,
     }
 }
 
@@ -228,6 +281,7 @@ pub(super) async fn elaborate_step(
     step: &Step,
     max_heartbeats: Option<u64>,
 ) -> Result<Elaborated> {
+    let sentinel = exec.sentinel.is_some();
     let done = elaborate_in(rt, session, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
@@ -237,16 +291,12 @@ pub(super) async fn elaborate_step(
         return Ok(done);
     }
     rt.base_failed(key);
-    let whole = with_heartbeats(whole(step), step, base_cut(step), max_heartbeats);
+    let whole = with_sentinel(
+        with_heartbeats(whole(step), step, base_cut(step), max_heartbeats),
+        step,
+        sentinel,
+    );
     elaborate_in(rt, session, asker, done.slot, whole).await
-}
-
-/// A range of the shadow in the user's coordinates (see [`Placement`]).
-pub(super) fn user_range(range: &Value, placement: &Placement) -> Range {
-    Range::new(
-        placement.to_user(lsp_position(range, "start")),
-        placement.to_user(lsp_position(range, "end")),
-    )
 }
 
 /// Run `step` in a shadow slot of `doc` (the document it probes), its
@@ -276,8 +326,7 @@ pub(super) async fn run_on_document(
 /// declaration's name) and is reported too. Errors before the step are not:
 /// cutting the declaration after the step causes some by itself (unsolved
 /// goals, missing alternatives), and the goals already say what is left.
-/// Ranges are in the user's file (see [`Placement::to_user`]); `step_range`
-/// counts from the step's first character.
+/// Ranges are in the user's file (see [`Placement::to_user`]).
 ///
 /// `budget.timeout` counts from when a slot is free; a step out of time is
 /// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
@@ -290,10 +339,15 @@ pub(super) async fn run_step(
     baseline: &[Value],
     budget: Budget,
 ) -> Result<Ran> {
-    let exec = exec_text(rt, step, budget.max_heartbeats);
+    check_budget(
+        "the text",
+        &step.shadow[step.start..step.end],
+        budget.max_heartbeats,
+    )?;
+    let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
     let slot = pool.acquire(&exec.text).await;
     let started = std::time::Instant::now();
-    let run = interpret(rt, session, asker, slot, exec, step, baseline, budget);
+    let run = interpret(rt, session, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
         Some(limit) => match tokio::time::timeout(limit, run).await {
@@ -302,7 +356,9 @@ pub(super) async fn run_step(
                 result: RunResult {
                     workspace: rt.root.descriptor(),
                     line_text: None,
+                    outcome: Outcome::Timeout,
                     success: false,
+                    sorry: false,
                     messages: Vec::new(),
                     traces: Vec::new(),
                     proof_state: None,
@@ -311,7 +367,6 @@ pub(super) async fn run_step(
                     disk_changed: false,
                 },
                 crashed: false,
-                unsolved: Vec::new(),
                 elapsed: started.elapsed(),
                 step: None,
             }),
@@ -323,167 +378,198 @@ pub(super) async fn run_step(
     })
 }
 
-/// Elaborate a step in `slot` and read what Lean made of it.
+/// Lean's diagnostics on an elaborated step, with the text the broker put
+/// before the step's command taken out, and their reading.
+struct Read {
+    index: LineIndex,
+    items: Vec<Value>,
+    reading: Reading,
+}
+
+fn read_elaborated(done: &Elaborated, step: &Step, baseline: &[Value]) -> Read {
+    let exec = &done.exec;
+    let index = LineIndex::new(&exec.text);
+    let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
+    let start = unbudgeted(index.position(&exec.text, exec.start));
+    let items: Vec<Value> = match exec.budget {
+        Some(inserted) => done
+            .snap
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| inserted.remove_from(d))
+            .collect(),
+        None => done.snap.diagnostics.items().to_vec(),
+    };
+    let sentinel = exec
+        .sentinel
+        .map(|at| unbudgeted(index.position(&exec.text, at)));
+    let frame = frame(step, start, sentinel, baseline, done.blocked);
+    let reading = read(&items, &frame);
+    Read {
+        index,
+        items,
+        reading,
+    }
+}
+
+/// Lean's message for a tactic it has no parser for.
+const UNKNOWN_TACTIC: &str = "unknown tactic";
+
+/// Elaborate a step in `slot` and read what Lean made of it ([`read`]).
+/// Where Lean cannot take the sentinel after a tactic step, the step runs
+/// again without it (and the document's later steps go without one when
+/// its file has no `skip` at all).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn interpret(
     rt: &Runtime,
     session: &LeanServer,
     asker: Asker<'_>,
+    pool: &Pool,
     slot: SlotGuard,
     exec: Exec,
     step: &Step,
     baseline: &[Value],
     budget: Budget,
 ) -> Result<Ran> {
+    let mut done =
+        elaborate_step(rt, session, asker, slot, exec, step, budget.max_heartbeats).await?;
+    let mut read = read_elaborated(&done, step, baseline);
+    if read.reading.sentinel_failed {
+        if let Some(at) = done.exec.sentinel {
+            let position = read.index.position(&done.exec.text, at);
+            let unknown = read.items.iter().any(|d| {
+                diagnostics::severity(d) == ERROR
+                    && diagnostics::message(d) == UNKNOWN_TACTIC
+                    && lsp_position(d.get("range").unwrap_or(&Value::Null), "start") >= position
+            });
+            if unknown {
+                pool.refuse_sentinel();
+            }
+            let Elaborated { slot, mut exec, .. } = done;
+            let line_start = exec.text[..at].rfind('\n').map_or(0, |i| i + 1);
+            exec.text.truncate(line_start);
+            exec.sentinel = None;
+            done = elaborate_in(rt, session, asker, slot, exec).await?;
+            read = read_elaborated(&done, step, baseline);
+        }
+    }
     let Elaborated {
-        slot,
+        mut slot,
         exec,
         version,
         snap,
-        // Lean could not take the file's imports: the step never ran, and
-        // the errors that say why are the answer.
         blocked,
-    } = elaborate_step(rt, session, asker, slot, exec, step, budget.max_heartbeats).await?;
-    let index = LineIndex::new(&exec.text);
-    let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
-    let (start_line, start_char) = unbudgeted(index.position(&exec.text, exec.start));
-    let items: Vec<Value> = match exec.budget {
-        Some(inserted) => snap
-            .diagnostics
-            .items()
-            .iter()
-            .map(|d| inserted.remove_from(d))
-            .collect(),
-        None => snap.diagnostics.items().to_vec(),
-    };
-    let mut exhausted = None;
-    let mut unsolved = Vec::new();
-    // A term step begins at the parenthesis put around it.
-    let (begin_line, begin_char) = match step.mode {
-        Mode::Term => step.placement.anchor,
-        Mode::Proof | Mode::Command => (start_line, start_char),
-    };
-    let mut messages = Vec::new();
-    let mut traces = Vec::new();
-    let mut success = !blocked;
-    for d in &items {
-        let severity = diagnostics::severity(d);
-        let text = diagnostics::message(d);
-        let range = d.get("range").cloned().unwrap_or(Value::Null);
-        let in_users_file = user_range(&range, &step.placement);
-        // The user's own version reports the same there.
-        let as_lsp = json!(in_users_file);
-        let known = baseline
-            .iter()
-            .any(|b| b.get("range") == Some(&as_lsp) && diagnostics::message(b) == text);
-        // After a term step comes the rest of the user's declaration: what
-        // the user's own version reports there is not the step's doing.
-        let after_term = known
-            && step
-                .placement
-                .resume
-                .is_some_and(|(resume, _)| shadow::starts_at_or_after(d, resume.0, resume.1));
-        let in_step = shadow::starts_at_or_after(d, begin_line, begin_char) && !after_term;
-        // The heartbeat budget covers the whole declaration: Lean may run
-        // out of it before the step (in the statement, an earlier tactic).
-        let out_of_heartbeats = severity == ERROR && !known && text.contains(OUT_OF_HEARTBEATS);
-        if out_of_heartbeats {
-            exhausted = Some(Exhausted::Heartbeats);
-            success = false;
-        }
-        let mut entry = RunMessage {
-            severity: diagnostics::severity_name(severity),
-            text: text.to_owned(),
-            range: in_users_file,
-            step_range: None,
-            before_step: false,
-        };
-        if in_step {
-            entry.step_range = Some(step_range(&range, (start_line, start_char)));
-            if severity == ERROR {
-                success = false;
-            }
-        } else if (blocked || out_of_heartbeats) && severity == ERROR {
-            entry.before_step = true;
-        } else if severity == ERROR || known {
-            // The declaration cut after the step ends with what is left:
-            // Lean's "unsolved goals" there lists it at the block's level,
-            // also when the step ends inside a nested block (`case x => …`).
-            if severity == ERROR && !known {
-                if let Some(goals) = text.strip_prefix("unsolved goals\n") {
-                    unsolved.extend(goals.split("\n\n").map(goals::plain_goal));
-                }
-            }
-            continue;
-        } else {
-            entry.before_step = true;
-        }
-        if severity == INFORMATION && text.starts_with('[') {
-            traces.push(entry);
-        } else {
-            messages.push(entry);
-        }
+    } = done;
+    let crashed = crashed(&snap, &exec.text);
+    if crashed {
+        slot.close_after_crash(session);
     }
-    let when = if success {
-        ProofStateAt::AfterStep
-    } else {
-        ProofStateAt::BeforeFailedStep
-    };
+    let Read { index, reading, .. } = read;
     let proof_state = match step.mode {
         // Nothing after the header was elaborated: no goals to read.
         _ if blocked => None,
         Mode::Proof => {
-            // After a failed step Lean's error recovery leaves goals that
-            // look finished; the goals before the step are what to work from.
-            let at = if success {
-                exec.text.trim_end().len()
-            } else {
-                exec.start
-            };
-            let (line, character) = index.position(&exec.text, at);
             let target = Target {
                 session,
                 doc: slot.doc(),
                 version,
                 sink: None,
             };
-            let (goals, source) = goals::goals(&target, line as u64, character as u64).await?;
-            Some(ProofState {
-                goals,
-                source,
-                at: when,
-            })
+            // After a failed step Lean's error recovery leaves goals that
+            // look finished; the goals before the step are what to work
+            // from. Only one of the two positions is asked.
+            let at = |byte: usize| {
+                let (line, character) = index.position(&exec.text, byte);
+                goals::goals(&target, line as u64, character as u64)
+            };
+            let (at_end, before) = if reading.success {
+                // Before the sentinel; where it did not parse (a file
+                // without `skip`), at the end of the step's text.
+                let end = match exec.sentinel {
+                    Some(at) if !reading.sentinel_failed => at,
+                    other => exec.text[..other.unwrap_or(exec.text.len())]
+                        .trim_end()
+                        .len(),
+                };
+                (at(end).await?, None)
+            } else {
+                (
+                    (Vec::new(), GoalSource::PlainGoal),
+                    Some(at(exec.start).await?),
+                )
+            };
+            let from_sentinel = exec.sentinel.is_some() && !reading.sentinel_failed;
+            Some(goals_left(&reading, at_end, from_sentinel, || {
+                before.expect("the goals before a failed step")
+            }))
         }
         // A term that elaborates leaves nothing to prove; one that does not
         // still has the type expected where it goes.
         Mode::Term => {
-            let goals = match (&step.expected, success) {
+            let goals = match (&step.expected, reading.success) {
                 (Some(expected), false) => vec![expected.clone()],
                 _ => Vec::new(),
             };
             Some(ProofState {
                 goals,
                 source: GoalSource::PlainTermGoal,
-                at: when,
+                at: if reading.success {
+                    ProofStateAt::AfterStep
+                } else {
+                    ProofStateAt::BeforeFailedStep
+                },
             })
         }
         Mode::Command => None,
     };
+    let mut result = RunResult {
+        workspace: rt.root.descriptor(),
+        line_text: None,
+        outcome: Outcome::Closed,
+        success: reading.success,
+        sorry: reading.sorry,
+        messages: reading.messages,
+        traces: reading.traces,
+        proof_state,
+        next_handle: None,
+        exhausted: reading.exhausted,
+        disk_changed: false,
+    };
+    result.outcome = verdict(&result, crashed);
     Ok(Ran {
-        result: RunResult {
-            workspace: rt.root.descriptor(),
-            line_text: None,
-            success,
-            messages,
-            traces,
-            proof_state,
-            next_handle: None,
-            exhausted,
-            disk_changed: false,
-        },
-        crashed: crashed(&snap, &exec.text),
-        unsolved,
+        result,
+        crashed,
         elapsed: std::time::Duration::ZERO,
         step: None,
     })
+}
+
+/// Where `step` (its text starting at `start`) sits, for [`read`].
+fn frame<'a>(
+    step: &Step,
+    start: (u32, u32),
+    sentinel: Option<(u32, u32)>,
+    baseline: &'a [Value],
+    blocked: bool,
+) -> Frame<'a> {
+    let shadow = &step.shadow;
+    let index = LineIndex::new(shadow);
+    let cut = base_cut(step).unwrap_or(0).min(step.start);
+    let outside = format!("{}\n{}", &shadow[cut..step.start], &shadow[step.end..]);
+    Frame {
+        start,
+        // A term step begins at the parenthesis put around it.
+        begin: match step.mode {
+            Mode::Term => step.placement.anchor,
+            Mode::Proof | Mode::Command => start,
+        },
+        declaration: index.position(shadow, cut),
+        sentinel,
+        placement: step.placement,
+        baseline,
+        blocked,
+        sorry_in_step: holds_sorry(&shadow[step.start..step.end]),
+        sorry_outside: holds_sorry(&outside),
+    }
 }

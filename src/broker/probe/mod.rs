@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::lsp::protocol::{PlainGoal, PlainTermGoal};
 
 use super::Broker;
-use super::diagnostics::{self, ERROR, INFORMATION};
+use super::diagnostics::{self, ERROR};
 use super::document::{DocState, DocUse, Snapshot};
 use super::error::{Error, HandleProblem, ProbeProblem, Result};
 use super::goals::{self, query_position};
@@ -27,16 +27,18 @@ use super::text::LineIndex;
 use super::workspace::DocPath;
 use super::workspace::Resolved;
 use crate::results::{
-    BatchMode, Exhausted, Goal, GoalSource, ProofState, ProofStateAt, Range, RunMessage, RunResult,
+    BatchMode, Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunResult,
     WorkspaceEcho,
 };
 
 mod exec;
+mod reading;
 mod run;
 mod text;
 
 use exec::*;
-pub use exec::{Budget, Ran};
+pub use exec::{Budget, Ran, check_budget};
+pub use reading::verdict;
 pub use run::After;
 use text::*;
 
@@ -56,6 +58,9 @@ pub struct Step {
     shadow: String,
     /// Byte offset in `shadow` where the step's text begins.
     start: usize,
+    /// Byte offset in `shadow` where the step's text ends (the rest of the
+    /// user's declaration follows a term step).
+    end: usize,
     indent: usize,
     mode: Mode,
     placement: Placement,
@@ -340,14 +345,18 @@ impl Start<'_> {
                 prefix,
                 indent,
                 placement,
-            } => Step {
-                start: prefix.len(),
-                shadow: format!("{prefix}{}\n", indent_lines(candidate, *indent)),
-                indent: *indent,
-                mode: Mode::Proof,
-                placement: *placement,
-                expected: None,
-            },
+            } => {
+                let shadow = format!("{prefix}{}\n", indent_lines(candidate, *indent)?);
+                Step {
+                    start: prefix.len(),
+                    end: shadow.len(),
+                    shadow,
+                    indent: *indent,
+                    mode: Mode::Proof,
+                    placement: *placement,
+                    expected: None,
+                }
+            }
             Plan::Command { offset, placement } => {
                 let n = command_count(candidate);
                 if n != 1 {
@@ -358,9 +367,11 @@ impl Start<'_> {
                     });
                 }
                 let prefix = &text[..*offset];
+                let shadow = format!("{prefix}{}\n", indent_lines(candidate, 0)?);
                 Step {
                     start: prefix.len(),
-                    shadow: format!("{prefix}{}\n", indent_lines(candidate, 0)),
+                    end: shadow.len(),
+                    shadow,
                     indent: 0,
                     mode: Mode::Command,
                     placement: *placement,
@@ -371,8 +382,17 @@ impl Start<'_> {
                 // The text takes the term's place, in parentheses (it may be an
                 // argument), with the rest of the declaration after it.
                 let rest = &text[term.end..outline::command_end(text, term.end)];
-                let step_text = candidate.trim_end();
                 let anchor = position(term.start);
+                // Later lines keep their place relative to the first, which
+                // goes after the parenthesis (a `by` block in the term keeps
+                // its column).
+                let column = text[..term.start]
+                    .rfind('\n')
+                    .map_or(&text[..term.start], |i| &text[i + 1..term.start])
+                    .chars()
+                    .count();
+                let step_text = indent_lines(candidate, column + 1)?;
+                let step_text = step_text.as_str();
                 let text_at = (anchor.0, anchor.1 + 1);
                 let mut shadow = format!("{}({step_text}){rest}", &text[..term.start]);
                 if !shadow.ends_with('\n') {
@@ -380,6 +400,7 @@ impl Start<'_> {
                 }
                 Step {
                     start: term.start + 1,
+                    end: term.start + 1 + step_text.len(),
                     shadow,
                     indent: 0,
                     mode: Mode::Term,
@@ -398,9 +419,11 @@ impl Start<'_> {
         })
     }
 
-    /// Whether `candidate` can go here (one command between commands).
-    pub fn check(&self, candidate: &str) -> Result<()> {
-        self.step(candidate).map(|_| ())
+    /// Whether `candidate` can go here within `budget` (its lines laid out,
+    /// one command between commands, no `maxHeartbeats` under a budget).
+    pub fn check(&self, candidate: &str, budget: Budget) -> Result<()> {
+        self.step(candidate)?;
+        check_budget("the text", candidate, budget.max_heartbeats)
     }
 
     /// What candidates here are.
@@ -507,13 +530,20 @@ pub(crate) struct Taken {
 
 impl FromHandle {
     /// The shadow after the handle's steps and `text`.
-    fn shadow_with(&self, text: &str) -> Shadow {
+    fn shadow_with(&self, text: &str) -> Result<Shadow> {
         let indent = self.state.indent;
-        self.state.shadow.then(&format!(
+        Ok(self.state.shadow.then(&format!(
             "{}{}\n",
             " ".repeat(indent),
-            indent_lines(text, indent)
-        ))
+            indent_lines(text, indent)?
+        )))
+    }
+
+    /// Whether `text` can continue the handle within `budget` (its lines
+    /// laid out, no `maxHeartbeats` under a budget).
+    pub fn check(&self, text: &str, budget: Budget) -> Result<()> {
+        indent_lines(text, self.state.indent)?;
+        check_budget("the text", text, budget.max_heartbeats)
     }
 
     /// The handle continues tactics (not commands).
@@ -524,10 +554,12 @@ impl FromHandle {
     /// Run one continuation text.
     pub async fn run(&self, sink: &dyn ProgressSink, text: &str, budget: Budget) -> Result<Ran> {
         let state = &self.state;
-        let shadow = self.shadow_with(text);
+        let shadow = self.shadow_with(text)?;
+        let shadow = shadow.text();
         let step = Step {
-            shadow: shadow.text(),
             start: state.shadow.len() + state.indent,
+            end: shadow.len(),
+            shadow,
             indent: state.indent,
             mode: if state.proof {
                 Mode::Proof
@@ -543,7 +575,7 @@ impl FromHandle {
     /// A handle continuing after `text`.
     pub fn mint(&self, text: &str) -> Result<String> {
         self.rt.handles.mint(HandleState {
-            shadow: self.shadow_with(text),
+            shadow: self.shadow_with(text)?,
             ..self.state.clone()
         })
     }

@@ -3,21 +3,49 @@
 
 use super::*;
 
-/// Indent continuation lines of a multi-line step to the step's column.
-pub(super) fn indent_lines(text: &str, indent: usize) -> String {
+/// Lay out a multi-line step at column `indent`: its first line there, and
+/// every later line at `indent` plus its indentation relative to the first
+/// line's own (the first line's leading white space, if the text has any,
+/// is its column: text copied with its indentation keeps its shape). So a
+/// bullet's body, a `case … =>` block or a term's continuation stays inside
+/// the block it was written in. Blank lines stay blank.
+///
+/// Refused: a tab in a line's indentation (Lean refuses tabs there: "tabs
+/// are not allowed"), and a later line indented less than the first line
+/// (it would leave the step's block, so the step could not be run as one).
+pub(super) fn indent_lines(text: &str, indent: usize) -> Result<String> {
+    let text = text.trim_end();
+    let lead = |line: &str| line.len() - line.trim_start_matches([' ', '\t']).len();
+    let lines: Vec<&str> = text.split('\n').map(|l| l.trim_end_matches('\r')).collect();
+    let first = lines.first().map_or(0, |l| lead(l));
     let pad = " ".repeat(indent);
-    let mut out = String::with_capacity(text.len() + indent * 4);
-    for (i, line) in text.trim_end().split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-            let current = line.len() - line.trim_start().len();
-            if !line.trim().is_empty() && current < indent {
-                out.push_str(&pad);
-            }
+    let mut out = String::with_capacity(text.len() + indent * lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        let own = lead(line);
+        if line[..own].contains('\t') {
+            return Err(Error::Argument {
+                what: format!("line {i} (0-based) of the text"),
+                rule: "has a tab in its indentation, which Lean refuses (\"tabs are not allowed\"): indent with spaces",
+            });
         }
-        out.push_str(line);
+        if i == 0 {
+            out.push_str(&line[own..]);
+            continue;
+        }
+        out.push('\n');
+        if line.trim().is_empty() {
+            continue;
+        }
+        if own < first {
+            return Err(Error::Argument {
+                what: format!("line {i} (0-based) of the text"),
+                rule: "is indented less than the text's first line: later lines are laid out relative to the first line's column (a line 2 spaces deeper than the first goes 2 spaces deeper than the step), so none may start left of it",
+            });
+        }
+        out.push_str(&pad);
+        out.push_str(&line[first..]);
     }
-    out
+    Ok(out)
 }
 
 /// The column (in characters) of the tactic block a tactic line belongs to:
@@ -120,12 +148,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn continuation_lines_are_indented() {
-        assert_eq!(indent_lines("intro x\nexact x", 4), "intro x\n    exact x");
+    fn continuation_lines_keep_their_indentation_relative_to_the_first() {
+        let at = |text: &str, indent: usize| indent_lines(text, indent).expect("laid out");
+        assert_eq!(at("intro x\nexact x", 4), "intro x\n    exact x");
+        // A bullet's body and a `case` block stay inside their block.
         assert_eq!(
-            indent_lines("constructor\n      · exact a", 4),
-            "constructor\n      · exact a"
+            at("constructor\n· exact a\n  exact b", 2),
+            "constructor\n  · exact a\n    exact b"
         );
+        assert_eq!(
+            at("case left =>\n  exact hp", 2),
+            "case left =>\n    exact hp"
+        );
+        // Copied with its indentation: the first line's column is the origin.
+        assert_eq!(
+            at("    constructor\n    · exact a\n      exact b", 2),
+            "constructor\n  · exact a\n    exact b"
+        );
+        // Blank lines stay blank, CRLF line ends and trailing space go.
+        assert_eq!(at("skip\r\n\r\n  exact a\n\n", 2), "skip\n\n    exact a");
+        assert_eq!(at("exact a", 6), "exact a");
+    }
+
+    #[test]
+    fn tabs_and_lines_left_of_the_first_are_refused() {
+        let refused = |text: &str| match indent_lines(text, 2) {
+            Err(Error::Argument { what, rule }) => format!("{what} {rule}"),
+            other => panic!("{text:?} was laid out: {other:?}"),
+        };
+        assert!(refused("constructor\n\t· exact a").starts_with("line 1 (0-based)"));
+        assert!(refused("constructor\n\t· exact a").contains("tab"));
+        assert!(refused("\texact a").starts_with("line 0 (0-based)"));
+        assert!(refused("  intro x\nexact x").contains("less than the text's first line"));
+        // A tab inside a line is Lean's to judge (a string may hold one).
+        assert!(indent_lines("exact \"a\tb\"", 2).is_ok());
     }
 
     #[test]

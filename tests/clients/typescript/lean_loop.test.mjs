@@ -151,7 +151,7 @@ async function leanLoop(client, mode) {
   );
   assert.equal(goals.version, sync.version);
   assert.equal(goals.goals.length, 1, JSON.stringify(goals));
-  assert.equal(goals.goals[0].target, "Eq (N.zero.add m.succ) m.succ");
+  assert.equal(goals.goals[0].pretty, "case succ\nm : N\nih : Eq (N.zero.add m) m\n⊢ Eq (N.zero.add m.succ) m.succ");
   return updates.length;
 }
 
