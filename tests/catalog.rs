@@ -160,7 +160,13 @@ fn every_schema_is_closed_typed_and_provider_friendly() {
                 !map.contains_key("$ref"),
                 "{name}: schemas are inlined, found $ref at {pointer:?}"
             );
-            if map.get("type") == Some(&json!("object")) && map.contains_key("properties") {
+            // A free-form object (`properties: {}`, e.g. an LSP code action
+            // passed back) stays open.
+            let declares = map
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|properties| !properties.is_empty());
+            if map.get("type") == Some(&json!("object")) && declares {
                 assert_eq!(
                     map.get("additionalProperties"),
                     Some(&json!(false)),
@@ -706,14 +712,62 @@ fn every_tool_error_passes_the_sdk_v1_output_schema_check() {
     assert!(checked > TOOL_COUNT, "{checked}");
 }
 
-/// Every output schema is in the subset every host reads: self-contained (no
+/// Every input and output schema is in the subset every host reads:
+/// self-contained (no
 /// `$ref`, `$defs` or `definitions`), no type arrays and no `null` type or
 /// enum value (optional keys are left out of results), and every object
 /// schema with `properties`. Inspector 2.12 warned on 105 type arrays and
 /// keyword-less schemas, Gemini CLI's older schema path refused objects
 /// without properties, and peers' discovery broke on `$ref`.
 #[test]
-fn output_schemas_are_in_the_portable_subset() {
+fn schemas_are_in_the_portable_subset() {
+    // Inspector 2.12's list of keywords that constrain an instance
+    // (`if` needs `then`/`else`, which no schema here uses).
+    const CONSTRAINING_KEYWORDS: &[&str] = &[
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "format",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "items",
+        "prefixItems",
+        "contains",
+        "additionalItems",
+        "unevaluatedItems",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "propertyNames",
+        "dependentSchemas",
+        "dependencies",
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+    ];
     fn check(tool: &str, pointer: &str, value: &Value, complaints: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
@@ -739,6 +793,38 @@ fn output_schemas_are_in_the_portable_subset() {
                         complaints.push(format!("{tool}{pointer}: null in an enum"));
                     }
                 }
+                // Inspector 2.12's `untyped-schema` lint: a subschema with no
+                // validation keyword accepts any value.
+                let mut subschemas: Vec<(String, &Value)> = Vec::new();
+                if let Some(Value::Object(properties)) = map.get("properties") {
+                    subschemas.extend(
+                        properties
+                            .iter()
+                            .map(|(k, v)| (format!("/properties/{k}"), v)),
+                    );
+                }
+                if let Some(items) = map.get("items") {
+                    subschemas.push(("/items".into(), items));
+                }
+                for key in ["anyOf", "oneOf", "allOf"] {
+                    if let Some(Value::Array(branches)) = map.get(key) {
+                        subschemas.extend(
+                            branches
+                                .iter()
+                                .enumerate()
+                                .map(|(i, v)| (format!("/{key}/{i}"), v)),
+                        );
+                    }
+                }
+                for (at, subschema) in subschemas {
+                    let constrains = subschema.as_object().is_some_and(|s| {
+                        s.keys()
+                            .any(|k| CONSTRAINING_KEYWORDS.contains(&k.as_str()))
+                    });
+                    if !constrains {
+                        complaints.push(format!("{tool}{pointer}{at}: no validation keyword"));
+                    }
+                }
                 for (key, child) in map {
                     // A `properties` map is names, not a schema: walk its values.
                     check(tool, &format!("{pointer}/{key}"), child, complaints);
@@ -755,9 +841,11 @@ fn output_schemas_are_in_the_portable_subset() {
     let mut complaints = Vec::new();
     for entry in catalog() {
         let tool = entry["name"].as_str().unwrap();
-        let schema = &entry["outputSchema"];
-        assert_eq!(schema["type"], "object", "{tool}");
-        check(tool, "", schema, &mut complaints);
+        for key in ["inputSchema", "outputSchema"] {
+            let schema = &entry[key];
+            assert_eq!(schema["type"], "object", "{tool} {key}");
+            check(tool, &format!(" {key}"), schema, &mut complaints);
+        }
     }
     assert!(
         complaints.is_empty(),

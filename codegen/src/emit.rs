@@ -164,7 +164,11 @@ fn fields(
         let minimum = arg
             .minimum
             .map(|min| quote!(#[schemars(extend("minimum" = #min))]));
-        let schema_extra = quote!(#required_keys #minimum);
+        // Every object schema names its `properties` (Gemini CLI's schema
+        // path refuses an object without them), even where it takes any keys.
+        let properties =
+            (ty == ArgType::Object).then(|| quote!(#[schemars(extend("properties" = {}))]));
+        let schema_extra = quote!(#required_keys #minimum #properties);
         let field = if arg.required {
             quote! { #[doc = #doc] #lenient #schema_extra pub #ident: #rty, }
         } else if let Some(default) = &arg.default {

@@ -69,7 +69,7 @@ fn type_schema(table: &Table, ty: &ArgType, doc: Option<&str>) -> Value {
         ArgType::Integer => json!({"type": "integer"}),
         ArgType::Natural => json!({"type": "integer", "minimum": 0}),
         ArgType::Boolean => json!({"type": "boolean"}),
-        ArgType::Object => json!({"type": "object"}),
+        ArgType::Object => json!({"type": "object", "properties": {}}),
         ArgType::Shape(name) => return object_schema(table, &table.shape[name].fields, doc),
         ArgType::Array(items) => {
             json!({"type": "array", "items": type_schema(table, items, None)})

@@ -23,6 +23,7 @@ use super::snapshot::Bound;
 use super::workspace::{self, Root};
 use crate::lsp::protocol::ResolveCodeAction;
 use crate::lsp::uri::uri_to_path;
+use crate::results::passthrough::present;
 use crate::results::{
     CodeActionResult, DocHead, DocumentSymbolsResult, GoalsResult, GoalsSide, HoverResult,
     LocationsResult, Position, SignatureHelpResult, WorkspaceSymbolsResult,
@@ -194,7 +195,10 @@ impl Broker {
         };
         let (head, hover) =
             at_position::<HoverRequest>(self, sink, at, params, LineText::Echo).await?;
-        Ok(HoverResult { head, hover })
+        Ok(HoverResult {
+            head,
+            hover: present(hover),
+        })
     }
 
     pub async fn signature_help(
@@ -216,7 +220,7 @@ impl Broker {
             at_position::<SignatureHelpRequest>(self, sink, at, params, LineText::Omit).await?;
         Ok(SignatureHelpResult {
             head,
-            signature_help,
+            signature_help: present(signature_help),
         })
     }
 
@@ -232,7 +236,10 @@ impl Broker {
         };
         let (head, locations) =
             at_position::<GotoDefinition>(self, sink, at, params, LineText::Omit).await?;
-        Ok(LocationsResult { head, locations })
+        Ok(LocationsResult {
+            head,
+            locations: present(locations),
+        })
     }
 
     pub async fn references(
@@ -252,7 +259,10 @@ impl Broker {
         let (head, locations) =
             at_position::<lsp_types::request::References>(self, sink, at, params, LineText::Omit)
                 .await?;
-        Ok(LocationsResult { head, locations })
+        Ok(LocationsResult {
+            head,
+            locations: present(locations),
+        })
     }
 
     pub async fn document_symbols(
@@ -278,7 +288,7 @@ impl Broker {
         }
         Ok(DocumentSymbolsResult {
             head: head(&bound, None, disk_changed),
-            symbols,
+            symbols: present(symbols),
         })
     }
 
@@ -302,7 +312,7 @@ impl Broker {
         name_symbol_kinds(&mut symbols);
         Ok(WorkspaceSymbolsResult {
             workspace: root.descriptor(),
-            symbols,
+            symbols: present(symbols),
         })
     }
 

@@ -14,8 +14,11 @@ use super::{DocHead, Goal, Position, Range, WorkspaceEcho};
 pub struct HoverResult {
     #[serde(flatten)]
     pub head: DocHead,
-    /// Lean's `textDocument/hover` answer: an LSP `Hover`, or null.
-    pub hover: Value,
+    /// Lean's `textDocument/hover` answer: an LSP `Hover`; left out where
+    /// Lean has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::object")]
+    pub hover: Option<Value>,
 }
 
 /// `lean_signature_help`: the signature of the function applied at a position.
@@ -23,8 +26,11 @@ pub struct HoverResult {
 pub struct SignatureHelpResult {
     #[serde(flatten)]
     pub head: DocHead,
-    /// Lean's `textDocument/signatureHelp` answer: an LSP `SignatureHelp`, or null.
-    pub signature_help: Value,
+    /// Lean's `textDocument/signatureHelp` answer: an LSP `SignatureHelp`;
+    /// left out where Lean has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::object")]
+    pub signature_help: Option<Value>,
 }
 
 /// `lean_definition` and `lean_references`: where the constant at a position
@@ -34,8 +40,10 @@ pub struct LocationsResult {
     #[serde(flatten)]
     pub head: DocHead,
     /// LSP locations or location links (never of the server's own shadow
-    /// documents), or null.
-    pub locations: Value,
+    /// documents); left out where Lean has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::locations")]
+    pub locations: Option<Value>,
 }
 
 /// `lean_document_symbols`: the nested symbols of a version.
@@ -47,8 +55,10 @@ pub struct DocumentSymbolsResult {
     /// (`"namespace"`, `"method"`, …) rather than numbered. With `signatures`,
     /// each also has `declaration_kind` (the keyword: `"def"`, `"theorem"`,
     /// `"section"`, …) and each declaration its type `signature` as Lean
-    /// prints it.
-    pub symbols: Value,
+    /// prints it. Left out where Lean has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::objects")]
+    pub symbols: Option<Value>,
 }
 
 /// `lean_workspace_symbols`: the symbols matching a query, across the
@@ -56,8 +66,11 @@ pub struct DocumentSymbolsResult {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct WorkspaceSymbolsResult {
     pub workspace: WorkspaceEcho,
-    /// LSP symbol information, with `kind` named.
-    pub symbols: Value,
+    /// LSP symbol information, with `kind` named; left out where Lean has
+    /// none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::objects")]
+    pub symbols: Option<Value>,
 }
 
 /// Which side of the tactic `lean_goals` was asked for (its `mode`).
@@ -147,6 +160,7 @@ pub struct TodoItem {
     /// `range`, `message`, `severity` and `full_range` the item carries the
     /// whole diagnostic, each field once.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::diagnostic_code")]
     pub code: Option<Value>,
     /// For diagnostic items, the whole span the diagnostic is about, when it
     /// differs from `range`.
@@ -155,6 +169,7 @@ pub struct TodoItem {
     pub full_range: Option<Value>,
     /// The LSP code action, for `lean_code_action_resolve`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::passthrough::object")]
     pub code_action: Option<Value>,
     /// A probe text to try at `probe` (`exact?`, `by exact?`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -191,6 +206,7 @@ pub struct CodeActionResult {
     #[serde(flatten)]
     pub head: DocHead,
     /// The LSP code action with its `edit`, to apply yourself.
+    #[schemars(schema_with = "super::passthrough::object")]
     pub code_action: Value,
     /// Always false: the server never applies edits.
     pub applied: bool,

@@ -239,6 +239,7 @@ pub struct DiagnosticItem {
     pub full_range: Option<Value>,
     /// Lean's diagnostic code, when it gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "passthrough::diagnostic_code")]
     pub code: Option<Value>,
 }
 
@@ -385,5 +386,52 @@ mod tests {
             .map(|v| v.as_str().unwrap())
             .collect();
         assert_eq!(required, ["workspace", "path", "version"], "{schema}");
+    }
+}
+
+/// Output schemas of the values passed through from Lean (LSP shapes) or
+/// built as JSON, written in the portable subset: each says what the value
+/// is without re-stating LSP, and none is keyword-less (Inspector 2.12 warns
+/// on a schema that accepts anything) or an object without `properties`
+/// (Gemini CLI's schema path refuses it).
+pub mod passthrough {
+    use schemars::{Schema, SchemaGenerator, json_schema};
+
+    /// An LSP object, verbatim (`Hover`, `SignatureHelp`, `CodeAction`).
+    pub fn object(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "properties": {}})
+    }
+
+    /// A list of LSP objects (`DocumentSymbol[]`, `SymbolInformation[]`).
+    pub fn objects(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "array", "items": {"type": "object", "properties": {}}})
+    }
+
+    /// LSP locations: `Location[]`, `LocationLink[]` or one `Location`.
+    pub fn locations(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [
+            {"type": "array", "items": {"type": "object", "properties": {}}},
+            {"type": "object", "properties": {}}
+        ]})
+    }
+
+    /// An LSP diagnostic code: `integer | string`.
+    pub fn diagnostic_code(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+    }
+
+    /// This server's name and version ([`crate::identity::server_info`]).
+    pub fn server_info(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "version": {"type": "string"}},
+            "required": ["name", "version"]
+        })
+    }
+
+    /// Lean's answer, or `None` where it answered `null` (the key is left
+    /// out rather than sent as `null`).
+    pub fn present(value: serde_json::Value) -> Option<serde_json::Value> {
+        (!value.is_null()).then_some(value)
     }
 }

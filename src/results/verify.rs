@@ -129,6 +129,7 @@ pub struct Provenance {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lean_version: Option<String>,
     /// This server: name and version.
+    #[schemars(schema_with = "super::passthrough::server_info")]
     pub server: Value,
 }
 

@@ -64,7 +64,13 @@ fn compile(schema: &Value) -> jsonschema::Validator {
 fn close(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
-            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+            // `properties: {}` is a free-form object (an LSP object passed
+            // through verbatim): it stays open.
+            let declares = map
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|properties| !properties.is_empty());
+            if declares && !map.contains_key("additionalProperties") {
                 map.insert("additionalProperties".into(), json!(false));
             }
             map.values_mut().for_each(close);

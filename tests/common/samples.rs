@@ -12,8 +12,13 @@ pub struct Sample {
     pub valid: bool,
 }
 
+/// The declared properties; `None` for a free-form object (open, with
+/// `properties: {}`).
 fn props(schema: &Value) -> Option<&Map<String, Value>> {
-    schema.get("properties").and_then(Value::as_object)
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .filter(|properties| !properties.is_empty() || is_closed(schema))
 }
 
 fn required(schema: &Value) -> Vec<String> {

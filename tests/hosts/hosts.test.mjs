@@ -123,7 +123,7 @@ describe("Claude Code 2.1.332", () => {
 
     const api = await startModelApi("anthropic", [
       { tool: "lean_sync", args: () => fixtureArgs(root) },
-      { tool: "lean_goals", args: ([sync]) => ({ ...fixtureArgs(root), version: sync.version, line: 15, character: 4, mode: "before" }) },
+      { tool: "lean_goals", args: ([sync]) => ({ ...fixtureArgs(root), version: sync.version, line: 15, character: 4, mode: "before", structured_goals: true }) },
       {
         tool: "lean_run_batch",
         args: ([sync]) => ({ ...fixtureArgs(root), version: sync.version, line: 16, character: 4, texts: ["exact congrArg N.succ ih", "exact ih"] }),
