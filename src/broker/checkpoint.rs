@@ -162,6 +162,16 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Remove the directory here and now: the caller is off the async
+    /// runtime.
+    fn remove_now(mut self) {
+        if let Some(build) = self.build.take() {
+            let _ = build.remove_tree(&self.name);
+        }
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let Some(build) = self.build.take() else {
@@ -368,7 +378,9 @@ pub async fn save(
     let (root_path, targets) = (root.path().to_path_buf(), target.clone());
     let published = safe_fs::off_runtime(root.path(), "publish a checkpoint in", move || {
         let published = publish(&root_path, &scratch.dir, &targets);
-        drop(scratch);
+        // Gone before the save answers (a drop here would hand the removal
+        // to yet another blocking task, which can finish after the reply).
+        scratch.remove_now();
         published
     })
     .await
