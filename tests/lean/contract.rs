@@ -334,10 +334,9 @@ fn inspection_tools_forward_file_progress_while_lean_elaborates() {
         ("lean_hover", position(9, 4)),
         ("lean_signature_help", position(9, 40)),
         ("lean_definition", position(9, 4)),
-        (
-            "lean_document_symbols",
-            json!({"workspace": ws(&root), "path": path, "version": v2}),
-        ),
+        // Not `lean_document_symbols`: Lean can answer it from the parsed
+        // commands before the sleep's elaboration reports any progress (seen
+        // on a quiet machine), so whether progress comes first is timing.
         ("lean_goals", goals),
         (
             "lean_todo",
