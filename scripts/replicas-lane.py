@@ -146,7 +146,7 @@ class Loop:
             if reason == "otherProcess":
                 check(error.get("code") == "contentModified", f"{error}")
                 check("server process, which is gone" in error["message"] and "Repeat the probe" in error["message"], error["message"])
-                check(error["data"].get("repeat") == ["lean_sync", "lean_run_at_handle"], f"{error}")
+                check(error["data"].get("next") == ["lean_sync", "lean_run_batch"], f"{error}")
             self.failures.append((reason, tool, answer, state))
             return True
         return False
