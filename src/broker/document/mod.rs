@@ -334,8 +334,12 @@ impl Doc {
         if let Some(seen) = self.lifecycle().worker() {
             return KnownWorker::Seen(seen);
         }
+        // Only a probe slot: its report is reset with each opening. A user
+        // document reopened at the same version keeps its last report, which
+        // says nothing of the new worker (an evicted document's worker must
+        // still be waited for to appear).
         let live = self.live.borrow();
-        if live.published || live.progress.updates > 0 {
+        if self.is_shadow() && (live.published || live.progress.updates > 0) {
             KnownWorker::Reported
         } else {
             KnownWorker::Unknown
