@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::goals::{self, GoalsMode};
 use super::probe::At;
-use crate::broker::Broker;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::Bound;
 use crate::broker::engine::workspace::{self, Root};
 use crate::broker::error::Result;
@@ -164,7 +164,7 @@ enum LineText {
 /// head (with `line_text` when asked) and Lean's answer, paths added.
 /// `params` makes the request's params from the position.
 async fn at_position<R: Request>(
-    broker: &Broker,
+    broker: &Runtimes,
     sink: &dyn ProgressSink,
     at: &At<'_>,
     params: impl FnOnce(TextDocumentPositionParams) -> R::Params,
@@ -187,7 +187,7 @@ async fn at_position<R: Request>(
     ))
 }
 
-impl Broker {
+impl Runtimes {
     pub async fn hover(&self, sink: &dyn ProgressSink, at: &At<'_>) -> Result<HoverResult> {
         let params = |position| HoverParams {
             text_document_position_params: position,

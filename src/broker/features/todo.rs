@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::goals::starts_tactic;
 use super::inspect::{Pinned, add_paths, head};
-use crate::broker::Broker;
 use crate::broker::engine::diagnostics;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::{self, Bound};
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
@@ -102,7 +102,7 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
     Some(answer.goals)
 }
 
-impl Broker {
+impl Runtimes {
     /// The unfinished work in a range of a pinned version (`lean_todo`).
     pub async fn todo(&self, sink: &dyn ProgressSink, args: &Todo<'_>) -> Result<TodoResult> {
         let pinned = &args.pinned;

@@ -20,10 +20,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::certify::{self, BuildError, Closure, Origin, Toolchain};
-use crate::broker::Broker;
+use super::certify::{self, BuildError, Closure, Origin};
 use crate::broker::engine::checkpoint;
+use crate::broker::engine::compiler::Toolchain;
 use crate::broker::engine::runtime::Runtime;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::hatches::{self, Hit};
@@ -52,7 +53,7 @@ const VERSION_LIMIT: Duration = Duration::from_secs(30);
 
 /// The toolchain of the workspace, found once per runtime (a failed search
 /// is tried again next time).
-async fn toolchain(broker: &Broker, rt: &Runtime) -> Result<Toolchain> {
+async fn toolchain(broker: &Runtimes, rt: &Runtime) -> Result<Toolchain> {
     rt.toolchain
         .get_or_try_init(|| Toolchain::find(broker.launcher(), &rt.root, VERSION_LIMIT))
         .await
@@ -246,7 +247,7 @@ fn file_sha256(path: &Path) -> Option<String> {
     .map(|c| sha256::hex(&c.bytes))
 }
 
-impl Broker {
+impl Runtimes {
     /// Certify declarations of a synced version (see the module's account).
     pub async fn verify(&self, sink: &dyn ProgressSink, args: &Verify<'_>) -> Result<VerifyResult> {
         if args.declarations.len() > MAX_DECLARATIONS {

@@ -196,7 +196,7 @@ pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
 /// also ends the file's progress as fatal, and its errors are the answer.
 fn crashed(snap: &Snapshot, text: &str) -> bool {
     snap.progress.fatal
-        && crate::broker::features::run_code::header_errors(snap, text)
+        && crate::broker::engine::snippet_docs::header_errors(snap, text)
             .next()
             .is_none()
 }

@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use crate::lsp::protocol::{PlainGoal, PlainTermGoal};
 
 use super::goals::{self, query_position};
-use crate::broker::Broker;
 use crate::broker::engine::diagnostics::{self, ERROR};
 use crate::broker::engine::document::{DocState, DocUse, Snapshot};
 use crate::broker::engine::handles::{HandleState, HandleStore, Shadow, Taking};
 use crate::broker::engine::runtime::{Runtime, RuntimeUse};
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::server::LeanServer;
 use crate::broker::engine::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::engine::snapshot::{self, Target};
@@ -162,7 +162,7 @@ pub enum Continue {
     NoHandles,
 }
 
-impl Broker {
+impl Runtimes {
     /// Bind the version and work out what the position is (tactic block,
     /// between commands, a term), ready to run candidate texts there.
     pub async fn probe_at<'c>(
@@ -233,7 +233,7 @@ impl Broker {
                     query_position(
                         line_text,
                         at.character as usize,
-                        crate::broker::GoalsMode::Before,
+                        super::goals::GoalsMode::Before,
                     )
                 };
                 let after = |head: &str| {
@@ -596,7 +596,7 @@ impl FromHandle {
     }
 }
 
-impl Broker {
+impl Runtimes {
     /// Take `handle` (consuming it with [`Taking::Consume`]) for the
     /// document at `path` and check that it continues the document's
     /// current version in the Lean session that runs now.

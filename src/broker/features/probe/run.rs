@@ -2,8 +2,8 @@
 //! `lean_run_with` (and linear), `lean_release`.
 
 use super::{At, Budget, Continue, Ran};
-use crate::broker::Broker;
 use crate::broker::engine::handles::Taking;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
 use crate::results::{ReleaseResult, RunResult};
@@ -17,7 +17,7 @@ pub struct After<'a> {
     pub handle: &'a str,
 }
 
-impl Broker {
+impl Runtimes {
     /// Run `text` at a position of a pinned version; with
     /// [`Continue::WithHandles`] a step that succeeds gets a handle.
     pub async fn run_at(
