@@ -11,6 +11,7 @@
 //! `Analysis` is written), and the request, result-side and error vocabulary
 //! re-exported here.
 
+mod ask;
 mod engine;
 mod error;
 mod features;
@@ -24,23 +25,15 @@ use serde_json::{Map, Value};
 
 pub use crate::lean_source::text::PositionError;
 use crate::results::{self, RuntimeStats};
-pub use engine::diagnostics::DiagnosticScope;
-pub use engine::edit::Mode;
-pub use engine::handles::Taking;
+pub use ask::*;
 pub use engine::launch::env;
 pub use engine::launch::{Launcher, Limits, Timeouts};
-pub use engine::sync::SyncOptions;
 pub use engine::workspace::Root;
 pub use error::{
     Error, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, Result, SaveError,
     SourceProblem,
 };
-pub use features::goals::GoalsMode;
-pub use features::inspect::{Pinned, References, Signatures};
-pub use features::probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start, verdict};
-pub use features::run_code::RunCode;
-pub use features::todo::Todo;
-pub use features::verify::{Declaration, Verify};
+pub use features::probe::{FromHandle, Origin, Ran, Start, verdict};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 
 pub struct Broker {

@@ -17,11 +17,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::docs::Docs;
 use super::document::{Doc, DocUse, SHADOW_MARKER, Snapshot};
-use super::edit::{self, Mode};
+use super::edit;
 use super::forward::Forwarder;
 use super::server::LeanServer;
 use super::sync;
 use super::workspace::DocPath;
+use crate::broker::ask::Mode;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
 pub use crate::lean_source::placement::{Placement, advance};

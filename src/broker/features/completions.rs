@@ -8,7 +8,7 @@ use serde_json::Value;
 use lsp_types::CompletionParams;
 
 use super::inspect::head;
-use super::probe::At;
+use crate::broker::ask::At;
 use crate::broker::engine::concurrent::join_all;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::Bound;

@@ -11,7 +11,8 @@
 
 use super::completions::Edit;
 use super::probe::{Lean, Taken};
-use crate::broker::engine::handles::{HandleState, Taking};
+use crate::broker::ask::Taking;
+use crate::broker::engine::handles::HandleState;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::sync;
 use crate::broker::error::Result;

@@ -14,8 +14,9 @@ use lsp_types::{
 };
 use serde_json::{Map, Value};
 
-use super::goals::{self, GoalsMode};
-use super::probe::At;
+use super::goals;
+use crate::broker::ask::{At, GoalsMode};
+use crate::broker::ask::{Pinned, References, Signatures};
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::Bound;
 use crate::broker::engine::workspace::{self, Root};
@@ -28,31 +29,6 @@ use crate::results::{
     CodeActionResult, DocHead, DocumentSymbolsResult, GoalsResult, GoalsSide, HoverResult,
     LocationsResult, Position, SignatureHelpResult, WorkspaceSymbolsResult,
 };
-
-/// A document version a call names, as the call gave it.
-#[derive(Debug, Clone, Copy)]
-pub struct Pinned<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub path: &'a str,
-    pub version: u64,
-}
-
-/// Whether document symbols carry their declarations' signatures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signatures {
-    /// Each declaration's signature, as the source writes it, is added.
-    Added,
-    /// Lean's symbols only.
-    Omitted,
-}
-
-/// Whether the references of a name include its declaration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum References {
-    WithDeclaration,
-    WithoutDeclaration,
-}
 
 /// The head of an answer about the pinned version; `line` names the
 /// addressed line of a position-bound answer.

@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use std::time::Duration;
 
+use crate::broker::ask::{Mode, RunCode};
 use crate::broker::engine::diagnostics::ERROR;
-use crate::broker::engine::edit::{self, Mode};
+use crate::broker::engine::edit;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::server::LeanServer;
 use crate::broker::engine::shadow::Placement;
@@ -43,15 +44,6 @@ pub async fn abandon(
 }
 
 // `lean_run_code` itself.
-
-/// What `lean_run_code` asks.
-pub struct RunCode<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub code: &'a str,
-    pub max_heartbeats: Option<u64>,
-    pub timeout_ms: Option<u64>,
-}
 
 /// The text elaborated for a snippet: the snippet, with the heartbeat bound
 /// set right after its header when one is asked for, and where the

@@ -4,7 +4,7 @@
 
 use super::goals;
 use super::inspect::head;
-use super::probe::At;
+use crate::broker::ask::At;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;

@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 
 use super::goals::starts_tactic;
-use super::inspect::{Pinned, add_paths, head};
+use super::inspect::{add_paths, head};
+use crate::broker::ask::Todo;
 use crate::broker::engine::diagnostics;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::{self, Bound};
@@ -16,19 +17,6 @@ use crate::lsp::protocol::{
     WaitForDiagnosticsParams,
 };
 use crate::results::{Probe, Range, TodoItem, TodoItemKind, TodoResult};
-
-/// What `lean_todo` asks: the unfinished work between `start` and `end`
-/// (line, character) of a pinned version.
-pub struct Todo<'a> {
-    pub pinned: Pinned<'a>,
-    pub start: (u64, u64),
-    /// None: the end of the file.
-    pub end: Option<(u64, u64)>,
-    /// The kinds wanted; none means every kind.
-    pub kinds: Vec<TodoItemKind>,
-    /// Each item gets a text to try there with `lean_run_at`.
-    pub suggest: bool,
-}
 
 /// The tactic suggested where a goal is left open: Lean's own library search.
 const SEARCH_TACTIC: &str = "exact?";

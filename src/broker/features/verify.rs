@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::certify::{self, BuildError, Closure, Origin};
+use crate::broker::ask::{Declaration, Verify};
 use crate::broker::engine::checkpoint;
 use crate::broker::engine::compiler::Toolchain;
 use crate::broker::engine::runtime::Runtime;
@@ -178,23 +179,6 @@ fn check_reference(reference: &str) -> Result<()> {
         return Err(bad("leaves a bracket open: give one term"));
     }
     Ok(())
-}
-
-/// A declaration to certify, and the statement it must have, if any.
-#[derive(Debug, Clone)]
-pub struct Declaration {
-    pub name: String,
-    pub reference: Option<String>,
-}
-
-/// What `lean_verify` asks.
-pub struct Verify<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub path: &'a str,
-    pub version: u64,
-    pub declarations: &'a [Declaration],
-    pub allowed_axioms: &'a [String],
 }
 
 /// One question of the check module: the line it starts on (1-based), the

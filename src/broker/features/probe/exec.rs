@@ -4,6 +4,7 @@
 use super::reading::*;
 use super::text::lsp_position;
 use super::*;
+use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
@@ -51,24 +52,6 @@ impl Inserted {
             }
         }
         d
-    }
-}
-
-/// Per-probe budgets: Lean's `maxHeartbeats` (in thousands, as `set_option`
-/// takes it) for the probe's command, and wall-clock time from when a slot
-/// is free to when its answer is read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Budget {
-    pub max_heartbeats: Option<u64>,
-    pub timeout: Option<std::time::Duration>,
-}
-
-impl Budget {
-    pub fn new(max_heartbeats: Option<u64>, timeout_ms: Option<u64>) -> Self {
-        Budget {
-            max_heartbeats,
-            timeout: timeout_ms.map(std::time::Duration::from_millis),
-        }
     }
 }
 
