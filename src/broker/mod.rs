@@ -21,6 +21,8 @@ pub(crate) mod hatches;
 pub(crate) mod heartbeats;
 pub(crate) mod import_stamps;
 pub(crate) mod importers;
+#[cfg(test)]
+mod in_process;
 pub(crate) mod inspect;
 pub(crate) mod intent;
 pub(crate) mod lakefile;
