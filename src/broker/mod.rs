@@ -15,6 +15,8 @@ mod ask;
 mod engine;
 mod error;
 mod features;
+#[cfg(test)]
+mod in_process;
 mod progress;
 
 use std::collections::BTreeMap;

@@ -244,6 +244,7 @@ impl Runtime {
         // The generation is counted only once the server has started.
         let generation = self.starts.load(Ordering::SeqCst) + 1;
         let server = LeanServer::start(
+            &self.launcher,
             &command,
             self.timeouts.startup,
             generation,
