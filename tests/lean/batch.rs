@@ -862,3 +862,114 @@ fn huge_goals_and_messages_are_cut_and_say_so() {
     let plain = mcp.call("lean_sync", json!({"workspace": ws(&root), "path": BATCH}));
     assert!(plain.get("truncated").is_none(), "{plain}");
 }
+
+/// `max_result_bytes` on every tool family whose result carries Lean text
+/// (issue 26 item 5), on the real server: a file whose two theorems have 300
+/// hypotheses each (about 9 KB of context as Lean prints it), one closed by
+/// `sorry`, one left open (its "unsolved goals" error repeats the context).
+/// Diagnostics (lean_sync, lean_refresh), probes (lean_run_at, _handle,
+/// lean_run_with, _linear), inspection (lean_hover, lean_document_symbols
+/// with signatures, lean_term_goal) and snippets (lean_run_code): each
+/// answer fits the cap it was given, says so in `truncated` (`limit` the
+/// cap), and keeps what an agent acts on (verdicts, a handle that still
+/// works). A result within its cap is not flagged.
+#[test]
+fn every_tool_with_lean_text_fits_max_result_bytes_and_says_it_was_cut() {
+    const CAP: u64 = 2500;
+    let tmp = TempWorkspace::copy("basic");
+    let root = tmp.root_str();
+    let path = "Fix/Huge.lean";
+    let hyps: String = (0..300)
+        .map(|i| {
+            let ty = if i % 2 == 0 { "Eq x x" } else { "Eq one one" };
+            format!(" (hypothesis_number_{i} : {ty})")
+        })
+        .collect();
+    let text = format!(
+        "theorem huge (x : N){hyps} : Eq x x := by\n  exact sorry\n\ntheorem huge_open (x : N){hyps} : Eq x x := by\n  done\n"
+    );
+    tmp.write(
+        path,
+        &format!("prelude\nimport Fix.Basic\n\nnamespace Fix\n\n{text}\nend Fix\n"),
+    );
+    let mut mcp = spawn_with(&[]);
+    let v = sync(&mut mcp, &root, path);
+    let fits = |tool: &str, r: &Value| {
+        let size = serde_json::to_string(r).unwrap().len();
+        assert!(size as u64 <= CAP, "{tool}: {size} bytes: {r:.600}");
+        assert_eq!(r["truncated"]["limit"], CAP, "{tool}: {r:.600}");
+        let note = &r["truncated"];
+        assert!(
+            note["fields"].as_u64().unwrap() + note["items"].as_u64().unwrap() > 0,
+            "{tool}: {note}"
+        );
+        assert!(
+            note["bytes"].as_u64().unwrap() > CAP,
+            "{tool}: cut from more than the cap: {note}"
+        );
+    };
+    let doc = |more: Value| {
+        with(
+            json!({"workspace": ws(&root), "path": path, "max_result_bytes": CAP}),
+            more,
+        )
+    };
+    for tool in ["lean_sync", "lean_refresh"] {
+        let r = mcp.call(tool, doc(json!({"diagnostics_in_result": true})));
+        fits(tool, &r);
+        assert_eq!(r["diagnostics"]["counts"]["error"], 1, "{tool}: {r:.600}");
+    }
+    let v = sync(&mut mcp, &root, path).max(v);
+    let at = |line: u64, character: u64, more: Value| {
+        doc(with(
+            json!({"version": v, "line": line, "character": character}),
+            more,
+        ))
+    };
+    let failed = mcp.call("lean_run_at", at(6, 2, json!({"text": "done"})));
+    fits("lean_run_at", &failed);
+    assert_eq!(failed["outcome"], "failed", "{failed:.600}");
+    let step = mcp.call("lean_run_at_handle", at(6, 2, json!({"text": "skip"})));
+    fits("lean_run_at_handle", &step);
+    assert_eq!(step["outcome"], "progressed", "{step:.600}");
+    let handle = step["next_handle"].as_str().expect("a handle").to_owned();
+    let from = |handle: &str, text: &str| doc(json!({"handle": handle, "text": text}));
+    let kept = mcp.call("lean_run_with", from(&handle, "skip"));
+    fits("lean_run_with", &kept);
+    assert_eq!(
+        kept["outcome"], "progressed",
+        "the cut handle still works: {kept:.600}"
+    );
+    let linear = mcp.call("lean_run_with_linear", from(&handle, "done"));
+    fits("lean_run_with_linear", &linear);
+    assert_eq!(linear["outcome"], "failed", "{linear:.600}");
+    // `huge`'s name on line 5: its hover is the whole statement.
+    let hover = mcp.call("lean_hover", at(5, 9, json!({})));
+    fits("lean_hover", &hover);
+    let symbols = mcp.call(
+        "lean_document_symbols",
+        doc(json!({"version": v, "signatures": true})),
+    );
+    fits("lean_document_symbols", &symbols);
+    let term = mcp.call("lean_term_goal", at(6, 8, json!({})));
+    fits("lean_term_goal", &term);
+    let code = mcp.call(
+        "lean_run_code",
+        json!({
+            "workspace": ws(&root), "max_result_bytes": CAP,
+            "code": format!("prelude\nimport Fix.Basic\nopen Fix\n\n{text}"),
+        }),
+    );
+    fits("lean_run_code", &code);
+    assert_eq!(code["success"], false, "{code:.600}");
+    // Within its cap: whole and unflagged.
+    let small = mcp.call(
+        "lean_run_at",
+        at(
+            6,
+            2,
+            json!({"text": "exact sorry", "max_result_bytes": 60000}),
+        ),
+    );
+    assert!(small.get("truncated").is_none(), "{small:.600}");
+}
