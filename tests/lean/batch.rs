@@ -714,12 +714,29 @@ fn a_batch_after_a_crash_runs_on_a_recovered_slot_every_time() {
     let mut mcp = spawn_with(&[]);
     let v = sync(&mut mcp, &root, BATCH);
     let server = mcp.pid();
+    // One verdict from every probe tool: the single probe says `crashed` as
+    // the batch does (it was a tool error naming the shadow document).
+    let single = mcp.call(
+        "lean_run_at",
+        json!({"workspace": ws(&root), "path": BATCH, "version": v,
+               "line": COMMAND.0, "character": COMMAND.1, "text": CRASH}),
+    );
+    assert_eq!(single["outcome"], "crashed", "{single:#}");
+    assert_eq!(single["messages"][0]["unplaced"], true, "{single:#}");
     for round in 0..6 {
         let crash = mcp.call(
             "lean_run_batch",
             at(&root, v, COMMAND, &[CRASH, CRASH, CRASH, CRASH]),
         );
         assert_eq!(outcomes(&crash), ["crashed"; 4], "round {round}: {crash:#}");
+        assert_eq!(
+            crash["candidates"][0]["messages"], single["messages"],
+            "round {round}: {crash:#}"
+        );
+        assert!(
+            !crash.to_string().contains(".beam-shadow-"),
+            "a shadow document reached the agent: {crash:#}"
+        );
         let next = mcp.call("lean_run_batch", at(&root, v, COMMAND, &OK4));
         assert_eq!(outcomes(&next), ["closed"; 4], "round {round}: {next:#}");
         // Every slot idle now, each with a worker: kill them all.
