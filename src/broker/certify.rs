@@ -7,7 +7,9 @@
 //! The closure is read here (off the runtime): each import is parsed by the
 //! lexer (`«…»` components), and resolved only to a source inside the root
 //! (no `..`, no link out of it), to a module of the toolchain's own library,
-//! or to a package's build layout under `.lake/packages`. Every build runs
+//! or to a package's build layout under `.lake/packages`, taken only while
+//! what Lake recorded of the module holds (`check_package`, reading the
+//! package's source for its imports). Every build runs
 //! the toolchain's `lean -o -i` with a search path of the private folder's
 //! modules, the packages' and (implicitly) the toolchain's library: never the
 //! workspace's own `.olean`s, which are only compared with what was built.
@@ -25,6 +27,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::compiler::{self, RunError};
+use super::lake_trace;
 use super::launch::Launcher;
 use super::lexer::{self, LexemeKind};
 use super::outline;
@@ -32,8 +35,9 @@ use super::workspace::Root;
 use crate::safe_fs::{self, Dir, Existing, FsError};
 use crate::sha256;
 
-/// Modules one verify may build, far past a real workspace's closure.
-pub const MAX_MODULES: usize = 2_000;
+/// Modules one import closure may hold (workspace, package and toolchain
+/// modules), past a Mathlib closure (about 8,000 in 2026).
+pub const MAX_MODULES: usize = 20_000;
 
 /// Built modules the private cache keeps; past it, the least recently built
 /// ones not in use go.
@@ -91,8 +95,33 @@ pub enum Origin {
     Workspace { rel: PathBuf, text: Arc<str> },
     /// The toolchain's own library.
     Toolchain,
-    /// Another Lake package's build layout: its `lib/lean` folder.
-    Package { lib: PathBuf },
+    /// Another Lake package's build layout: its `lib/lean` folder, and
+    /// what its Lake trace says of the module.
+    Package { lib: PathBuf, check: PackageCheck },
+}
+
+/// A package module's build checked against its sources as Lake records
+/// them (`broker::lake_trace`).
+#[derive(Debug, Clone)]
+pub struct PackageCheck {
+    /// The module's `.olean`, absolute.
+    pub olean: PathBuf,
+    /// Its source, relative to the root, once found.
+    pub source: Option<PathBuf>,
+    /// Lake's hash of the `.olean` (its `.olean.hash`), once read.
+    pub olean_hash: Option<u64>,
+    pub status: PackageStatus,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PackageStatus {
+    /// Every recorded input (the source, each import's `.olean`) is what the
+    /// package holds now: `hash` is Lake's hash of the source.
+    Matches { hash: u64 },
+    /// A recorded input changed since Lake built the module: which.
+    Stale(String),
+    /// What Lake records cannot be read or does not say: why.
+    Unchecked(String),
 }
 
 /// One module of the closure.
@@ -297,16 +326,18 @@ impl Walk<'_> {
             let lib = package.join(".lake/build/lib/lean");
             if lib.join(&rel).with_extension("olean").is_file() {
                 let real = lib.canonicalize().unwrap_or(lib.clone());
-                if !real.starts_with(&packages_dir) {
+                let real_package = package.canonicalize().unwrap_or(package.clone());
+                if !real.starts_with(&packages_dir) || !real.starts_with(&real_package) {
                     return Err(format!(
                         "import {name} (in {from}) is refused: package {} is a link out of the workspace",
                         package.display()
                     ));
                 }
+                let (check, imports) = check_package(self.root, &real_package, &real, &rel);
                 return Ok(Node {
                     name: name.to_string(),
-                    origin: Origin::Package { lib: real },
-                    imports: Vec::new(),
+                    origin: Origin::Package { lib: real, check },
+                    imports,
                 });
             }
         }
@@ -314,6 +345,163 @@ impl Walk<'_> {
             "import {name} (in {from}) is not a source of the workspace, a package module or a module of the toolchain"
         ))
     }
+}
+
+/// Read a small file of Lake's (a trace, a `.hash`) without following a link.
+fn read_lake_file(path: &Path) -> Result<Vec<u8>, FsError> {
+    safe_fs::read_regular_blocking(
+        path,
+        safe_fs::Links::Refuse,
+        safe_fs::DEFAULT_MAX_FILE_BYTES,
+        safe_fs::Oversize::Refuse,
+    )
+    .map(|c| c.bytes)
+}
+
+/// A path Lake recorded (relative to the workspace root, where Lake runs,
+/// or absolute), resolved without leaving `inside`.
+fn recorded_path(root: &Path, inside: &Path, caption: &str) -> Result<PathBuf, String> {
+    let path = Path::new(caption);
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        root.join(path)
+    };
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("{caption} cannot be found ({e})"))?;
+    if !real.starts_with(inside) {
+        return Err(format!("{caption} is outside {}", inside.display()));
+    }
+    Ok(real)
+}
+
+/// Lake's hash of an `.olean`: its `.hash` file, else the bytes' hash (what
+/// Lake's `fetchFileHash` does when it trusts `.hash` files, its default).
+fn olean_hash(olean: &Path) -> Result<u64, String> {
+    let hash_file = PathBuf::from(format!("{}.hash", olean.display()));
+    match read_lake_file(&hash_file) {
+        Ok(bytes) => lake_trace::parse_hash_file(&String::from_utf8_lossy(&bytes))
+            .ok_or_else(|| format!("{} is not a hash Lake wrote", hash_file.display())),
+        Err(_) => {
+            let bytes = safe_fs::read_regular_blocking(
+                olean,
+                safe_fs::Links::Refuse,
+                4 * 1024 * 1024 * 1024,
+                safe_fs::Oversize::Refuse,
+            )
+            .map_err(|e| format!("{} cannot be read: {e}", olean.display()))?;
+            Ok(lake_trace::bytes_hash(&bytes.bytes))
+        }
+    }
+}
+
+/// Check a package module's build against what Lake recorded (its `.trace`):
+/// the source's hash and every import `.olean`'s hash must be the package's
+/// current ones. Also the module's imports, read from that source. Blocking.
+fn check_package(
+    root: &Path,
+    package: &Path,
+    lib: &Path,
+    rel: &Path,
+) -> (PackageCheck, Vec<String>) {
+    let olean = lib.join(rel).with_extension("olean");
+    let mut check = PackageCheck {
+        olean: olean.clone(),
+        source: None,
+        olean_hash: None,
+        status: PackageStatus::Unchecked(String::new()),
+    };
+    let shown = |p: &Path| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let trace_file = lib.join(rel).with_extension("trace");
+    let unchecked = |why: String| PackageStatus::Unchecked(why);
+    let trace = match read_lake_file(&trace_file) {
+        Ok(bytes) => lake_trace::Trace::parse(&bytes),
+        Err(e) => {
+            check.status = unchecked(format!(
+                "has no readable Lake trace {} ({e}): build the package with `lake build`",
+                shown(&trace_file)
+            ));
+            return (check, Vec::new());
+        }
+    };
+    let trace = match trace {
+        Ok(t) => t,
+        Err(why) => {
+            check.status = unchecked(format!("its trace {} {why}", shown(&trace_file)));
+            return (check, Vec::new());
+        }
+    };
+    let source_rel = rel
+        .with_extension("lean")
+        .to_string_lossy()
+        .replace('\\', "/");
+    let Some((caption, recorded)) = trace.input_ending_with(&source_rel) else {
+        check.status = unchecked(format!(
+            "its trace {} records no source {source_rel}",
+            shown(&trace_file)
+        ));
+        return (check, Vec::new());
+    };
+    let source = match recorded_path(root, package, caption) {
+        Ok(p) => p,
+        Err(why) => {
+            check.status = PackageStatus::Stale(format!("its recorded source {why}"));
+            return (check, Vec::new());
+        }
+    };
+    check.source = Some(source.strip_prefix(root).unwrap_or(&source).to_path_buf());
+    let text = match read_lake_file(&source) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            check.status = PackageStatus::Stale(format!("its source cannot be read: {e}"));
+            return (check, Vec::new());
+        }
+    };
+    let imports = header(&text).unwrap_or_default();
+    match olean_hash(&olean) {
+        Ok(h) => check.olean_hash = Some(h),
+        Err(why) => {
+            check.status = unchecked(why);
+            return (check, imports);
+        }
+    }
+    let hash = lake_trace::text_hash(&text);
+    if hash != recorded {
+        check.status = PackageStatus::Stale(format!(
+            "its source {} changed since Lake built it (Lake's hash of it {}, recorded {})",
+            shown(&source),
+            lake_trace::hex(hash),
+            lake_trace::hex(recorded)
+        ));
+        return (check, imports);
+    }
+    for (caption, recorded) in trace.leaves.iter().filter(|(c, _)| c.ends_with(".olean")) {
+        let now = recorded_path(root, root, caption).and_then(|p| olean_hash(&p));
+        match now {
+            Ok(h) if h == *recorded => {}
+            Ok(h) => {
+                check.status = PackageStatus::Stale(format!(
+                    "it was built against {caption}, which changed since (hash {}, recorded {})",
+                    lake_trace::hex(h),
+                    lake_trace::hex(*recorded)
+                ));
+                return (check, imports);
+            }
+            Err(why) => {
+                check.status =
+                    PackageStatus::Stale(format!("it was built against {caption}: {why}"));
+                return (check, imports);
+            }
+        }
+    }
+    check.status = PackageStatus::Matches { hash };
+    (check, imports)
 }
 
 /// The private cache folder of this process (0700), created on first use;
@@ -414,7 +602,7 @@ pub async fn build(
             .order
             .iter()
             .filter_map(|n| match &n.origin {
-                Origin::Package { lib } => Some(lib.to_string_lossy().into_owned()),
+                Origin::Package { lib, .. } => Some(lib.to_string_lossy().into_owned()),
                 _ => None,
             })
             .collect();
@@ -445,10 +633,23 @@ pub async fn build(
         .join(":");
     for node in &closure.order {
         let Origin::Workspace { rel, text } = &node.origin else {
+            // A package module's key: Lake's hash of its `.olean` and its
+            // imports' keys, so a rebuilt dependency below it changes it.
+            if let Origin::Package { check, .. } = &node.origin {
+                let mut text = format!(
+                    "lean-beam-verify package 1\n{}\n{:?}\n",
+                    node.name, check.olean_hash
+                );
+                for import in &node.imports {
+                    let key = keys.get(import).map_or("", String::as_str);
+                    text.push_str(&format!("{import} {key}\n"));
+                }
+                keys.insert(node.name.clone(), sha256::hex(text.as_bytes()));
+            }
             continue;
         };
         let mut closure_text = format!(
-            "lean-beam-verify 1\n{}\n{}\n{}\n{}\n",
+            "lean-beam-verify 2\n{}\n{}\n{}\n{}\n",
             tc.version,
             tc.lib.display(),
             node.name,
@@ -456,23 +657,8 @@ pub async fn build(
         );
         for import in &node.imports {
             let line = match origins.get(import.as_str()) {
-                Some(Origin::Workspace { .. }) => {
-                    format!(
-                        "w {import} {}\n",
-                        keys.get(import).map_or("", String::as_str)
-                    )
-                }
-                Some(Origin::Package { lib }) => {
-                    let olean = lib
-                        .join(lexer::name_components(import).iter().collect::<PathBuf>())
-                        .with_extension("olean");
-                    let stamp = std::fs::metadata(&olean)
-                        .map(|m| {
-                            use std::os::unix::fs::MetadataExt;
-                            format!("{} {} {}", m.len(), m.mtime(), m.mtime_nsec())
-                        })
-                        .unwrap_or_default();
-                    format!("p {import} {stamp}\n")
+                Some(Origin::Workspace { .. }) | Some(Origin::Package { .. }) => {
+                    format!("{import} {}\n", keys.get(import).map_or("", String::as_str))
                 }
                 _ => format!("t {import}\n"),
             };

@@ -23,6 +23,7 @@ pub(crate) mod import_stamps;
 pub(crate) mod importers;
 pub(crate) mod inspect;
 pub(crate) mod intent;
+pub(crate) mod lake_trace;
 pub(crate) mod lakefile;
 pub(crate) mod launch;
 pub(crate) mod lexer;

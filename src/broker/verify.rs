@@ -21,16 +21,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Broker;
-use super::certify::{self, BuildError, Closure, Origin, Toolchain};
+use super::certify::{self, BuildError, Closure, Origin, PackageStatus, Toolchain};
 use super::checkpoint;
 use super::error::{Error, Result};
 use super::hatches::{self, Hit};
+use super::lake_trace;
 use super::lexer::{self, LexemeKind};
 use super::progress::ProgressSink;
 use super::runtime::Runtime;
 use crate::results::{
-    CheckedDeclaration, FailureReason, HatchHit, ImportedSource, Provenance, Range, ReferenceCheck,
-    Tier, VerifyFailure, VerifyResult,
+    CheckedDeclaration, FailureReason, HatchHit, ImportedSource, PackageModule, Provenance, Range,
+    ReferenceCheck, Tier, VerifyFailure, VerifyResult,
 };
 use crate::safe_fs::{self, FsError};
 use crate::sha256;
@@ -315,18 +316,46 @@ impl Broker {
         for why in &closure.refused {
             fail(FailureReason::ImportRefused, why.clone());
         }
+        let mut packages = Vec::new();
+        let shown_path = |p: &Path| {
+            p.strip_prefix(root.path())
+                .unwrap_or(p)
+                .to_string_lossy()
+                .into_owned()
+        };
         for node in &closure.order {
-            if let Origin::Package { lib } = &node.origin {
-                fail(
-                    FailureReason::PackageUnchecked,
+            let Origin::Package { check, .. } = &node.origin else {
+                continue;
+            };
+            match &check.status {
+                PackageStatus::Matches { hash } => packages.push(PackageModule {
+                    module: node.name.clone(),
+                    path: check
+                        .source
+                        .as_deref()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    olean: shown_path(&check.olean),
+                    lake_hash: lake_trace::hex(*hash),
+                }),
+                PackageStatus::Stale(why) => fail(
+                    FailureReason::PackageStale,
                     format!(
-                        "{} comes from the package build in {}, which this server does not check against its sources",
+                        "{} ({}) is stale: {why}",
                         node.name,
-                        lib.display()
+                        shown_path(&check.olean)
                     ),
-                );
+                ),
+                PackageStatus::Unchecked(why) => fail(
+                    FailureReason::PackageUnchecked,
+                    format!("{} ({}) {why}", node.name, shown_path(&check.olean)),
+                ),
             }
         }
+        let packages_hold = closure.order.iter().all(|n| match &n.origin {
+            Origin::Package { check, .. } => matches!(check.status, PackageStatus::Matches { .. }),
+            _ => true,
+        });
 
         // The source scan: every workspace source of the closure.
         let mut found: Vec<HatchHit> = Vec::new();
@@ -355,7 +384,7 @@ impl Broker {
         let mut checked: Vec<CheckedDeclaration> = Vec::new();
         let mut counts = (0, 0);
         let mut stale = BTreeSet::new();
-        if closure.refused.is_empty() {
+        if closure.refused.is_empty() && packages_hold {
             match certify::build(&tc, &closure, bound.rt.timeouts.sync).await {
                 Err(BuildError::Failed { module: m, output }) => fail(
                     FailureReason::BuildFailed,
@@ -471,6 +500,7 @@ impl Broker {
                 source_sha256: sha256::hex(text.as_bytes()),
                 disk_changed,
                 imports,
+                packages,
                 stale: stale.contains(&module),
                 rebuilt: counts.0,
                 reused: counts.1,
