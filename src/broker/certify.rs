@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use super::compiler::{self, RunError};
 use super::lake_trace;
+use super::lakefile::{self, LeanSettings};
 use super::launch::Launcher;
 use super::lexer::{self, LexemeKind};
 use super::outline;
@@ -134,11 +135,33 @@ pub struct Node {
 
 /// The import closure of the file, dependencies first, the file last; or
 /// why it cannot be built.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Closure {
     pub order: Vec<Node>,
     /// Imports refused or not found, one sentence each.
     pub refused: Vec<String>,
+    /// What the workspace's lakefile sets for elaboration, or why it cannot
+    /// be read.
+    pub settings: Result<LeanSettings, String>,
+}
+
+/// Read the workspace package's lakefile settings (`lakefile.lean` first, as
+/// Lake does; none without a lakefile). Blocking.
+pub fn lakefile_settings(root: &Path) -> Result<LeanSettings, String> {
+    for name in ["lakefile.lean", "lakefile.toml"] {
+        let path = root.join(name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let bytes = read_lake_file(&path).map_err(|e| format!("{name} cannot be read: {e}"))?;
+        let text = String::from_utf8_lossy(&bytes);
+        return if name.ends_with(".toml") {
+            lakefile::toml_settings(&text)
+        } else {
+            Ok(lakefile::lean_settings(&text))
+        };
+    }
+    Ok(LeanSettings::default())
 }
 
 impl Closure {
@@ -182,7 +205,11 @@ pub fn closure(root: &Path, lib: &Path, module: &str, rel: &Path, text: &str) ->
         root: &canonical_root,
         lib,
         packages: &packages,
-        out: Closure::default(),
+        out: Closure {
+            order: Vec::new(),
+            refused: Vec::new(),
+            settings: lakefile_settings(&canonical_root),
+        },
         done: HashSet::new(),
         on_path: HashSet::new(),
     };
@@ -648,12 +675,21 @@ pub async fn build(
             }
             continue;
         };
+        // What the lakefile passes for it (checked by the caller: a module
+        // whose settings cannot be passed is not built).
+        let lake_args = closure
+            .settings
+            .as_ref()
+            .ok()
+            .and_then(|s| s.args_for(&node.name).ok())
+            .unwrap_or_default();
         let mut closure_text = format!(
-            "lean-beam-verify 2\n{}\n{}\n{}\n{}\n",
+            "lean-beam-verify 2\n{}\n{}\n{}\n{}\n{:?}\n",
             tc.version,
             tc.lib.display(),
             node.name,
-            sha256::hex(text.as_bytes())
+            sha256::hex(text.as_bytes()),
+            lake_args
         );
         for import in &node.imports {
             let line = match origins.get(import.as_str()) {
@@ -684,13 +720,14 @@ pub async fn build(
         .map_err(|e| BuildError::Setup(e.to_string()))?;
         let lean_path = search.clone();
         let out = staged.join(rel).with_extension("olean");
-        let args = vec![
+        let mut args = lake_args;
+        args.extend([
             "-o".to_string(),
             out.to_string_lossy().into_owned(),
             "-i".to_string(),
             out.with_extension("ilean").to_string_lossy().into_owned(),
             rel.to_string_lossy().into_owned(),
-        ];
+        ]);
         let left = deadline.saturating_duration_since(Instant::now());
         let env = vec![("LEAN_PATH".to_string(), lean_path)];
         let run =

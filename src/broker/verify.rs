@@ -352,6 +352,41 @@ impl Broker {
                 ),
             }
         }
+        // The lakefile's settings: passed to the fresh build as Lake passes
+        // them, unless they cannot be, or they let declarations skip the
+        // kernel (a hatch, as in a source).
+        let mut settings_hold = true;
+        match &closure.settings {
+            Err(why) => {
+                settings_hold = false;
+                fail(FailureReason::BuildFailed, why.clone());
+            }
+            Ok(settings) => {
+                for why in &settings.unread {
+                    settings_hold = false;
+                    fail(FailureReason::BuildFailed, why.clone());
+                }
+                for (name, value) in settings.all_options() {
+                    if hatches::option_bypasses_kernel(&name, &value) {
+                        settings_hold = false;
+                        fail(
+                            FailureReason::Hatch,
+                            format!(
+                                "{} sets {name}={value}: declarations would skip the kernel's check",
+                                settings.file
+                            ),
+                        );
+                    }
+                }
+                if let Some(why) = closure
+                    .workspace()
+                    .find_map(|(n, _, _)| settings.args_for(&n.name).err())
+                {
+                    settings_hold = false;
+                    fail(FailureReason::BuildFailed, why);
+                }
+            }
+        }
         let packages_hold = closure.order.iter().all(|n| match &n.origin {
             Origin::Package { check, .. } => matches!(check.status, PackageStatus::Matches { .. }),
             _ => true,
@@ -384,7 +419,7 @@ impl Broker {
         let mut checked: Vec<CheckedDeclaration> = Vec::new();
         let mut counts = (0, 0);
         let mut stale = BTreeSet::new();
-        if closure.refused.is_empty() && packages_hold {
+        if closure.refused.is_empty() && packages_hold && settings_hold {
             match certify::build(&tc, &closure, bound.rt.timeouts.sync).await {
                 Err(BuildError::Failed { module: m, output }) => fail(
                     FailureReason::BuildFailed,

@@ -1032,3 +1032,60 @@ fn a_package_module_is_used_only_while_its_lake_trace_matches_its_sources() {
     let r = verify(&mut mcp, &root, path, v, json!({}));
     assert_eq!(r["certified"], true, "restored: {r}");
 }
+
+/// Issue 24: the fresh build elaborates as Lake's does: the lakefile's
+/// `leanOptions` reach it (and its cache key: the module cached without them
+/// is not reused), an option that lets declarations skip the kernel is a
+/// hatch, and an argument that is not an option is refused.
+#[test]
+fn the_lakefiles_options_reach_the_fresh_build_and_a_kernel_bypass_is_refused() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let lakefile = copy.read("lakefile.toml");
+    let path = "Opt/Main.lean";
+    copy.write(
+        path,
+        "prelude\nimport Fix.Basic\ntheorem Opt.t {a : α} : Eq a a := Eq.refl a\n",
+    );
+    let mut mcp = spawn();
+    let v = sync(&mut mcp, &root, path);
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], true, "autoImplicit is on by default: {r}");
+
+    copy.write(
+        "lakefile.toml",
+        &format!("{lakefile}\n[leanOptions]\nautoImplicit = false\n"),
+    );
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["build_failed"], "{r}");
+    let detail = failures_of(&r, "build_failed")[0];
+    assert!(
+        detail.starts_with("Opt.Main does not compile") && detail.contains("α"),
+        "{r}"
+    );
+
+    for (setting, reason, says) in [
+        (
+            "[leanOptions]\ndebug.skipKernelTC = true\n",
+            "hatch",
+            "lakefile.toml sets debug.skipKernelTC=true: declarations would skip the kernel's check",
+        ),
+        (
+            "[leanOptions]\n\"debug.skipKernelTC\" = \"yes\"\n",
+            "hatch",
+            "lakefile.toml sets debug.skipKernelTC=yes: declarations would skip the kernel's check",
+        ),
+        (
+            "moreLeanArgs = [\"--load-dynlib=evil.so\"]\n",
+            "build_failed",
+            "lakefile.toml passes \"--load-dynlib=evil.so\" in moreLeanArgs: a fresh build passes only `-Dname=value` options",
+        ),
+    ] {
+        copy.write("lakefile.toml", &format!("{setting}{lakefile}"));
+        let r = verify(&mut mcp, &root, path, v, json!({}));
+        assert_eq!(r["certified"], false, "{setting}: {r}");
+        assert_eq!(r["tier"], "none", "not built: {r}");
+        assert_eq!(failures_of(&r, reason), [says], "{r}");
+    }
+}
