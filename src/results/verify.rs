@@ -145,6 +145,12 @@ pub struct Provenance {
     /// cache (same source closure).
     pub rebuilt: u32,
     pub reused: u32,
+    /// Present (true) when the verdict is that of an earlier verify with the
+    /// same whole key (every module's source closure, the lakefile's
+    /// arguments, the Lean version, the request): nothing was built or run;
+    /// `stale` is compared again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     /// `lean --version` of the workspace's toolchain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lean_version: Option<String>,

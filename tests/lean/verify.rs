@@ -580,6 +580,12 @@ fn a_proof_against_an_old_dependency_is_not_certified() {
     let v = sync(&mut mcp, &root, "Dep/C.lean");
     let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
     assert_eq!(r["certified"], true, "the honest state certifies: {r}");
+    let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(
+        r["provenance"]["cached"], true,
+        "a repeat is answered again: {r}"
+    );
 
     copy.write(
         "Dep/B.lean",
@@ -592,6 +598,12 @@ fn a_proof_against_an_old_dependency_is_not_certified() {
         s["diagnostics"]["counts"]["error"], 0,
         "C itself has no error: {s}"
     );
+    let v = s["version"].as_u64().unwrap();
+    // The very request the cache answered: B's new text is a new key.
+    let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert!(r["provenance"].get("cached").is_none(), "{r}");
+    assert_eq!(reasons(&r), ["build_failed"], "{r}");
     let v = s["version"].as_u64().unwrap();
     let r = verify(
         &mut mcp,
@@ -1088,4 +1100,86 @@ fn the_lakefiles_options_reach_the_fresh_build_and_a_kernel_bypass_is_refused() 
         assert_eq!(r["tier"], "none", "not built: {r}");
         assert_eq!(failures_of(&r, reason), [says], "{r}");
     }
+}
+
+/// Issue 24: an unchanged re-verify is answered from the verdict cache
+/// (nothing built or run), and any change of its whole key misses: the
+/// request, an imported source, the file itself; a failed build is never
+/// kept.
+#[test]
+fn an_unchanged_reverify_is_cached_and_any_change_of_its_key_misses() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let path = "Ver/Good.lean";
+    let mut mcp = spawn();
+    let v = sync(&mut mcp, &root, path);
+    let named = json!({ "declarations": [{ "name": "Ver.no_axioms" }] });
+    let timed = |mcp: &mut Mcp, v: u64, extra: Value| {
+        let t = std::time::Instant::now();
+        let r = verify(mcp, &root, path, v, extra);
+        (r, t.elapsed())
+    };
+    let (first, _) = timed(&mut mcp, v, named.clone());
+    assert_eq!(first["certified"], true, "{first}");
+    assert!(first["provenance"].get("cached").is_none(), "{first}");
+    // The same request, nothing built (every module reused), checks run:
+    // the figure the cache saves.
+    let (other, checked) = timed(
+        &mut mcp,
+        v,
+        json!({ "declarations": [{ "name": "Ver.no_axioms" }], "allowed_axioms": ["propext"] }),
+    );
+    assert!(
+        other["provenance"].get("cached").is_none(),
+        "another request: {other}"
+    );
+    assert_eq!(other["provenance"]["rebuilt"], 0, "{other}");
+    let (again, cached) = timed(&mut mcp, v, named.clone());
+    assert_eq!(again["provenance"]["cached"], true, "{again}");
+    for field in ["certified", "tier", "failures", "declarations", "hatches"] {
+        assert_eq!(again[field], first[field], "{field}: {again}");
+    }
+    assert_eq!(again["provenance"]["rebuilt"], 0, "{again}");
+    eprintln!(
+        "lean_verify unchanged: checks run {} ms, from the cache {} ms",
+        checked.as_millis(),
+        cached.as_millis()
+    );
+
+    // An imported source edited on disk (the file's version unchanged).
+    let clean = copy.read("Ver/Clean.lean");
+    copy.write(
+        "Ver/Clean.lean",
+        &format!("{clean}\ntheorem Ver.more : True := True.intro\n"),
+    );
+    let r = verify(&mut mcp, &root, path, v, named.clone());
+    assert!(r["provenance"].get("cached").is_none(), "{r}");
+    assert!(
+        r["provenance"]["rebuilt"].as_u64().unwrap() >= 2,
+        "Clean and Good: {r}"
+    );
+    // Broken: the verdict changes, and a failed build is not kept.
+    copy.write(
+        "Ver/Clean.lean",
+        &format!("{clean}\ntheorem Ver.broken : True := nope\n"),
+    );
+    for _ in 0..2 {
+        let r = verify(&mut mcp, &root, path, v, named.clone());
+        assert_eq!(reasons(&r), ["build_failed"], "{r}");
+        assert!(r["provenance"].get("cached").is_none(), "{r}");
+    }
+    copy.write("Ver/Clean.lean", &clean);
+    let r = verify(&mut mcp, &root, path, v, named.clone());
+    assert_eq!(r["provenance"]["cached"], true, "the first key again: {r}");
+
+    // The file itself: a new version is a new key.
+    let good = copy.read(path);
+    copy.write(
+        path,
+        &format!("{good}\ntheorem Ver.late : True := True.intro\n"),
+    );
+    let v2 = sync(&mut mcp, &root, path);
+    let r = verify(&mut mcp, &root, path, v2, named.clone());
+    assert!(r["provenance"].get("cached").is_none(), "{r}");
+    assert_eq!(r["certified"], true, "{r}");
 }

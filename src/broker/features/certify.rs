@@ -143,6 +143,9 @@ pub struct Closure {
     /// What the workspace's lakefile sets for elaboration, or why it cannot
     /// be read.
     pub settings: Result<LeanSettings, String>,
+    /// Each workspace and package module's cache key ([`keys`]), once
+    /// computed.
+    pub keys: HashMap<String, String>,
 }
 
 /// Read the workspace package's lakefile settings (`lakefile.lean` first, as
@@ -209,6 +212,7 @@ pub fn closure(root: &Path, lib: &Path, module: &str, rel: &Path, text: &str) ->
             order: Vec::new(),
             refused: Vec::new(),
             settings: lakefile_settings(&canonical_root),
+            keys: HashMap::new(),
         },
         done: HashSet::new(),
         on_path: HashSet::new(),
@@ -533,9 +537,10 @@ fn check_package(
 
 /// The private cache folder of this process (0700), created on first use;
 /// those of servers that are gone are removed then.
+static CACHE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
 fn cache_dir() -> Result<Dir, FsError> {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let path = DIR.get_or_init(|| {
+    let path = CACHE_DIR.get_or_init(|| {
         remove_orphans();
         std::env::temp_dir().join(safe_fs::random_name(&format!(
             "{CACHE_PREFIX}{}-",
@@ -568,6 +573,71 @@ fn remove_orphans() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// What the lakefile passes `lean` for a workspace module (the caller
+/// checked that it can be passed: a module whose settings cannot is not
+/// built).
+fn lake_args(closure: &Closure, module: &str) -> Vec<String> {
+    closure
+        .settings
+        .as_ref()
+        .ok()
+        .and_then(|s| s.args_for(module).ok())
+        .unwrap_or_default()
+}
+
+/// The cache key of every workspace and package module of the closure: the
+/// SHA-256 of its whole source closure. A workspace module's is its text, the
+/// lakefile's arguments for it, the Lean version, the toolchain and its
+/// imports' keys; a package module's is Lake's hash of its `.olean` and its
+/// imports' keys, so a rebuilt dependency below it changes it. Pure (the
+/// texts were read with the closure).
+pub fn keys(tc: &Toolchain, closure: &Closure) -> HashMap<String, String> {
+    let mut keys: HashMap<String, String> = HashMap::new();
+    let origins: HashMap<&str, &Origin> = closure
+        .order
+        .iter()
+        .map(|n| (n.name.as_str(), &n.origin))
+        .collect();
+    for node in &closure.order {
+        let mut text = match &node.origin {
+            Origin::Toolchain => continue,
+            Origin::Package { check, .. } => format!(
+                "lean-beam-verify package 1\n{}\n{:?}\n",
+                node.name, check.olean_hash
+            ),
+            Origin::Workspace { text, .. } => format!(
+                "lean-beam-verify 2\n{}\n{}\n{}\n{}\n{:?}\n",
+                tc.version,
+                tc.lib.display(),
+                node.name,
+                sha256::hex(text.as_bytes()),
+                lake_args(closure, &node.name)
+            ),
+        };
+        for import in &node.imports {
+            let line = match origins.get(import.as_str()) {
+                Some(Origin::Workspace { .. }) | Some(Origin::Package { .. }) => {
+                    format!("{import} {}\n", keys.get(import).map_or("", String::as_str))
+                }
+                _ => format!("t {import}\n"),
+            };
+            text.push_str(&line);
+        }
+        keys.insert(node.name.clone(), sha256::hex(text.as_bytes()));
+    }
+    keys
+}
+
+/// Where the fresh build of a workspace module of the closure is (or will
+/// be) in this process's cache: `<cache>/<key>/<rel>.<ext>`.
+pub fn fresh_artifact(closure: &Closure, node: &Node, ext: &str) -> Option<PathBuf> {
+    let Origin::Workspace { rel, .. } = &node.origin else {
+        return None;
+    };
+    let key = closure.keys.get(&node.name)?;
+    Some(CACHE_DIR.get()?.join(key).join(rel).with_extension(ext))
 }
 
 /// What a fresh build made.
@@ -622,7 +692,6 @@ pub async fn build(
     .await
     .map_err(|e| BuildError::Setup(e.to_string()))?;
     let cache = Arc::new(cache);
-    let mut keys: HashMap<String, String> = HashMap::new();
     let mut built = Built::default();
     let packages: Vec<String> = {
         let mut libs: Vec<String> = closure
@@ -637,11 +706,6 @@ pub async fn build(
         libs.dedup();
         libs
     };
-    let origins: HashMap<&str, &Origin> = closure
-        .order
-        .iter()
-        .map(|n| (n.name.as_str(), &n.origin))
-        .collect();
     // Lean finds a module in the first search-path folder holding its first
     // component, so the modules of one verify share one folder: a view of
     // hard links to the cached artifacts, removed with the `Built`.
@@ -660,67 +724,40 @@ pub async fn build(
         .join(":");
     for node in &closure.order {
         let Origin::Workspace { rel, text } = &node.origin else {
-            // A package module's key: Lake's hash of its `.olean` and its
-            // imports' keys, so a rebuilt dependency below it changes it.
-            if let Origin::Package { check, .. } = &node.origin {
-                let mut text = format!(
-                    "lean-beam-verify package 1\n{}\n{:?}\n",
-                    node.name, check.olean_hash
-                );
-                for import in &node.imports {
-                    let key = keys.get(import).map_or("", String::as_str);
-                    text.push_str(&format!("{import} {key}\n"));
-                }
-                keys.insert(node.name.clone(), sha256::hex(text.as_bytes()));
-            }
             continue;
         };
-        // What the lakefile passes for it (checked by the caller: a module
-        // whose settings cannot be passed is not built).
-        let lake_args = closure
-            .settings
-            .as_ref()
-            .ok()
-            .and_then(|s| s.args_for(&node.name).ok())
-            .unwrap_or_default();
-        let mut closure_text = format!(
-            "lean-beam-verify 2\n{}\n{}\n{}\n{}\n{:?}\n",
-            tc.version,
-            tc.lib.display(),
-            node.name,
-            sha256::hex(text.as_bytes()),
-            lake_args
-        );
-        for import in &node.imports {
-            let line = match origins.get(import.as_str()) {
-                Some(Origin::Workspace { .. }) | Some(Origin::Package { .. }) => {
-                    format!("{import} {}\n", keys.get(import).map_or("", String::as_str))
-                }
-                _ => format!("t {import}\n"),
-            };
-            closure_text.push_str(&line);
-        }
-        let key = sha256::hex(closure_text.as_bytes());
-        keys.insert(node.name.clone(), key.clone());
+        let key = closure.keys.get(&node.name).cloned().unwrap_or_default();
         let dir = cache.path().join(&key);
-        let olean = dir.join(rel).with_extension("olean");
         built.dirs.insert(node.name.clone(), dir.clone());
-        if olean.is_file() {
-            built.reused += 1;
-            link(&dir, &view, rel).await?;
-            continue;
-        }
-        // Stage: a fresh folder with a copy of the source, compiled there,
-        // renamed to its key when done.
-        let (cache2, rel2, text2) = (Arc::clone(&cache), rel.clone(), Arc::clone(text));
+        // Stage, unless built already: a fresh folder with a copy of the
+        // source, compiled there, renamed to its key when done.
+        let (cache2, rel2, text2, key2) = (
+            Arc::clone(&cache),
+            rel.clone(),
+            Arc::clone(text),
+            key.clone(),
+        );
         let staged = safe_fs::off_runtime(cache.path(), "stage a module in", move || {
-            stage(&cache2, &rel2, &text2)
+            let done = cache2
+                .path()
+                .join(&key2)
+                .join(&rel2)
+                .with_extension("olean");
+            if done.is_file() {
+                return Ok(None);
+            }
+            stage(&cache2, &rel2, &text2).map(Some)
         })
         .await
         .map_err(|e| BuildError::Setup(e.to_string()))?;
+        let Some(staged) = staged else {
+            built.reused += 1;
+            link(&dir, &view, rel).await?;
+            continue;
+        };
         let lean_path = search.clone();
         let out = staged.join(rel).with_extension("olean");
-        let mut args = lake_args;
+        let mut args = lake_args(closure, &node.name);
         args.extend([
             "-o".to_string(),
             out.to_string_lossy().into_owned(),
@@ -743,7 +780,12 @@ pub async fn build(
             Err(e) => return Err(BuildError::Setup(format!("{}: {e:?}", tc.lean.display()))),
         };
         if !output.status.success() {
-            let _ = std::fs::remove_dir_all(&staged);
+            let gone = staged.clone();
+            let _ = safe_fs::off_runtime(cache.path(), "remove a failed build in", move || {
+                let _ = std::fs::remove_dir_all(&gone);
+                Ok(())
+            })
+            .await;
             let mut text = compiler::tail(&output.stdout);
             text.push_str(&compiler::tail(&output.stderr));
             return Err(BuildError::Failed {
@@ -769,7 +811,7 @@ pub async fn build(
     built.lean_path = search;
     let (prune_cache, keep) = (
         Arc::clone(&cache),
-        keys.into_values().collect::<HashSet<_>>(),
+        closure.keys.values().cloned().collect::<HashSet<_>>(),
     );
     // Pruning is housekeeping: a failure leaves the cache as it was.
     let _ = safe_fs::off_runtime(cache.path(), "prune the verify cache in", move || {
