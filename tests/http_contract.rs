@@ -1889,18 +1889,20 @@ impl InProcess {
             .expect("event channel open")
     }
 
-    /// Wait until `n` calls are admitted (running or waiting for a slot).
+    /// Wait until `n` calls are admitted (running or waiting for a slot): on
+    /// the dispatcher's own count as it changes (its limit only stops a
+    /// hang).
     async fn until_admitted(&self, n: usize) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while self.dispatcher.admitted() != n {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{} calls admitted, expected {n}",
-                self.dispatcher.admitted()
-            );
-            tokio::task::yield_now().await;
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let mut admitted = self.dispatcher.admitted_changes();
+        let reached = tokio::time::timeout(Duration::from_secs(20), admitted.wait_for(|a| *a == n))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false);
+        assert!(
+            reached,
+            "{} calls admitted, expected {n}",
+            self.dispatcher.admitted()
+        );
     }
 }
 
