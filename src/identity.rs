@@ -33,12 +33,14 @@ with your own tool, lean_sync it (diagnostics and a version), lean_todo that ver
 probe and range), try several candidate texts in one lean_run_batch call at an item's probe, write \
 the first closed one over the item's range, then lean_sync again. Every Lean tool takes a \
 workspace {\"root\": \"/absolute/project/path\"}; pass the same one each time; a `path` is \
-relative to that root, or absolute; a `version` is one lean_sync or lean_update returned. Goals \
+relative to that root, or absolute; a `version` is one lean_sync or lean_update returned; a \
+handle's calls take the path of the file it was cut from. Goals \
 come as Lean prints them (`pretty`); pass structured_goals: true for their parts (hyps, target, \
 goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is Lean's \
-maxHeartbeats in thousands, timeout_ms counts from when a shadow slot is free. Results are \
+maxHeartbeats in thousands, timeout_ms a wall-clock limit from when a shadow slot is free. Results are \
 bounded: a field past 6,000 characters is cut in the middle (a marker gives its length), a \
-result past 64 KiB (max_result_bytes) is cut further, and `truncated` then says what was cut. \
+result past 64 KiB (or the max_result_bytes a tool with Lean text takes) is cut further, and \
+`truncated` then says what was cut. \
 The server never \
 writes .lean files. Without _meta.progressToken, a call still running after 2 s sends one \
 `beam.status` log at level notice.";
