@@ -218,7 +218,7 @@ async fn sync_waits_for_the_elaboration_of_its_version() {
     let ws = Workspace::new();
     ws.write("A.lean", "def a := oops\n");
     let broker = Arc::new(broker(&lean));
-    let call = {
+    let mut call = {
         let (broker, ws) = (Arc::clone(&broker), ws.descriptor());
         tokio::spawn(async move {
             broker
@@ -227,8 +227,10 @@ async fn sync_waits_for_the_elaboration_of_its_version() {
                 .map(|r| r.diagnostics.counts.error)
         })
     };
-    lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics")
-        .await;
+    tokio::select! {
+        answer = &mut call => panic!("the sync answered before Lean elaborated: {answer:?}"),
+        _ = lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics") => {}
+    }
     assert!(
         !call.is_finished(),
         "the sync answered before Lean elaborated"
