@@ -136,7 +136,9 @@ fn read(text: &str) -> Vec<Value> {
                 .any(|l| l.contains("trivial") || l.contains("sorry") || l.contains("oops"));
             if !settled {
                 let by = line.rfind("by").unwrap() as u32;
-                found.push(diagnostic(n, by, by + 2, 1, "unsolved goals\n⊢ True"));
+                let mut unsolved = diagnostic(n, by, by + 2, 1, "unsolved goals\n⊢ True");
+                unsolved["leanTags"] = serde_json::json!([1]);
+                found.push(unsolved);
             }
         }
     }
