@@ -23,3 +23,4 @@ pub mod sha256;
 pub mod stats;
 pub mod surface;
 pub mod util;
+pub mod wire;

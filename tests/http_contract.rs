@@ -344,7 +344,7 @@ async fn each_legacy_revision_is_negotiated_over_http() {
     let server = Server::start(&[]);
     let port = server.port;
     let mut seen: Vec<(&str, Value)> = Vec::new();
-    for revision in lean_beam_mcp::mcp::era::SUPPORTED_LEGACY {
+    for revision in lean_beam_mcp::identity::SUPPORTED_LEGACY {
         let sid = legacy_session_at(port, revision).await;
         let headers = [
             ("mcp-session-id", sid.as_str()),

@@ -42,10 +42,10 @@ pub struct Runtime {
     shadow_slots: usize,
     shadows: Mutex<HashMap<PathBuf, Arc<Pool>>>,
     /// The header-keyed virtual documents of `lean_run_code`.
-    pub snippets: crate::broker::features::run_code::Headers,
+    pub snippets: super::snippet_docs::Headers,
     /// The toolchain `lean_verify` builds with, once found (a toolchain
     /// change needs `lean_drop_workspace` anyway).
-    pub toolchain: tokio::sync::OnceCell<crate::broker::features::certify::Toolchain>,
+    pub toolchain: tokio::sync::OnceCell<super::compiler::Toolchain>,
     bases: Bases,
     pub handles: HandleStore,
     /// The compiled imports Lean loaded, to notice checkpoints written by

@@ -12,7 +12,7 @@ use super::server::LeanServer;
 use super::sync;
 use super::wait::Wait;
 use super::workspace::Resolved;
-use crate::broker::Broker;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::text::PositionError;
@@ -48,11 +48,11 @@ impl Bound<'_> {
             .into_iter()
             .filter(|snap| snap.version == version)
             .find_map(|snap| {
-                let error = crate::broker::features::run_code::header_errors(snap, text).next()?;
+                let error = super::snippet_docs::header_errors(snap, text).next()?;
                 Some(Error::HeaderFailed {
                     path: self.doc.path.shown.clone(),
                     version,
-                    import: crate::broker::features::run_code::failed_import(text, error),
+                    import: super::snippet_docs::failed_import(text, error),
                     message: super::diagnostics::message(error).to_owned(),
                 })
             })
@@ -82,7 +82,7 @@ pub fn position_error(error: &PositionError, line_text: Option<&str>) -> Error {
     }
 }
 
-impl Broker {
+impl Runtimes {
     /// Resolve the workspace and path of a snapshot-bound call and pin
     /// `version`. The runtime must exist and the document must have been
     /// synced; neither is created here.
@@ -98,7 +98,7 @@ impl Broker {
 }
 
 async fn bind<'c>(
-    broker: &Broker,
+    broker: &Runtimes,
     sink: &'c dyn ProgressSink,
     workspace: &str,
     path: &str,

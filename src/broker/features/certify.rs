@@ -24,9 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::broker::engine::compiler::{self, RunError};
-use crate::broker::engine::launch::Launcher;
-use crate::broker::engine::workspace::Root;
+use crate::broker::engine::compiler::{self, RunError, Toolchain};
 use crate::lean_source::lexer::{self, LexemeKind};
 use crate::lean_source::outline;
 use crate::safe_fs::{self, Dir, Existing, FsError};
@@ -42,47 +40,6 @@ const MAX_CACHED_MODULES: usize = 1_024;
 /// Folders of the private build cache in the temp dir:
 /// `lean-beam-verify-<pid>-<random>`.
 const CACHE_PREFIX: &str = "lean-beam-verify-";
-
-/// The toolchain a workspace builds with.
-#[derive(Debug, Clone)]
-pub struct Toolchain {
-    /// Its `lean` (`<prefix>/bin/lean`).
-    pub lean: PathBuf,
-    /// Its own library (`<prefix>/lib/lean`).
-    pub lib: PathBuf,
-    /// The first line of `lean --version`.
-    pub version: String,
-}
-
-impl Toolchain {
-    /// Ask the workspace's compiler for its prefix and version.
-    pub async fn find(launcher: &Launcher, root: &Root, limit: Duration) -> Result<Self, String> {
-        let ask = |flag: &str| {
-            let args = [flag.to_string()];
-            async move {
-                let (describe, run) = compiler::run(launcher, root, &args, None, limit).await;
-                match run {
-                    Ok(o) if o.status.success() => {
-                        let text = String::from_utf8_lossy(&o.stdout);
-                        Ok(text.lines().next().unwrap_or("").trim().to_string())
-                    }
-                    Ok(o) => Err(format!(
-                        "`{describe}` failed: {}",
-                        compiler::tail(&o.stderr)
-                    )),
-                    Err(e) => Err(format!("`{describe}` did not run: {e:?}")),
-                }
-            }
-        };
-        let prefix = PathBuf::from(ask("--print-prefix").await?);
-        let version = ask("--version").await?;
-        Ok(Toolchain {
-            lean: prefix.join("bin/lean"),
-            lib: prefix.join("lib/lean"),
-            version,
-        })
-    }
-}
 
 /// Where a module of the closure comes from.
 #[derive(Debug, Clone)]

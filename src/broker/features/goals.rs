@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::broker::ask::GoalsMode;
 use crate::broker::engine::snapshot::Target;
 use crate::broker::error::Result;
 use crate::lsp::LeanErrorCode;
@@ -17,15 +18,6 @@ use crate::lsp::protocol::{
 };
 use crate::results::{Goal, GoalParts, GoalSource, Hypothesis};
 use lsp_types::Position;
-
-/// Which goals of a tactic a query asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoalsMode {
-    /// The goals the tactic starts from.
-    Before,
-    /// The goals it leaves.
-    After,
-}
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);

@@ -20,10 +20,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::certify::{self, BuildError, Closure, Origin, Toolchain};
-use crate::broker::Broker;
+use super::certify::{self, BuildError, Closure, Origin};
+use crate::broker::ask::{Declaration, Verify};
 use crate::broker::engine::checkpoint;
+use crate::broker::engine::compiler::Toolchain;
 use crate::broker::engine::runtime::Runtime;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::hatches::{self, Hit};
@@ -52,7 +54,7 @@ const VERSION_LIMIT: Duration = Duration::from_secs(30);
 
 /// The toolchain of the workspace, found once per runtime (a failed search
 /// is tried again next time).
-async fn toolchain(broker: &Broker, rt: &Runtime) -> Result<Toolchain> {
+async fn toolchain(broker: &Runtimes, rt: &Runtime) -> Result<Toolchain> {
     rt.toolchain
         .get_or_try_init(|| Toolchain::find(broker.launcher(), &rt.root, VERSION_LIMIT))
         .await
@@ -179,23 +181,6 @@ fn check_reference(reference: &str) -> Result<()> {
     Ok(())
 }
 
-/// A declaration to certify, and the statement it must have, if any.
-#[derive(Debug, Clone)]
-pub struct Declaration {
-    pub name: String,
-    pub reference: Option<String>,
-}
-
-/// What `lean_verify` asks.
-pub struct Verify<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub path: &'a str,
-    pub version: u64,
-    pub declarations: &'a [Declaration],
-    pub allowed_axioms: &'a [String],
-}
-
 /// One question of the check module: the line it starts on (1-based), the
 /// declaration, and whether it is the reference check.
 struct Question {
@@ -246,7 +231,7 @@ fn file_sha256(path: &Path) -> Option<String> {
     .map(|c| sha256::hex(&c.bytes))
 }
 
-impl Broker {
+impl Runtimes {
     /// Certify declarations of a synced version (see the module's account).
     pub async fn verify(&self, sink: &dyn ProgressSink, args: &Verify<'_>) -> Result<VerifyResult> {
         if args.declarations.len() > MAX_DECLARATIONS {

@@ -4,7 +4,9 @@
 use super::reading::*;
 use super::text::lsp_position;
 use super::*;
+use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
+use crate::results::{RunMessage, Severity};
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
@@ -51,24 +53,6 @@ impl Inserted {
             }
         }
         d
-    }
-}
-
-/// Per-probe budgets: Lean's `maxHeartbeats` (in thousands, as `set_option`
-/// takes it) for the probe's command, and wall-clock time from when a slot
-/// is free to when its answer is read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Budget {
-    pub max_heartbeats: Option<u64>,
-    pub timeout: Option<std::time::Duration>,
-}
-
-impl Budget {
-    pub fn new(max_heartbeats: Option<u64>, timeout_ms: Option<u64>) -> Self {
-        Budget {
-            max_heartbeats,
-            timeout: timeout_ms.map(std::time::Duration::from_millis),
-        }
     }
 }
 
@@ -196,7 +180,7 @@ pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
 /// also ends the file's progress as fatal, and its errors are the answer.
 fn crashed(snap: &Snapshot, text: &str) -> bool {
     snap.progress.fatal
-        && crate::broker::features::run_code::header_errors(snap, text)
+        && crate::broker::engine::snippet_docs::header_errors(snap, text)
             .next()
             .is_none()
 }
@@ -348,11 +332,47 @@ pub(super) async fn run_step(
             }),
         },
     };
+    let ran = match ran {
+        // The worker died under the step: a verdict like any other, the same
+        // from every probe tool (a batch candidate's, a single probe's), not
+        // a tool error naming the shadow document. The slot was closed and
+        // opens on a new worker at its next use.
+        Err(error) if error.lost_worker() => Ok(Ran {
+            result: RunResult {
+                workspace: rt.root.descriptor(),
+                line_text: None,
+                outcome: Outcome::Crashed,
+                success: false,
+                sorry: false,
+                messages: vec![RunMessage {
+                    severity: Severity::Error,
+                    text: CRASHED.to_owned(),
+                    range: None,
+                    step_range: None,
+                    unplaced: true,
+                    before_step: false,
+                }],
+                traces: Vec::new(),
+                proof_state: None,
+                next_handle: None,
+                exhausted: None,
+                disk_changed: false,
+            },
+            crashed: true,
+            elapsed: started.elapsed(),
+            step: None,
+        }),
+        other => other,
+    };
     ran.map(|ran| Ran {
         elapsed: started.elapsed(),
         ..ran
     })
 }
+
+/// What a step whose worker died says.
+const CRASHED: &str = "Lean's worker died under this text (it crashed or was killed): nothing \
+else is known of it; the next probe runs on a new worker, and the file itself is unaffected";
 
 /// Lean's diagnostics on an elaborated step, with the text the broker put
 /// before the step's command taken out, and their reading.
