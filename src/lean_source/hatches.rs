@@ -83,6 +83,14 @@ pub struct Hit {
 /// `sorryAx`, which the axiom check sees).
 const KERNEL_BYPASS: &[&str] = &["debug.skipKernelTC"];
 
+/// Whether setting option `name` to `value` (as a lakefile or a `-D`
+/// argument gives it) lets declarations past the kernel: anything but
+/// `false` counts, as in the source scan.
+pub fn option_bypasses_kernel(name: &str, value: &str) -> bool {
+    let name = super::lexer::canonical_name(name);
+    KERNEL_BYPASS.contains(&name.as_str()) && value.trim() != "false"
+}
+
 /// Words that name the kernel bypass in any spelling or the unchecked path
 /// itself (`Environment.addDeclWithoutChecking`): named anywhere in code or
 /// a string literal, they fail a verdict.
