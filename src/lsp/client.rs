@@ -201,7 +201,7 @@ impl LspClient {
     /// output drained (up to half a second), and a request sent meanwhile
     /// fails although it came after the death.
     pub fn is_running(&self) -> bool {
-        self.is_alive() && tree::runs(self.connection.pid())
+        self.is_alive() && self.connection.runs()
     }
 
     /// `serverInfo` from the `initialize` result (`{"name":"Lean 4 Server","version":…}`),

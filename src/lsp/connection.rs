@@ -49,6 +49,8 @@ pub(super) struct Connection {
     program: String,
     /// Pid of the server = its process group id.
     pid: u32,
+    /// The server's `/proc/<pid>/stat`, kept open for [`Connection::runs`].
+    watched: tree::Watched,
     /// Marks every process of this server's tree (see [`tree`]).
     tree_token: String,
     /// Set once the tree was swept after the server was reaped.
@@ -84,6 +86,7 @@ impl Connection {
         Connection {
             program,
             pid,
+            watched: tree::Watched::new(pid),
             tree_token,
             tree_swept: AtomicBool::new(false),
             next_id: AtomicI64::new(1),
@@ -110,6 +113,11 @@ impl Connection {
     /// Pid of the server = its process group id.
     pub(super) fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The server process runs and will go on running (see [`tree::runs`]).
+    pub(super) fn runs(&self) -> bool {
+        self.watched.runs()
     }
 
     /// The mark of every process of this server's tree.
