@@ -344,7 +344,7 @@ async fn each_legacy_revision_is_negotiated_over_http() {
     let server = Server::start(&[]);
     let port = server.port;
     let mut seen: Vec<(&str, Value)> = Vec::new();
-    for revision in lean_beam_mcp::mcp::era::SUPPORTED_LEGACY {
+    for revision in lean_beam_mcp::identity::SUPPORTED_LEGACY {
         let sid = legacy_session_at(port, revision).await;
         let headers = [
             ("mcp-session-id", sid.as_str()),
@@ -1818,7 +1818,9 @@ async fn sigterm_closes_streams_and_exits_cleanly() {
 
 #[test]
 fn official_python_client_calls_lean_sync_over_http() {
-    let l = common::lean::lean();
+    let Some(l) = common::lean::lean_or_skip() else {
+        return;
+    };
     let stdout = l.run_python_client("lean_sync_http.py");
     for mode in [
         "mode=2026-07-28 protocol=2026-07-28",

@@ -512,7 +512,7 @@ impl<O: Handler + 'static> Server<O> {
 
     /// A call ended without a response: cancelled by the client (legacy
     /// `notifications/cancelled`) or by shutdown.
-    fn no_response(&self, id: &crate::mcp::jsonrpc::RequestId) -> Response<Body> {
+    fn no_response(&self, id: &crate::wire::RequestId) -> Response<Body> {
         if self.draining.is_draining() {
             reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,

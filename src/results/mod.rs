@@ -38,6 +38,7 @@ mod inspect;
 mod process;
 mod run_code;
 mod speculate;
+mod truncated;
 mod verify;
 
 pub use batch::*;
@@ -48,6 +49,7 @@ pub use inspect::*;
 pub use process::*;
 pub use run_code::*;
 pub use speculate::*;
+pub use truncated::*;
 pub use verify::*;
 
 use schemars::JsonSchema;
