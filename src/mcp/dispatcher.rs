@@ -719,6 +719,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
     pub fn admitted(&self) -> usize {
         *self.admitted.borrow()
     }
+
+    /// The count of admitted calls as it changes: what waits on it sees each
+    /// admission and each finished call (the in-process tests wait on it,
+    /// never polling).
+    pub fn admitted_changes(&self) -> watch::Receiver<usize> {
+        self.admitted.subscribe()
+    }
 }
 
 /// The canonical form of a root, as the key of its fence: symlinked aliases

@@ -990,3 +990,25 @@ fn every_tool_with_lean_text_fits_max_result_bytes_and_says_it_was_cut() {
     );
     assert!(small.get("truncated").is_none(), "{small:.600}");
 }
+
+/// A probe that outlasts the server's sync limit is told of the user's file
+/// (issue 26 item 3: the error named the shadow document and its version,
+/// `Fix/Batch.lean#shadow-0 version 3`, which mean nothing to an agent).
+#[test]
+fn a_probe_past_the_sync_limit_names_the_users_file_not_its_shadow() {
+    let root = fixture();
+    let mut mcp = spawn_with(&[("LEAN_BEAM_SYNC_TIMEOUT_SECS", "3")]);
+    let v = sync(&mut mcp, &root, BATCH);
+    let error = mcp.call_err(
+        "lean_run_at",
+        json!({"workspace": ws(&root), "path": BATCH, "version": v,
+               "line": TACTIC.0, "character": TACTIC.1, "text": "sleep 600000"}),
+    );
+    assert_eq!(error["code"], "syncBarrierIncomplete", "{error}");
+    assert!(!error.to_string().contains("shadow"), "{error}");
+    assert_eq!(error["data"]["path"], BATCH, "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("timeout_ms"),
+        "{error}"
+    );
+}

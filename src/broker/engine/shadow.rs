@@ -23,7 +23,7 @@ use super::server::LeanServer;
 use super::sync;
 use super::workspace::DocPath;
 use crate::broker::ask::Mode;
-use crate::broker::error::Result;
+use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 pub use crate::lean_source::placement::{Placement, advance};
 use crate::process::tree::Seen;
@@ -339,7 +339,15 @@ pub async fn elaborate(
             && snap.published
     };
     let sent = edit.lifecycle().sent();
-    sync::barrier(server, doc, version, limit, &mut forwarder, Some(&complete)).await?;
+    sync::barrier(server, doc, version, limit, &mut forwarder, Some(&complete))
+        .await
+        .map_err(|error| match error {
+            Error::BarrierIncomplete { limit, .. } => Error::ProbeIncomplete {
+                path: shown.to_owned(),
+                limit,
+            },
+            other => other,
+        })?;
     slot.reset = None;
     server.settle().await;
     remember_worker(server, doc, sent).await;

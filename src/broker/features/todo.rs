@@ -126,7 +126,7 @@ impl Runtimes {
             bound.disk_changed()
         );
         waited?;
-        bound.session.settle().await;
+        bound.server.settle().await;
         let snapshot = bound.doc.snapshot();
         if snapshot.version != pinned.version {
             return Err(snapshot::version_mismatch(
