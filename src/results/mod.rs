@@ -37,6 +37,7 @@ mod feedback;
 mod inspect;
 mod process;
 mod run_code;
+mod search;
 mod speculate;
 mod verify;
 
@@ -47,6 +48,7 @@ pub use feedback::*;
 pub use inspect::*;
 pub use process::*;
 pub use run_code::*;
+pub use search::*;
 pub use speculate::*;
 pub use verify::*;
 
