@@ -19,7 +19,7 @@ tests/fixtures/long/Long.lean (1,999 lines, 165 blocks; block k starts at line
 
 From the second probe at a place with enough commands before it, the broker
 compiles that prefix in the background and later probes there import it (a
-"prefix base", src/broker/bases.rs); the cold figures are before that.
+"prefix base", src/broker/engine/bases.rs); the cold figures are before that.
 
 Every probe has a text of its own (all successful), so each one is really
 elaborated. Latencies are medians after a warm-up, measured twice: paced (an

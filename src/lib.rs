@@ -11,6 +11,7 @@ pub mod context;
 pub mod doctor;
 pub mod http;
 pub mod identity;
+pub(crate) mod lean_source;
 pub mod lsp;
 pub mod mcp;
 pub mod ops;

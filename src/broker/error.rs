@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::text::PositionError;
+use crate::lean_source::text::PositionError;
 use crate::lsp::LeanErrorCode;
 use crate::lsp::LspError;
 use crate::results::{DiagnosticCounts, DocumentProgress};

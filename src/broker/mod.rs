@@ -2,48 +2,14 @@
 //! the first request that needs it and kept until it is dropped or the server
 //! shuts down.
 
-pub(crate) mod bases;
-pub(crate) mod certify;
-pub(crate) mod checkpoint;
-pub(crate) mod compiler;
-pub(crate) mod completions;
-pub(crate) mod concurrent;
-pub(crate) mod diagnostics;
-pub(crate) mod docs;
-pub(crate) mod document;
-pub(crate) mod edit;
+pub(crate) mod engine;
 pub(crate) mod error;
-pub(crate) mod forward;
-pub(crate) mod goals;
-pub(crate) mod handle_edit;
-pub(crate) mod handles;
-pub(crate) mod hatches;
-pub(crate) mod heartbeats;
-pub(crate) mod import_stamps;
-pub(crate) mod importers;
-pub(crate) mod inspect;
-pub(crate) mod intent;
-pub(crate) mod lakefile;
-pub(crate) mod launch;
-pub(crate) mod lexer;
-pub(crate) mod outline;
-pub(crate) mod placement;
-pub(crate) mod probe;
+pub(crate) mod features;
 pub(crate) mod progress;
-pub(crate) mod report;
-pub(crate) mod runtime;
-pub(crate) mod server;
-pub(crate) mod shadow;
-pub(crate) mod signatures;
-pub(crate) mod snapshot;
-pub(crate) mod snippets;
-pub(crate) mod sync;
-pub(crate) mod term_goal;
-pub(crate) mod text;
-pub(crate) mod todo;
-pub(crate) mod verify;
-pub(crate) mod wait;
-pub(crate) mod workspace;
+
+use engine::{bases, checkpoint, docs, handles, workspace};
+use engine::{diagnostics, edit, launch, runtime, sync};
+use features::{goals, inspect, probe, run_code as snippets, todo, verify};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -51,6 +17,7 @@ use std::sync::{Arc, Mutex};
 pub use launch::{Launcher, Limits, Timeouts};
 use runtime::{Runtime, RuntimeUse};
 
+pub use crate::lean_source::text::PositionError;
 use crate::results::{self, LimitUse, RuntimeStats};
 use crate::util::lock;
 pub use diagnostics::DiagnosticScope;
@@ -68,7 +35,6 @@ pub use probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start, ver
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 pub use snippets::RunCode;
 pub use sync::SyncOptions;
-pub use text::PositionError;
 pub use todo::Todo;
 pub use verify::{Declaration, Verify};
 pub use workspace::Root;

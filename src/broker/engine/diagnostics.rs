@@ -1,0 +1,322 @@
+//! Lean diagnostics as the broker keeps them: counts, scope filtering, log
+//! levels and save readiness.
+
+use serde_json::Value;
+
+use super::bases::DIR_PREFIX;
+use crate::broker::progress::LogLevel;
+use crate::results::{DiagnosticCounts, DiagnosticItem, Readiness, ReadinessReason, Severity};
+
+/// Which diagnostics a call reports item by item (counts are always whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiagnosticScope {
+    /// Errors only.
+    Errors,
+    /// Every severity.
+    All,
+}
+
+/// LSP severities.
+pub const ERROR: u64 = 1;
+pub const WARNING: u64 = 2;
+pub const INFORMATION: u64 = 3;
+pub const HINT: u64 = 4;
+
+/// Lean's message for a document whose imports were rebuilt underneath it.
+pub const IMPORTS_OUT_OF_DATE: &str = "Imports are out of date";
+
+/// Severity of one published diagnostic (missing means error, as in LSP).
+pub fn severity(diagnostic: &Value) -> u64 {
+    diagnostic
+        .get("severity")
+        .and_then(Value::as_u64)
+        .unwrap_or(ERROR)
+}
+
+/// Whether a message says that a declaration uses `sorry` (Lean's warning
+/// "declaration uses `sorry`", on the declaration's name).
+pub fn says_sorry(text: &str) -> bool {
+    text.starts_with("declaration uses") && text.contains("sorry")
+}
+
+pub fn message(diagnostic: &Value) -> &str {
+    diagnostic
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Silent messages ("Goals accomplished!") are editor-only and dropped at
+/// reception.
+pub fn is_silent(diagnostic: &Value) -> bool {
+    diagnostic.get("isSilent").and_then(Value::as_bool) == Some(true)
+}
+
+pub fn in_scope(diagnostic: &Value, scope: DiagnosticScope) -> bool {
+    match scope {
+        DiagnosticScope::All => true,
+        DiagnosticScope::Errors => severity(diagnostic) == ERROR,
+    }
+}
+
+/// The MCP log level a diagnostic travels at.
+pub fn log_level(diagnostic: &Value) -> LogLevel {
+    match severity(diagnostic) {
+        ERROR => LogLevel::Error,
+        WARNING => LogLevel::Warning,
+        INFORMATION => LogLevel::Info,
+        _ => LogLevel::Debug,
+    }
+}
+
+pub fn severity_name(severity: u64) -> Severity {
+    match severity {
+        ERROR => Severity::Error,
+        WARNING => Severity::Warning,
+        INFORMATION => Severity::Information,
+        HINT => Severity::Hint,
+        _ => Severity::Unknown,
+    }
+}
+
+/// The Lake build output line carried by a publish, if that publish is one of
+/// the worker's `lake setup-file` progress reports rather than diagnostics.
+///
+/// Lean 4.35 (`Lean.Server.FileWorker.setupImports`, passing `handleStderr` to
+/// `setupFile` in `FileWorker/SetupFile.lean`) runs `$LAKE setup-file <file> -`
+/// before it processes the header, and publishes each line Lake writes to
+/// stderr (build progress such as `✔ [3/7] Built Mod (1.2s)`, with its
+/// newline) as a publish of exactly one diagnostic: severity information,
+/// `range` 0:0–1:0, `fullRange` from 0:0 to the end of the file, and no
+/// `source`. An empty publish clears it when Lake exits. Elaboration messages
+/// always carry `source: "Lean 4"` (also a failed setup, reported as an error
+/// at the header); the only other source-less message, the sticky "Imports are
+/// out of date" notice, is excluded by its text.
+pub fn lake_setup_line(diagnostics: &[Value]) -> Option<&str> {
+    let [d] = diagnostics else { return None };
+    let at = |p: &str| d.pointer(p).and_then(Value::as_u64);
+    let header_line = [
+        at("/range/start/line"),
+        at("/range/start/character"),
+        at("/range/end/line"),
+        at("/range/end/character"),
+    ] == [Some(0), Some(0), Some(1), Some(0)];
+    let text = d.get("message").and_then(Value::as_str)?;
+    let from_start =
+        at("/fullRange/start/line") == Some(0) && at("/fullRange/start/character") == Some(0);
+    (d.get("severity").and_then(Value::as_u64) == Some(INFORMATION)
+        && d.get("source").is_none()
+        && header_line
+        && from_start
+        && !text.starts_with(IMPORTS_OUT_OF_DATE))
+    .then_some(text)
+}
+
+/// Lean's messages without the server's private prefix-base directories,
+/// which it puts on Lean's search path: an import that fails lists every
+/// search path entry, and the module the user imports is named in the
+/// message already. An entry on a line of its own goes; a path elsewhere is
+/// named for what it is. `None` when the message shows none.
+pub fn scrub_private_paths(message: &str) -> Option<String> {
+    if !message.contains(DIR_PREFIX) {
+        return None;
+    }
+    let lines: Vec<&str> = message
+        .split('\n')
+        .filter(|line| {
+            // A search path entry: one path alone on its line.
+            let entry = line.trim();
+            let private_entry = entry.contains(DIR_PREFIX) && !entry.contains(char::is_whitespace);
+            !private_entry
+        })
+        .collect();
+    let mut out = lines.join("\n");
+    let delimits = |c: char| c.is_whitespace() || "'\"`()[]{},".contains(c);
+    while let Some(at) = out.find(DIR_PREFIX) {
+        let start = out[..at].rfind(delimits).map_or(0, |i| i + 1);
+        let end = out[at..].find(delimits).map_or(out.len(), |i| at + i);
+        out.replace_range(start..end, "(a prefix base of lean-beam-mcp)");
+    }
+    Some(out)
+}
+
+/// A diagnostic as agents may see it (see [`scrub_private_paths`]).
+pub fn scrub(diagnostic: &mut Value) {
+    let scrubbed = diagnostic
+        .get("message")
+        .and_then(Value::as_str)
+        .and_then(scrub_private_paths);
+    if let Some(message) = scrubbed {
+        diagnostic["message"] = Value::String(message);
+    }
+}
+
+/// The complete counts of a diagnostic set.
+pub fn counts(diagnostics: &[Value]) -> DiagnosticCounts {
+    let mut counts = DiagnosticCounts {
+        total: diagnostics.len() as u64,
+        ..DiagnosticCounts::default()
+    };
+    for d in diagnostics {
+        let slot = match severity_name(severity(d)) {
+            Severity::Error => &mut counts.error,
+            Severity::Warning => &mut counts.warning,
+            Severity::Information => &mut counts.information,
+            Severity::Hint => &mut counts.hint,
+            Severity::Unknown => &mut counts.unknown,
+        };
+        *slot += 1;
+    }
+    counts
+}
+
+/// The agent-facing form of one diagnostic: the LSP fields that matter, with a
+/// severity name in place of the number.
+pub fn item(diagnostic: &Value) -> DiagnosticItem {
+    let range = diagnostic.get("range");
+    DiagnosticItem {
+        range: range.cloned().unwrap_or(Value::Null),
+        severity: severity_name(severity(diagnostic)),
+        message: message(diagnostic).to_owned(),
+        full_range: diagnostic
+            .get("fullRange")
+            .filter(|full| Some(*full) != range)
+            .cloned(),
+        code: diagnostic.get("code").cloned(),
+    }
+}
+
+/// Save readiness of one elaborated version.
+pub fn readiness(diagnostics: &[Value], fatal: bool) -> Readiness {
+    let blocking: Vec<&Value> = diagnostics
+        .iter()
+        .filter(|d| severity(d) == ERROR)
+        .collect();
+    let mut messages: Vec<String> = Vec::new();
+    if fatal {
+        messages.push(
+            "Lean stopped processing this file (a fatal error or a crashed worker); it cannot be saved"
+                .to_string(),
+        );
+    }
+    let reason = if fatal {
+        ReadinessReason::FatalError
+    } else if !blocking.is_empty() {
+        ReadinessReason::Errors
+    } else {
+        ReadinessReason::Ok
+    };
+    let count = (blocking.len() + usize::from(fatal)) as u64;
+    Readiness {
+        save_ready: count == 0,
+        reason,
+        blocking_error_count: count,
+        blocking_diagnostics: blocking.iter().map(|d| item(d)).collect(),
+        blocking_messages: messages,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The seed's visibility table fixes each Lean severity's log level: at
+    /// minimum level `error` only errors show, at `warning` and `notice`
+    /// errors and warnings, at `info` information too, at `debug` hints too.
+    /// So a Lean error is an `error` log (hosts such as Codex print it as an
+    /// ERROR line; the seed leaves no room to lower it). Where the seed is
+    /// silent, a severity LSP does not define is no server error (`debug`);
+    /// one left out is read as an error here as in the counts and readiness
+    /// (LSP leaves it to the client; Lean always sends one).
+    #[test]
+    fn log_levels_of_lean_diagnostics_follow_the_seeds_table() {
+        for (severity, level) in [
+            (json!(ERROR), LogLevel::Error),
+            (json!(WARNING), LogLevel::Warning),
+            (json!(INFORMATION), LogLevel::Info),
+            (json!(HINT), LogLevel::Debug),
+            (json!(7), LogLevel::Debug),
+            (Value::Null, LogLevel::Error),
+        ] {
+            let diagnostic = json!({"severity": severity, "message": "m"});
+            assert_eq!(log_level(&diagnostic), level, "{diagnostic}");
+        }
+    }
+
+    #[test]
+    fn sorry_warnings_are_recognized() {
+        assert!(says_sorry("declaration uses `sorry`"));
+        assert!(says_sorry("declaration uses 'sorry'"));
+        assert!(!says_sorry("unknown identifier 'sorry_free'"));
+    }
+
+    #[test]
+    fn private_base_directories_are_left_out_of_messages() {
+        let message = "unknown module prefix 'Nope'\n\nNo directory 'Nope' or file 'Nope.olean' in the search path entries:\n/w/.lake/build/lib/lean\n/tmp/lean-beam-bases-20944-bfe713be51e32db5\n/opt/lean/lib/lean";
+        assert_eq!(
+            scrub_private_paths(message).as_deref(),
+            Some(
+                "unknown module prefix 'Nope'\n\nNo directory 'Nope' or file 'Nope.olean' in the search path entries:\n/w/.lake/build/lib/lean\n/opt/lean/lib/lean"
+            )
+        );
+        let inline = "object file '/tmp/lean-beam-bases-1-ab/LeanBeamBase/P1.olean' of module LeanBeamBase.P1 does not exist";
+        let scrubbed = scrub_private_paths(inline).unwrap();
+        assert!(!scrubbed.contains("lean-beam-bases"), "{scrubbed}");
+        assert!(
+            scrubbed.starts_with("object file '(a prefix base"),
+            "{scrubbed}"
+        );
+        assert_eq!(scrub_private_paths("Unknown identifier `x`"), None);
+    }
+
+    #[test]
+    fn counts_and_readiness() {
+        let diags = vec![
+            json!({"severity": 1, "message": "bad", "range": {}}),
+            json!({"severity": 2, "message": "meh", "range": {}}),
+            json!({"severity": 3, "message": "fyi", "range": {}}),
+        ];
+        let c = counts(&diags);
+        assert_eq!((c.error, c.warning, c.information, c.total), (1, 1, 1, 3));
+        let r = readiness(&diags, false);
+        assert!(!r.save_ready);
+        assert_eq!(r.reason, ReadinessReason::Errors);
+        assert!(readiness(&diags[1..], false).save_ready);
+        let fatal = readiness(&[], true);
+        assert_eq!(fatal.blocking_error_count, 1);
+        assert_eq!(fatal.reason, ReadinessReason::FatalError);
+    }
+
+    /// Publishes recorded from the Lean 4.35 test server with a `LAKE` whose
+    /// `setup-file` writes build lines to stderr (see `tests/lean/lake_setup.rs`).
+    #[test]
+    fn lake_setup_lines_are_told_apart_from_diagnostics() {
+        let header =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}});
+        let whole =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 62, "character": 0}});
+        let line = json!({"fullRange": whole, "message": "✔ [1/2] Built Fix.Basic (0.4s)\n", "range": header, "severity": 3});
+        assert_eq!(
+            lake_setup_line(std::slice::from_ref(&line)),
+            Some("✔ [1/2] Built Fix.Basic (0.4s)\n")
+        );
+        // A failed setup: the same place, but an error from the elaborator.
+        let failed = json!({"fullRange": whole, "message": "`lake setup-file …` failed:\n", "range": header, "severity": 1, "source": "Lean 4"});
+        assert_eq!(lake_setup_line(&[failed]), None);
+        // An information message of the first command.
+        let mut elab = line.clone();
+        elab["source"] = json!("Lean 4");
+        assert_eq!(lake_setup_line(&[elab]), None);
+        // The sticky notice of a rebuilt dependency.
+        let mut stale = line.clone();
+        stale["message"] = json!(
+            "Imports are out of date and should be rebuilt; use the \"Restart File\" command in your editor."
+        );
+        assert_eq!(lake_setup_line(&[stale]), None);
+        // Not alone in its publish, or nothing at all.
+        assert_eq!(lake_setup_line(&[line.clone(), line]), None);
+        assert_eq!(lake_setup_line(&[]), None);
+    }
+}

@@ -1,0 +1,551 @@
+//! Elaborating one step in a shadow: the text sent (budgets, prefix bases),
+//! the wait, and what Lean said turned into a run result.
+
+use super::reading::*;
+use super::text::lsp_position;
+use super::*;
+use crate::broker::engine::document::Doc;
+
+/// The text a step is elaborated in: its shadow, or the shadow rewritten
+/// onto a prefix base (same lines and columns from the base's end on).
+pub(super) struct Exec {
+    pub(super) text: String,
+    pub(super) start: usize,
+    pub(super) base: Option<u64>,
+    /// The heartbeat budget's `set_option … in ` put before the command.
+    pub(super) budget: Option<Inserted>,
+    /// A tactic step: the byte offset in `text` of the `skip` put on the
+    /// line after it, at the step's column (see [`with_sentinel`]).
+    pub(super) sentinel: Option<usize>,
+}
+
+/// Text the broker put on one line of a shadow: `len` characters at
+/// `column` of `line`. Lean's positions after it move back by `len`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Inserted {
+    pub(super) line: u32,
+    pub(super) column: u32,
+    pub(super) len: u32,
+}
+
+impl Inserted {
+    /// A position of the shadow as it would be without the inserted text.
+    fn remove(&self, (line, character): (u32, u32)) -> (u32, u32) {
+        if line != self.line || character < self.column {
+            return (line, character);
+        }
+        (line, self.column.max(character.saturating_sub(self.len)))
+    }
+
+    /// A diagnostic with its ranges moved as [`Inserted::remove`] says.
+    fn remove_from(&self, diagnostic: &Value) -> Value {
+        let mut d = diagnostic.clone();
+        for range in ["range", "fullRange"] {
+            for end in ["start", "end"] {
+                let Some(p) = d.get_mut(range).and_then(|r| r.get_mut(end)) else {
+                    continue;
+                };
+                let at = |k: &str| p[k].as_u64().unwrap_or(0) as u32;
+                let (l, c) = self.remove((at("line"), at("character")));
+                *p = json!({ "line": l, "character": c });
+            }
+        }
+        d
+    }
+}
+
+/// Per-probe budgets: Lean's `maxHeartbeats` (in thousands, as `set_option`
+/// takes it) for the probe's command, and wall-clock time from when a slot
+/// is free to when its answer is read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Budget {
+    pub max_heartbeats: Option<u64>,
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl Budget {
+    pub fn new(max_heartbeats: Option<u64>, timeout_ms: Option<u64>) -> Self {
+        Budget {
+            max_heartbeats,
+            timeout: timeout_ms.map(std::time::Duration::from_millis),
+        }
+    }
+}
+
+/// A step that ran: the result, whether Lean's worker died under it, how
+/// long it took once it had a slot, and the step itself (for handles).
+pub struct Ran {
+    pub result: RunResult,
+    pub crashed: bool,
+    pub elapsed: std::time::Duration,
+    /// What ran, for a handle that continues after it ([`Start::mint`]).
+    pub step: Option<Step>,
+}
+
+/// Where the prefix a base can stand for ends: the start of the step's own
+/// command (command mode) or of the declaration it is in (proof and term
+/// mode).
+pub(super) fn base_cut(step: &Step) -> Option<usize> {
+    let before = &step.shadow[..step.start];
+    match step.mode {
+        Mode::Proof | Mode::Term => outline::enclosing_command_start(&step.shadow, step.start),
+        Mode::Command => Some(before.rfind('\n').map_or(0, |i| i + 1)),
+    }
+}
+
+pub(super) fn exec_text(
+    rt: &Runtime,
+    step: &Step,
+    max_heartbeats: Option<u64>,
+    sentinel: bool,
+) -> Exec {
+    let cut = base_cut(step);
+    let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
+    let exec = match rewritten {
+        Some(r) => Exec {
+            start: (step.start as isize + r.shift) as usize,
+            text: r.text,
+            base: Some(r.key),
+            budget: None,
+            sentinel: None,
+        },
+        None => whole(step),
+    };
+    with_sentinel(
+        with_heartbeats(exec, step, cut, max_heartbeats),
+        step,
+        sentinel,
+    )
+}
+
+/// `exec` with a `skip` after a tactic step, on a new line at the step's
+/// column: the goals before it are what the step leaves in its own block,
+/// also when the step ends inside a nested block it opened (`case x => …`,
+/// a bullet), and never goals of a block around the step (a sibling
+/// bullet's), which Lean's "unsolved goals" at the declaration would add.
+/// `skip` does nothing, also with no goals left; what Lean says on its
+/// line is not the step's. Not where the document's file has no `skip`
+/// (`sentinel` false: a prelude file without it; see [`interpret`]).
+pub(super) fn with_sentinel(mut exec: Exec, step: &Step, sentinel: bool) -> Exec {
+    if step.mode != Mode::Proof || !sentinel {
+        return exec;
+    }
+    if !exec.text.ends_with('\n') {
+        exec.text.push('\n');
+    }
+    exec.text.push_str(&" ".repeat(step.indent));
+    exec.sentinel = Some(exec.text.len());
+    exec.text.push_str("skip\n");
+    exec
+}
+
+/// The whole shadow, on no base.
+pub(super) fn whole(step: &Step) -> Exec {
+    Exec {
+        text: step.shadow.clone(),
+        start: step.start,
+        base: None,
+        budget: None,
+        sentinel: None,
+    }
+}
+
+/// `exec` with the heartbeat budget put before the step's command: Lean
+/// takes `maxHeartbeats` per command (in a tactic block it is not read), so
+/// the budget covers the whole declaration the step is in.
+pub(super) fn with_heartbeats(
+    mut exec: Exec,
+    step: &Step,
+    cut: Option<usize>,
+    max_heartbeats: Option<u64>,
+) -> Exec {
+    let (Some(n), Some(cut)) = (max_heartbeats, cut) else {
+        return exec;
+    };
+    // The cut in `exec.text`: a base moves all text after it alike.
+    let at = cut + exec.start - step.start;
+    let insert = format!("set_option maxHeartbeats {n} in ");
+    let line_start = exec.text[..at].rfind('\n').map_or(0, |i| i + 1);
+    exec.budget = Some(Inserted {
+        line: exec.text[..at].matches('\n').count() as u32,
+        column: exec.text[line_start..at].encode_utf16().count() as u32,
+        len: insert.len() as u32,
+    });
+    exec.text.insert_str(at, &insert);
+    exec.start += insert.len();
+    exec
+}
+
+/// Whether Lean could not take the shadow's header: it stopped processing
+/// the file, or reported an error within the header (a module that does not
+/// import). Nothing after the header was elaborated then.
+pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
+    let header = shadow::header(text);
+    let line = header.matches('\n').count() as u32;
+    let character = header.len() - header.rfind('\n').map_or(0, |i| i + 1);
+    snap.progress.fatal
+        || snap.diagnostics.items().iter().any(|d| {
+            diagnostics::severity(d) == ERROR
+                && !shadow::starts_at_or_after(d, line, character as u32)
+        })
+}
+
+/// Whether Lean's worker died under the step: a fatal report that no error
+/// within the header explains. A header Lean or Lake rejects (Lake's
+/// `setup-file` failing to build an import, a module that does not load)
+/// also ends the file's progress as fatal, and its errors are the answer.
+fn crashed(snap: &Snapshot, text: &str) -> bool {
+    snap.progress.fatal
+        && crate::broker::features::run_code::header_errors(snap, text)
+            .next()
+            .is_none()
+}
+
+/// A step elaborated in a slot (held until its goals are read).
+pub(super) struct Elaborated {
+    pub(super) slot: SlotGuard,
+    pub(super) exec: Exec,
+    pub(super) version: u64,
+    pub(super) snap: Snapshot,
+    /// Lean could not take the header (see [`header_failed`]).
+    pub(super) blocked: bool,
+}
+
+/// Who a probe is for: the call, and the user's file it probes.
+#[derive(Clone, Copy)]
+pub(super) struct Asker<'a> {
+    pub(super) sink: &'a dyn ProgressSink,
+    pub(super) shown: &'a str,
+}
+
+/// Elaborate `exec` in `slot` and record whether its header imported.
+pub(super) async fn elaborate_in(
+    rt: &Runtime,
+    session: &LeanServer,
+    asker: Asker<'_>,
+    mut slot: SlotGuard,
+    exec: Exec,
+) -> Result<Elaborated> {
+    let (version, snap) = shadow::elaborate(
+        session,
+        rt.timeouts.sync,
+        asker.sink,
+        asker.shown,
+        &mut slot,
+        exec.text.clone(),
+    )
+    .await?;
+    let blocked = header_failed(&snap, &exec.text);
+    slot.confirm_header((!blocked).then(|| shadow::header(&exec.text)));
+    Ok(Elaborated {
+        slot,
+        exec,
+        version,
+        snap,
+        blocked,
+    })
+}
+
+/// Elaborate a step in `slot`; on a base that did not import (an error on
+/// its import line), again on the whole shadow.
+pub(super) async fn elaborate_step(
+    rt: &Runtime,
+    session: &LeanServer,
+    asker: Asker<'_>,
+    slot: SlotGuard,
+    exec: Exec,
+    step: &Step,
+    max_heartbeats: Option<u64>,
+) -> Result<Elaborated> {
+    let sentinel = exec.sentinel.is_some();
+    let done = elaborate_in(rt, session, asker, slot, exec).await?;
+    let Some(key) = done.exec.base else {
+        return Ok(done);
+    };
+    if !done.blocked {
+        rt.base_imported();
+        return Ok(done);
+    }
+    rt.base_failed(key);
+    let whole = with_sentinel(
+        with_heartbeats(whole(step), step, base_cut(step), max_heartbeats),
+        step,
+        sentinel,
+    );
+    elaborate_in(rt, session, asker, done.slot, whole).await
+}
+
+/// Run `step` in a shadow slot of `doc` (the document it probes), its
+/// messages told apart from the document's own `baseline` diagnostics.
+pub(super) async fn run_on_document(
+    rt: &Runtime,
+    session: &LeanServer,
+    doc: &Doc,
+    sink: &dyn ProgressSink,
+    step: Step,
+    budget: Budget,
+) -> Result<Ran> {
+    let pool = rt.shadow_pool(&doc.path);
+    let baseline = doc.snapshot().diagnostics;
+    let asker = Asker {
+        sink,
+        shown: &doc.path.shown,
+    };
+    let mut ran = run_step(rt, session, asker, &pool, &step, baseline.items(), budget).await?;
+    ran.step = Some(step);
+    Ok(ran)
+}
+
+/// Run one step in a shadow slot and build the run result. `baseline` holds
+/// the user document's own diagnostics: a warning before the step that is not
+/// among them was caused by the step (e.g. "declaration uses `sorry`" on the
+/// declaration's name) and is reported too. Errors before the step are not:
+/// cutting the declaration after the step causes some by itself (unsolved
+/// goals, missing alternatives), and the goals already say what is left.
+/// Ranges are in the user's file (see [`Placement::to_user`]).
+///
+/// `budget.timeout` counts from when a slot is free; a step out of time is
+/// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
+pub(super) async fn run_step(
+    rt: &Runtime,
+    session: &LeanServer,
+    asker: Asker<'_>,
+    pool: &Pool,
+    step: &Step,
+    baseline: &[Value],
+    budget: Budget,
+) -> Result<Ran> {
+    check_budget(
+        "the text",
+        &step.shadow[step.start..step.end],
+        budget.max_heartbeats,
+    )?;
+    let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
+    let slot = pool.acquire(&exec.text).await;
+    let started = std::time::Instant::now();
+    let run = interpret(rt, session, asker, pool, slot, exec, step, baseline, budget);
+    let ran = match budget.timeout {
+        None => run.await,
+        Some(limit) => match tokio::time::timeout(limit, run).await {
+            Ok(ran) => ran,
+            Err(_) => Ok(Ran {
+                result: RunResult {
+                    workspace: rt.root.descriptor(),
+                    line_text: None,
+                    outcome: Outcome::Timeout,
+                    success: false,
+                    sorry: false,
+                    messages: Vec::new(),
+                    traces: Vec::new(),
+                    proof_state: None,
+                    next_handle: None,
+                    exhausted: Some(Exhausted::Timeout),
+                    disk_changed: false,
+                },
+                crashed: false,
+                elapsed: started.elapsed(),
+                step: None,
+            }),
+        },
+    };
+    ran.map(|ran| Ran {
+        elapsed: started.elapsed(),
+        ..ran
+    })
+}
+
+/// Lean's diagnostics on an elaborated step, with the text the broker put
+/// before the step's command taken out, and their reading.
+struct Read {
+    index: LineIndex,
+    items: Vec<Value>,
+    reading: Reading,
+}
+
+fn read_elaborated(done: &Elaborated, step: &Step, baseline: &[Value]) -> Read {
+    let exec = &done.exec;
+    let index = LineIndex::new(&exec.text);
+    let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
+    let start = unbudgeted(index.position(&exec.text, exec.start));
+    let items: Vec<Value> = match exec.budget {
+        Some(inserted) => done
+            .snap
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| inserted.remove_from(d))
+            .collect(),
+        None => done.snap.diagnostics.items().to_vec(),
+    };
+    let sentinel = exec
+        .sentinel
+        .map(|at| unbudgeted(index.position(&exec.text, at)));
+    let frame = frame(step, start, sentinel, baseline, done.blocked);
+    let reading = read(&items, &frame);
+    Read {
+        index,
+        items,
+        reading,
+    }
+}
+
+/// Lean's message for a tactic it has no parser for.
+const UNKNOWN_TACTIC: &str = "unknown tactic";
+
+/// Elaborate a step in `slot` and read what Lean made of it ([`read`]).
+/// Where Lean cannot take the sentinel after a tactic step, the step runs
+/// again without it (and the document's later steps go without one when
+/// its file has no `skip` at all).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn interpret(
+    rt: &Runtime,
+    session: &LeanServer,
+    asker: Asker<'_>,
+    pool: &Pool,
+    slot: SlotGuard,
+    exec: Exec,
+    step: &Step,
+    baseline: &[Value],
+    budget: Budget,
+) -> Result<Ran> {
+    let mut done =
+        elaborate_step(rt, session, asker, slot, exec, step, budget.max_heartbeats).await?;
+    let mut read = read_elaborated(&done, step, baseline);
+    if read.reading.sentinel_failed {
+        if let Some(at) = done.exec.sentinel {
+            let position = read.index.position(&done.exec.text, at);
+            let unknown = read.items.iter().any(|d| {
+                diagnostics::severity(d) == ERROR
+                    && diagnostics::message(d) == UNKNOWN_TACTIC
+                    && lsp_position(d.get("range").unwrap_or(&Value::Null), "start") >= position
+            });
+            if unknown {
+                pool.refuse_sentinel();
+            }
+            let Elaborated { slot, mut exec, .. } = done;
+            let line_start = exec.text[..at].rfind('\n').map_or(0, |i| i + 1);
+            exec.text.truncate(line_start);
+            exec.sentinel = None;
+            done = elaborate_in(rt, session, asker, slot, exec).await?;
+            read = read_elaborated(&done, step, baseline);
+        }
+    }
+    let Elaborated {
+        mut slot,
+        exec,
+        version,
+        snap,
+        blocked,
+    } = done;
+    let crashed = crashed(&snap, &exec.text);
+    if crashed {
+        slot.close_after_crash(session);
+    }
+    let Read { index, reading, .. } = read;
+    let proof_state = match step.mode {
+        // Nothing after the header was elaborated: no goals to read.
+        _ if blocked => None,
+        Mode::Proof => {
+            let target = Target {
+                session,
+                doc: slot.doc(),
+                version,
+                sink: None,
+            };
+            // After a failed step Lean's error recovery leaves goals that
+            // look finished; the goals before the step are what to work
+            // from. Only one of the two positions is asked.
+            let at = |byte: usize| {
+                let (line, character) = index.position(&exec.text, byte);
+                goals::goals(&target, line as u64, character as u64)
+            };
+            let (at_end, before) = if reading.success {
+                // Before the sentinel; where it did not parse (a file
+                // without `skip`), at the end of the step's text.
+                let end = match exec.sentinel {
+                    Some(at) if !reading.sentinel_failed => at,
+                    other => exec.text[..other.unwrap_or(exec.text.len())]
+                        .trim_end()
+                        .len(),
+                };
+                (at(end).await?, None)
+            } else {
+                (
+                    (Vec::new(), GoalSource::PlainGoal),
+                    Some(at(exec.start).await?),
+                )
+            };
+            let from_sentinel = exec.sentinel.is_some() && !reading.sentinel_failed;
+            Some(goals_left(&reading, at_end, from_sentinel, || {
+                before.expect("the goals before a failed step")
+            }))
+        }
+        // A term that elaborates leaves nothing to prove; one that does not
+        // still has the type expected where it goes.
+        Mode::Term => {
+            let goals = match (&step.expected, reading.success) {
+                (Some(expected), false) => vec![expected.clone()],
+                _ => Vec::new(),
+            };
+            Some(ProofState {
+                goals,
+                source: GoalSource::PlainTermGoal,
+                at: if reading.success {
+                    ProofStateAt::AfterStep
+                } else {
+                    ProofStateAt::BeforeFailedStep
+                },
+            })
+        }
+        Mode::Command => None,
+    };
+    let mut result = RunResult {
+        workspace: rt.root.descriptor(),
+        line_text: None,
+        outcome: Outcome::Closed,
+        success: reading.success,
+        sorry: reading.sorry,
+        messages: reading.messages,
+        traces: reading.traces,
+        proof_state,
+        next_handle: None,
+        exhausted: reading.exhausted,
+        disk_changed: false,
+    };
+    result.outcome = verdict(&result, crashed);
+    Ok(Ran {
+        result,
+        crashed,
+        elapsed: std::time::Duration::ZERO,
+        step: None,
+    })
+}
+
+/// Where `step` (its text starting at `start`) sits, for [`read`].
+fn frame<'a>(
+    step: &Step,
+    start: (u32, u32),
+    sentinel: Option<(u32, u32)>,
+    baseline: &'a [Value],
+    blocked: bool,
+) -> Frame<'a> {
+    let shadow = &step.shadow;
+    let index = LineIndex::new(shadow);
+    let cut = base_cut(step).unwrap_or(0).min(step.start);
+    let outside = format!("{}\n{}", &shadow[cut..step.start], &shadow[step.end..]);
+    Frame {
+        start,
+        // A term step begins at the parenthesis put around it.
+        begin: match step.mode {
+            Mode::Term => step.placement.anchor,
+            Mode::Proof | Mode::Command => start,
+        },
+        declaration: index.position(shadow, cut),
+        sentinel,
+        placement: step.placement,
+        baseline,
+        blocked,
+        sorry_in_step: holds_sorry(&shadow[step.start..step.end]),
+        sorry_outside: holds_sorry(&outside),
+    }
+}

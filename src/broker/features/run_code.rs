@@ -1,0 +1,406 @@
+//! Snippets (`lean_run_code`): text with its own module header, elaborated
+//! without any project file, in virtual documents of the workspace's Lean
+//! server (never written to disk).
+//!
+//! Importing a header is the expensive part of a snippet (seconds for a large
+//! library), so snippets are kept by header: each header in use owns one of
+//! [`HEADERS`] virtual documents, with its shadow slot pool (parallel snippets
+//! of one header), and a later snippet of the same header edits a document
+//! whose worker already imported it, so Lean elaborates only the commands.
+//! A new header takes the least recently used document no call holds; Lean
+//! restarts that document's worker on the header change. Every slot is a Lean
+//! worker admitted within `LEAN_BEAM_MAX_DOCUMENTS` like any shadow.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use std::time::Duration;
+
+use crate::broker::Broker;
+use crate::broker::engine::diagnostics::ERROR;
+use crate::broker::engine::document::Snapshot;
+use crate::broker::engine::edit::{self, Mode};
+use crate::broker::engine::server::LeanServer;
+use crate::broker::engine::shadow::Placement;
+use crate::broker::engine::shadow::SlotGuard;
+use crate::broker::engine::workspace::{DocPath, Root};
+use crate::broker::engine::{diagnostics, shadow};
+use crate::broker::error::{Error, Limit, Result};
+use crate::broker::progress::ProgressSink;
+use crate::lean_source::outline;
+use crate::lean_source::text::LineIndex;
+use crate::results::{Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage};
+
+/// Headers kept warm per workspace runtime, each in its own virtual document.
+pub const HEADERS: usize = 4;
+
+/// The header-keyed virtual documents of one runtime.
+pub struct Headers {
+    entries: Mutex<Vec<Entry>>,
+}
+
+struct Entry {
+    /// The normalized header (see [`key`]).
+    key: String,
+    /// Calls using it now: such an entry is never reassigned.
+    users: usize,
+    last_used: Instant,
+}
+
+/// A call's hold on the virtual document of its header; released on drop.
+pub struct Claim<'a> {
+    headers: &'a Headers,
+    index: usize,
+    /// The header had a document already (its worker may be warm).
+    pub reused: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut entries = self.headers.lock();
+        let entry = &mut entries[self.index];
+        entry.users -= 1;
+        entry.last_used = Instant::now();
+    }
+}
+
+impl Claim<'_> {
+    /// The virtual document of the claimed header: the base path of its
+    /// shadow pool (the slots are named after it, beside it, never written).
+    pub fn path(&self, root: &Root) -> DocPath {
+        DocPath {
+            file: root.path().join(format!("snippet-{}.lean", self.index)),
+            shown: "snippet".to_string(),
+        }
+    }
+}
+
+/// The header as a key: its lines without trailing white space, blank lines
+/// and line comments dropped, so that layout alone does not cost an import.
+pub fn key(header: &str) -> String {
+    header
+        .lines()
+        .map(|l| l.find("--").map_or(l, |i| &l[..i]).trim_end())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Default for Headers {
+    fn default() -> Self {
+        Headers {
+            entries: Mutex::new(Vec::with_capacity(HEADERS)),
+        }
+    }
+}
+
+impl Headers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Claim the document of `header`: the one it already has, else a new
+    /// one while fewer than [`HEADERS`] exist, else the least recently used
+    /// one no call holds. `None` when every one is held.
+    pub fn claim(&self, header: &str) -> Option<Claim<'_>> {
+        let key = key(header);
+        let mut entries = self.lock();
+        let (index, reused) = if let Some(i) = entries.iter().position(|e| e.key == key) {
+            (i, true)
+        } else if entries.len() < HEADERS {
+            entries.push(Entry {
+                key,
+                users: 0,
+                last_used: Instant::now(),
+            });
+            (entries.len() - 1, false)
+        } else {
+            let i = entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.users == 0)
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(i, _)| i)?;
+            entries[i].key = key;
+            (i, false)
+        };
+        let entry = &mut entries[index];
+        entry.users += 1;
+        entry.last_used = Instant::now();
+        Some(Claim {
+            headers: self,
+            index,
+            reused,
+        })
+    }
+}
+
+/// Give up on a slot's snippet (its time ran out): its text becomes the
+/// header alone, so that Lean stops elaborating the commands, and its header
+/// counts as unconfirmed.
+pub async fn abandon(
+    server: &LeanServer,
+    slot: &SlotGuard,
+    header: &str,
+) -> crate::broker::Result<()> {
+    let edit = slot.doc().lock_edit().await;
+    slot.confirm_header(None);
+    edit::apply(server, &edit, header.into(), None, Mode::IfChanged).await?;
+    Ok(())
+}
+
+/// Whether Lean could not take the header of `text`: it stopped processing
+/// the document, or reported an error within the header (a module that does
+/// not import). Nothing after the header was elaborated then.
+pub fn header_failed(snap: &Snapshot, text: &str) -> bool {
+    header_errors(snap, text).next().is_some() || snap.progress.fatal
+}
+
+/// The errors Lean reported within the header of `text`.
+pub fn header_errors<'s>(snap: &'s Snapshot, text: &str) -> impl Iterator<Item = &'s Value> {
+    let header = shadow::header(text);
+    let line = header.matches('\n').count() as u32;
+    let character = (header.len() - header.rfind('\n').map_or(0, |i| i + 1)) as u32;
+    snap.diagnostics.items().iter().filter(move |d| {
+        diagnostics::severity(d) == diagnostics::ERROR
+            && !shadow::starts_at_or_after(d, line, character)
+    })
+}
+
+/// The import a header error is about: the module imported on the line the
+/// error is on, else the one its message names.
+pub fn failed_import(text: &str, error: &Value) -> Option<String> {
+    let header = shadow::header(text);
+    let modules = outline::imports(header).unwrap_or_default();
+    let line = error
+        .pointer("/range/start/line")
+        .and_then(Value::as_u64)
+        .and_then(|l| header.lines().nth(l as usize))
+        .unwrap_or("");
+    let named_on_line = |m: &&String| {
+        line.split(|c: char| c.is_whitespace())
+            .any(|word| word == m.as_str())
+    };
+    let message = diagnostics::message(error);
+    modules
+        .iter()
+        .find(named_on_line)
+        .or_else(|| modules.iter().find(|m| message.contains(m.as_str())))
+        .cloned()
+}
+
+// `lean_run_code` itself.
+
+/// What `lean_run_code` asks.
+pub struct RunCode<'a> {
+    /// The workspace descriptor.
+    pub workspace: &'a str,
+    pub code: &'a str,
+    pub max_heartbeats: Option<u64>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// The text elaborated for a snippet: the snippet, with the heartbeat bound
+/// set right after its header when one is asked for, and where the
+/// snippet's own text is in it.
+fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Option<Placement>) {
+    let mut text = code.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let Some(heartbeats) = max_heartbeats else {
+        return (text, None);
+    };
+    let cut = shadow::header(&text).len();
+    let at = LineIndex::new(&text).position(&text, cut);
+    let inserted = format!("\nset_option maxHeartbeats {heartbeats}\n");
+    text.insert_str(cut, &inserted);
+    let placement = Placement {
+        anchor: at,
+        text: (at.0 + 2, 0),
+        origin: at,
+        resume: None,
+    };
+    (text, Some(placement))
+}
+
+/// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
+/// `whnf`, maximum number of heartbeats (N) has been reached".
+const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
+
+/// A range of the elaborated text in the snippet's coordinates.
+fn snippet_range(range: &Value, placement: Option<&Placement>) -> Range {
+    let at = |which: &str| {
+        let p = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
+        let position = (p("line"), p("character"));
+        placement.map_or(position, |placement| placement.to_user(position))
+    };
+    Range::new(at("start"), at("end"))
+}
+
+impl Broker {
+    /// Elaborate a self-contained snippet in a header-keyed virtual
+    /// document of the workspace's Lean server (`lean_run_code`).
+    pub async fn run_code(
+        &self,
+        sink: &dyn ProgressSink,
+        args: &RunCode<'_>,
+    ) -> Result<RunCodeResult> {
+        super::heartbeats::check_budget("the code", args.code, args.max_heartbeats)?;
+        let root = self.resolve_root(args.workspace)?;
+        let rt = self.runtime(&root).await?;
+        rt.record_request();
+        let (text, placement) = budgeted(args.code, args.max_heartbeats);
+        let header = shadow::header(&text).to_string();
+        let claim =
+            rt.snippets
+                .claim(&header)
+                .ok_or(Error::ResourceLimit(Limit::SnippetHeaders {
+                    limit: HEADERS,
+                }))?;
+        // Whether the header's worker may be warm: what tells a slow
+        // snippet from a slow header in the logs.
+        crate::log_debug!(
+            "lean_run_code: header document {} ({})",
+            claim.index,
+            if claim.reused { "reused" } else { "new" }
+        );
+        let server = rt.server().await?;
+        let pool = rt.shadow_pool(&claim.path(&rt.root));
+        let mut slot = pool.acquire(&text).await;
+        let shown = "snippet";
+        let elaborate = shadow::elaborate(
+            &server,
+            rt.timeouts.sync,
+            sink,
+            shown,
+            &mut slot,
+            text.clone(),
+        );
+        let limit = args.timeout_ms.map(Duration::from_millis);
+        let outcome = match limit {
+            Some(limit) => tokio::time::timeout(limit, elaborate).await.ok(),
+            None => Some(elaborate.await),
+        };
+        let (snap, timed_out) = match outcome {
+            Some(done) => (done?.1, false),
+            None => {
+                // Keep what Lean reported for this text so far, then take the
+                // commands away so that Lean stops working on them.
+                let doc = slot.doc();
+                let snap = doc.snapshot();
+                let current = doc.state().version;
+                abandon(&server, &slot, &header).await?;
+                let mut snap = snap;
+                if snap.version != current {
+                    snap.diagnostics = Default::default();
+                }
+                (snap, true)
+            }
+        };
+        let blocked = !timed_out && header_failed(&snap, &text);
+        if !timed_out {
+            slot.confirm_header((!blocked).then_some(header.as_str()));
+        }
+        let header_error = blocked.then(|| {
+            let first = header_errors(&snap, &text).next();
+            HeaderError {
+                import: first.and_then(|e| failed_import(&text, e)),
+                message: first.map_or_else(
+                    || "Lean stopped processing the snippet's header".to_string(),
+                    |e| diagnostics::message(e).to_string(),
+                ),
+            }
+        });
+        let mut success = !blocked && !timed_out;
+        let mut sorry = false;
+        let mut out_of_heartbeats = false;
+        let messages = snap
+            .diagnostics
+            .items()
+            .iter()
+            .map(|d| {
+                let severity = diagnostics::severity(d);
+                let text = diagnostics::message(d).to_string();
+                success &= severity != ERROR;
+                sorry |= diagnostics::says_sorry(&text);
+                out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
+                SnippetMessage {
+                    severity: diagnostics::severity_name(severity),
+                    range: snippet_range(
+                        d.get("range").unwrap_or(&Value::Null),
+                        placement.as_ref(),
+                    ),
+                    text,
+                }
+            })
+            .collect();
+        let exhausted = if timed_out {
+            Some(Exhausted::Timeout)
+        } else {
+            out_of_heartbeats.then_some(Exhausted::Heartbeats)
+        };
+        Ok(RunCodeResult {
+            workspace: rt.root.descriptor(),
+            success,
+            sorry,
+            messages,
+            header_error,
+            exhausted,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_header_same_document_layout_aside() {
+        let headers = Headers::default();
+        let a = headers.claim("prelude\nimport A\n").unwrap();
+        assert!(!a.reused);
+        let again = headers
+            .claim("prelude  \n\nimport A -- the same\n")
+            .unwrap();
+        assert!(again.reused);
+        assert_eq!(a.index, again.index);
+        let b = headers.claim("prelude\nimport B\n").unwrap();
+        assert_ne!(a.index, b.index);
+    }
+
+    #[test]
+    fn the_least_recently_used_free_header_gives_way_and_held_ones_never() {
+        let headers = Headers::default();
+        let held: Vec<Claim<'_>> = (0..HEADERS - 1)
+            .map(|i| headers.claim(&format!("import M{i}\n")).unwrap())
+            .collect();
+        let free = headers.claim("import Free\n").unwrap().index;
+        let taken = headers.claim("import New\n").unwrap();
+        assert_eq!(taken.index, free, "the only header no call holds");
+        assert!(!taken.reused);
+        assert!(headers.claim("import Other\n").is_none(), "all held");
+        drop(held);
+        assert!(headers.claim("import M0\n").unwrap().reused);
+    }
+
+    #[test]
+    fn the_heartbeat_bound_goes_after_the_header_and_ranges_stay_the_snippets() {
+        let code = "prelude\nimport A\ndef x := 1";
+        let (text, placement) = budgeted(code, Some(50));
+        assert_eq!(
+            text,
+            "prelude\nimport A\n\nset_option maxHeartbeats 50\ndef x := 1\n"
+        );
+        let placement = placement.expect("a bound was put in");
+        assert_eq!(placement.to_user((4, 4)), (2, 4), "`x` in `def x`");
+        assert_eq!(placement.to_user((1, 7)), (1, 7), "in the header");
+        assert_eq!(budgeted(code, None).0, format!("{code}\n"));
+        // No header: the bound is the first command.
+        let (text, placement) = budgeted("def y := 2", Some(7));
+        assert_eq!(text, "\nset_option maxHeartbeats 7\ndef y := 2\n");
+        assert_eq!(placement.unwrap().to_user((2, 4)), (0, 4));
+    }
+}

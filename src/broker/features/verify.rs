@@ -1,0 +1,792 @@
+//! `lean_verify`: certify declarations of a synced version in one call.
+//!
+//! The verdict comes from a fresh build (`broker::certify`): the file's
+//! module and its whole workspace import closure are compiled from the text
+//! the server read, in a private folder, never from the workspace's own
+//! `.olean`s (which are only compared with the fresh build and reported
+//! stale). The questions go to Lean in a separate generated module that
+//! imports the file's module: `#print axioms _root_.<name>` for each
+//! declaration, and for each reference a `Prop` definition of the reference
+//! (one term, checked to be one before it is sent) and an `example` that
+//! states the declaration has that type. An allowed axiom counts only when
+//! the toolchain's own library declares it (a second generated module that
+//! imports only the toolchain's modules of the closure must know it). Where
+//! the toolchain ships `leanchecker`, every workspace module is also replayed
+//! through the kernel. The source scan (`broker::hatches`) covers every
+//! workspace source of the closure. The verdict names the SHA-256 of every
+//! source built, the tier it reached, the Lean version and this server's.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::certify::{self, BuildError, Closure, Origin, Toolchain};
+use crate::broker::Broker;
+use crate::broker::engine::checkpoint;
+use crate::broker::engine::runtime::Runtime;
+use crate::broker::error::{Error, Result};
+use crate::broker::progress::ProgressSink;
+use crate::lean_source::hatches::{self, Hit};
+use crate::lean_source::lexer::{self, LexemeKind};
+use crate::results::{
+    CheckedDeclaration, FailureReason, HatchHit, ImportedSource, Provenance, Range, ReferenceCheck,
+    Tier, VerifyFailure, VerifyResult,
+};
+use crate::safe_fs::{self, FsError};
+use crate::sha256;
+
+/// Axioms allowed when the call names none: the three of classical Lean.
+pub const DEFAULT_AXIOMS: &[&str] = &["propext", "Classical.choice", "Quot.sound"];
+
+/// Declarations one call may name (the schema says so too).
+pub const MAX_DECLARATIONS: usize = 64;
+
+/// Characters of one reference statement.
+const MAX_REFERENCE_CHARS: usize = 8_192;
+
+/// Characters of one declaration name.
+const MAX_NAME_CHARS: usize = 1_024;
+
+/// How long `lean --version` and `--print-prefix` may take.
+const VERSION_LIMIT: Duration = Duration::from_secs(30);
+
+/// The toolchain of the workspace, found once per runtime (a failed search
+/// is tried again next time).
+async fn toolchain(broker: &Broker, rt: &Runtime) -> Result<Toolchain> {
+    rt.toolchain
+        .get_or_try_init(|| Toolchain::find(broker.launcher(), &rt.root, VERSION_LIMIT))
+        .await
+        .cloned()
+        .map_err(Error::Unexpected)
+}
+
+fn hatch(path: &str, text: &str, hit: &Hit) -> HatchHit {
+    HatchHit {
+        kind: hit.kind.name().to_string(),
+        path: path.to_string(),
+        range: Range::new(hit.range.0, hit.range.1),
+        text: text[hit.start..hit.end].to_string(),
+        fails: hit.kind.fails(),
+    }
+}
+
+/// What `#print axioms` said: `'N' depends on axioms: [a, b]` or `'N'
+/// does not depend on any axioms`.
+fn parse_axioms(message: &str) -> Option<Vec<String>> {
+    if message.ends_with("does not depend on any axioms") {
+        return Some(Vec::new());
+    }
+    let list = message.split_once("depends on axioms: [")?.1;
+    let list = list.trim_end().strip_suffix(']')?;
+    Some(
+        list.split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect(),
+    )
+}
+
+/// A declaration name is one Lean name as the lexer reads it: words (plain
+/// or `«…»`) joined by dots with nothing between them, and nothing else.
+/// Returned without a leading `_root_.` (every check adds its own).
+fn check_name(name: &str) -> Result<&str> {
+    let bad = || Error::Argument {
+        what: format!("declaration name {name:?}"),
+        rule: "is not one Lean name: give it as `Namespace.name` (parts in «» where they need quoting), without spaces, comments or other text",
+    };
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(bad());
+    }
+    let lexemes = lexer::lex(name);
+    let mut at = 0;
+    for (i, l) in lexemes.iter().enumerate() {
+        let want_word = i % 2 == 0;
+        let ok = l.start == at
+            && if want_word {
+                l.kind == LexemeKind::Word
+                    && (!name[l.start..l.end].starts_with('«')
+                        || name[l.start..l.end].ends_with('»'))
+            } else {
+                l.kind == LexemeKind::Symbol && &name[l.start..l.end] == "."
+            };
+        if !ok {
+            return Err(bad());
+        }
+        at = l.end;
+    }
+    if at != name.len() || lexemes.len() % 2 == 0 {
+        return Err(bad());
+    }
+    Ok(name.strip_prefix("_root_.").unwrap_or(name))
+}
+
+/// A reference is one term: its brackets balance (never closing one it did
+/// not open), and every comment and string in it ends inside it. It goes
+/// between parentheses on lines of their own, so text that tried to close
+/// the term early, or to add a command, cannot parse as one.
+fn check_reference(reference: &str) -> Result<()> {
+    let bad = |rule: &'static str| Error::Argument {
+        what: format!("reference {reference:?}"),
+        rule,
+    };
+    if reference.trim().is_empty() || reference.chars().count() > MAX_REFERENCE_CHARS {
+        return Err(bad(
+            "must be one statement (a Lean term), not empty and at most 8192 characters",
+        ));
+    }
+    let mut open: Vec<char> = Vec::new();
+    for l in lexer::lex(reference) {
+        let s = &reference[l.start..l.end];
+        match l.kind {
+            LexemeKind::Comment { .. }
+                if s.starts_with("/-") && !(s.len() >= 4 && s.ends_with("-/")) =>
+            {
+                return Err(bad("has a comment that does not end: give one term"));
+            }
+            LexemeKind::Str if s.len() < 2 || !s.ends_with('"') && !s.ends_with('#') => {
+                return Err(bad("has a string that does not end: give one term"));
+            }
+            LexemeKind::Word if s.starts_with('«') && !s.contains('»') => {
+                return Err(bad("has a «name» that does not end: give one term"));
+            }
+            LexemeKind::Symbol => {
+                let c = s.chars().next().unwrap_or(' ');
+                let closes = match c {
+                    ')' => Some('('),
+                    ']' => Some('['),
+                    '}' => Some('{'),
+                    '⟩' => Some('⟨'),
+                    '⦄' => Some('⦃'),
+                    '⟧' => Some('⟦'),
+                    _ => None,
+                };
+                if matches!(c, '(' | '[' | '{' | '⟨' | '⦃' | '⟦') {
+                    open.push(c);
+                } else if let Some(opener) = closes {
+                    if open.pop() != Some(opener) {
+                        return Err(bad(
+                            "closes a bracket it did not open: give one term (a statement), not commands",
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if !open.is_empty() {
+        return Err(bad("leaves a bracket open: give one term"));
+    }
+    Ok(())
+}
+
+/// A declaration to certify, and the statement it must have, if any.
+#[derive(Debug, Clone)]
+pub struct Declaration {
+    pub name: String,
+    pub reference: Option<String>,
+}
+
+/// What `lean_verify` asks.
+pub struct Verify<'a> {
+    /// The workspace descriptor.
+    pub workspace: &'a str,
+    pub path: &'a str,
+    pub version: u64,
+    pub declarations: &'a [Declaration],
+    pub allowed_axioms: &'a [String],
+}
+
+/// One question of the check module: the line it starts on (1-based), the
+/// declaration, and whether it is the reference check.
+struct Question {
+    line: u32,
+    index: usize,
+    reference: bool,
+}
+
+/// The generated check module for `module` and `targets`.
+fn check_module(module: &str, targets: &[Declaration]) -> (String, Vec<Question>) {
+    let mut text = format!("prelude\nimport {module}\n");
+    let mut line = 3;
+    let mut questions = Vec::new();
+    for (index, t) in targets.iter().enumerate() {
+        questions.push(Question {
+            line,
+            index,
+            reference: false,
+        });
+        text.push_str(&format!("#print axioms _root_.{}\n", t.name));
+        line += 1;
+        if let Some(reference) = &t.reference {
+            questions.push(Question {
+                line,
+                index,
+                reference: true,
+            });
+            let command = format!(
+                "def «_beam_reference_{index}» : Prop := (\n{reference}\n)\nexample : _root_.«_beam_reference_{index}» := @_root_.{}\n",
+                t.name
+            );
+            line += command.matches('\n').count() as u32;
+            text.push_str(&command);
+        }
+    }
+    (text, questions)
+}
+
+/// SHA-256 of a file, or `None` when it cannot be read (off the runtime).
+fn file_sha256(path: &Path) -> Option<String> {
+    safe_fs::read_regular_blocking(
+        path,
+        safe_fs::Links::Refuse,
+        4 * 1024 * 1024 * 1024,
+        safe_fs::Oversize::Refuse,
+    )
+    .ok()
+    .map(|c| sha256::hex(&c.bytes))
+}
+
+impl Broker {
+    /// Certify declarations of a synced version (see the module's account).
+    pub async fn verify(&self, sink: &dyn ProgressSink, args: &Verify<'_>) -> Result<VerifyResult> {
+        if args.declarations.len() > MAX_DECLARATIONS {
+            return Err(Error::Argument {
+                what: format!("declarations ({} given)", args.declarations.len()),
+                rule: "may name at most 64 declarations: verify in several calls, or name none to cover every declaration of the file",
+            });
+        }
+        let mut named = Vec::new();
+        for d in args.declarations {
+            let name = check_name(&d.name)?.to_string();
+            if let Some(r) = &d.reference {
+                check_reference(r)?;
+            }
+            named.push(Declaration {
+                name,
+                reference: d.reference.clone(),
+            });
+        }
+        let bound = self
+            .bind(sink, args.workspace, args.path, args.version)
+            .await?;
+        let text = std::sync::Arc::clone(&bound.state.text);
+        let shown = bound.doc.path.shown.clone();
+        let root = bound.rt.root.clone();
+        let module = checkpoint::module_name(&root, &bound.doc.path)?;
+        let rel = bound
+            .doc
+            .path
+            .file
+            .strip_prefix(root.path())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| PathBuf::from(&shown));
+        let allowed: Vec<String> = if args.allowed_axioms.is_empty() {
+            DEFAULT_AXIOMS.iter().map(|a| a.to_string()).collect()
+        } else {
+            args.allowed_axioms.to_vec()
+        };
+        let mut failures = Vec::new();
+        let mut fail =
+            |reason: FailureReason, detail: String| failures.push(VerifyFailure { reason, detail });
+
+        let (tc, disk_changed) = tokio::join!(toolchain(self, &bound.rt), bound.disk_changed());
+        let tc = tc?;
+        let closure = {
+            let (root_path, lib, module, rel, text) = (
+                root.path().to_path_buf(),
+                tc.lib.clone(),
+                module.clone(),
+                rel.clone(),
+                text.to_string(),
+            );
+            let read = tokio::task::spawn_blocking(move || {
+                certify::closure(&root_path, &lib, &module, &rel, &text)
+            });
+            tokio::time::timeout(safe_fs::TIME_LIMIT * 3, read)
+                .await
+                .map_err(|_| {
+                    Error::Fs(FsError::TimedOut {
+                        path: root.path().to_path_buf(),
+                        op: "read the workspace modules the file imports",
+                    })
+                })?
+                .map_err(|e| Error::Unexpected(format!("import closure: {e}")))?
+        };
+        for why in &closure.refused {
+            fail(FailureReason::ImportRefused, why.clone());
+        }
+        for node in &closure.order {
+            if let Origin::Package { lib } = &node.origin {
+                fail(
+                    FailureReason::PackageUnchecked,
+                    format!(
+                        "{} comes from the package build in {}, which this server does not check against its sources",
+                        node.name,
+                        lib.display()
+                    ),
+                );
+            }
+        }
+
+        // The source scan: every workspace source of the closure.
+        let mut found: Vec<HatchHit> = Vec::new();
+        for (node, node_rel, source) in closure.workspace() {
+            let path = if node.name == module {
+                shown.clone()
+            } else {
+                node_rel.to_string_lossy().into_owned()
+            };
+            found.extend(
+                hatches::scan(source)
+                    .iter()
+                    .map(|h| hatch(&path, source, h)),
+            );
+        }
+        let failing: BTreeSet<String> = found
+            .iter()
+            .filter(|h| h.fails)
+            .map(|h| format!("{} at {}:{}", h.kind, h.path, h.range.start.line))
+            .collect();
+        for f in failing {
+            fail(FailureReason::Hatch, f);
+        }
+
+        let mut tier = Tier::None;
+        let mut checked: Vec<CheckedDeclaration> = Vec::new();
+        let mut counts = (0, 0);
+        let mut stale = BTreeSet::new();
+        if closure.refused.is_empty() {
+            match certify::build(&tc, &closure, bound.rt.timeouts.sync).await {
+                Err(BuildError::Failed { module: m, output }) => fail(
+                    FailureReason::BuildFailed,
+                    format!("{m} does not compile: {}", output.trim()),
+                ),
+                Err(BuildError::TimedOut { module: m, limit }) => fail(
+                    FailureReason::BuildFailed,
+                    format!(
+                        "building {m} took longer than {} s (LEAN_BEAM_SYNC_TIMEOUT_SECS)",
+                        limit.as_secs()
+                    ),
+                ),
+                Err(BuildError::Setup(why)) => return Err(Error::Unexpected(why)),
+                Ok(built) => {
+                    counts = (built.rebuilt, built.reused);
+                    stale = self.stale_oleans(&root, &closure, &built).await;
+                    let targets = if named.is_empty() {
+                        let file_node = closure.order.last().expect("the file");
+                        let ilean = built.artifact(file_node, "ilean").and_then(|p| {
+                            safe_fs::read_regular_blocking(
+                                &p,
+                                safe_fs::Links::Refuse,
+                                safe_fs::DEFAULT_MAX_FILE_BYTES,
+                                safe_fs::Oversize::Refuse,
+                            )
+                            .ok()
+                        });
+                        match ilean.as_ref().and_then(|c| certify::declarations(&c.bytes)) {
+                            Some(names) => {
+                                // A name Lean prints that is not one name
+                                // to the lexer (a component a macro made
+                                // that cannot be quoted) is never pasted.
+                                let (ok, odd): (Vec<String>, Vec<String>) =
+                                    names.into_iter().partition(|n| check_name(n).is_ok());
+                                for n in odd {
+                                    fail(
+                                        FailureReason::UnknownDeclaration,
+                                        format!(
+                                            "{n:?}: a declaration whose name cannot be written as one Lean name"
+                                        ),
+                                    );
+                                }
+                                ok.into_iter()
+                                    .map(|name| Declaration {
+                                        name,
+                                        reference: None,
+                                    })
+                                    .collect()
+                            }
+                            None => {
+                                return Err(Error::Unexpected(format!(
+                                    "the fresh build of {module} left no readable .ilean"
+                                )));
+                            }
+                        }
+                    } else {
+                        named.clone()
+                    };
+                    if targets.is_empty() {
+                        fail(
+                            FailureReason::NoDeclarations,
+                            format!("Lean reports no declarations in {shown}"),
+                        );
+                    }
+                    let limit = bound.rt.timeouts.request;
+                    let (check_text, questions) = check_module(&module, &targets);
+                    let messages = certify::check(&tc, &built.lean_path, check_text, limit)
+                        .await
+                        .map_err(Error::Unexpected)?;
+                    checked = answers(&targets, &questions, &messages, &mut fail);
+                    self.judge_axioms(&tc, &closure, &allowed, &mut checked, &mut fail)
+                        .await?;
+                    tier = Tier::Rebuilt;
+                    if let Some(replayed) = replay(&tc, &closure, &built, limit).await {
+                        match replayed {
+                            Ok(()) => tier = Tier::Replayed,
+                            Err(why) => fail(FailureReason::CheckFailed, why),
+                        }
+                    }
+                }
+            }
+        }
+        if disk_changed {
+            fail(
+                FailureReason::DiskChanged,
+                format!(
+                    "{shown} changed on disk since version {}: sync and verify again",
+                    args.version
+                ),
+            );
+        }
+        let imports = closure
+            .workspace()
+            .filter(|(n, _, _)| n.name != module)
+            .map(|(n, node_rel, source)| ImportedSource {
+                module: n.name.clone(),
+                path: node_rel.to_string_lossy().into_owned(),
+                sha256: sha256::hex(source.as_bytes()),
+                stale: stale.contains(&n.name),
+            })
+            .collect();
+        Ok(VerifyResult {
+            workspace: root.descriptor(),
+            path: shown,
+            version: args.version,
+            certified: failures.is_empty() && tier != Tier::None,
+            tier,
+            failures,
+            declarations: checked,
+            hatches: found,
+            allowed_axioms: allowed,
+            provenance: Provenance {
+                source_sha256: sha256::hex(text.as_bytes()),
+                disk_changed,
+                imports,
+                stale: stale.contains(&module),
+                rebuilt: counts.0,
+                reused: counts.1,
+                lean_version: Some(tc.version.clone()),
+                server: crate::identity::server_info(),
+            },
+        })
+    }
+
+    /// The workspace modules whose own `.olean` is missing or differs from
+    /// the fresh build (by content hash).
+    async fn stale_oleans(
+        &self,
+        root: &crate::broker::engine::workspace::Root,
+        closure: &Closure,
+        built: &certify::Built,
+    ) -> BTreeSet<String> {
+        let pairs: Vec<(String, PathBuf, PathBuf)> = closure
+            .workspace()
+            .filter_map(|(n, rel, _)| {
+                let fresh = built.artifact(n, "olean")?;
+                let own = root
+                    .path()
+                    .join(".lake/build/lib/lean")
+                    .join(rel)
+                    .with_extension("olean");
+                Some((n.name.clone(), own, fresh))
+            })
+            .collect();
+        let compare = tokio::task::spawn_blocking(move || {
+            pairs
+                .into_iter()
+                .filter(|(_, own, fresh)| {
+                    let own = file_sha256(own);
+                    own.is_none() || own != file_sha256(fresh)
+                })
+                .map(|(name, _, _)| name)
+                .collect::<BTreeSet<_>>()
+        });
+        tokio::time::timeout(safe_fs::TIME_LIMIT * 6, compare)
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default()
+    }
+
+    /// Sorry, axioms outside the allowlist, and allowed axioms that are not
+    /// the toolchain's own.
+    async fn judge_axioms(
+        &self,
+        tc: &Toolchain,
+        closure: &Closure,
+        allowed: &[String],
+        checked: &mut [CheckedDeclaration],
+        fail: &mut impl FnMut(FailureReason, String),
+    ) -> Result<()> {
+        let mut used: BTreeSet<String> = BTreeSet::new();
+        for c in checked.iter() {
+            for axiom in c.axioms.iter().flatten() {
+                if axiom == "sorryAx" {
+                    fail(
+                        FailureReason::Sorry,
+                        format!("{} depends on sorryAx", c.name),
+                    );
+                } else if !allowed.contains(axiom) {
+                    fail(
+                        FailureReason::Axiom,
+                        format!("{} depends on {axiom}, not allowed", c.name),
+                    );
+                } else {
+                    used.insert(axiom.clone());
+                }
+            }
+        }
+        if used.is_empty() {
+            return Ok(());
+        }
+        // The toolchain's modules the closure imports, alone: an axiom they
+        // declare is the one the full environment has (Lean refuses two
+        // declarations of one name).
+        let roots: BTreeSet<&str> = closure
+            .order
+            .iter()
+            .filter(|n| matches!(n.origin, Origin::Toolchain))
+            .map(|n| n.name.as_str())
+            .collect();
+        let mut text = String::from("prelude\n");
+        for r in &roots {
+            text.push_str(&format!("import {r}\n"));
+        }
+        let first = roots.len() as u32 + 2;
+        let used: Vec<String> = used.into_iter().collect();
+        for axiom in &used {
+            text.push_str(&format!("#print axioms _root_.{axiom}\n"));
+        }
+        let messages = certify::check(tc, "", text, Duration::from_secs(300))
+            .await
+            .map_err(Error::Unexpected)?;
+        let header_failed = messages.iter().any(|m| m.error && m.line < first);
+        for (i, axiom) in used.iter().enumerate() {
+            let line = first + i as u32;
+            let own = !header_failed
+                && !messages.iter().any(|m| m.error && m.line == line)
+                && messages
+                    .iter()
+                    .any(|m| m.line == line && parse_axioms(&m.text).is_some());
+            if !own {
+                fail(
+                    FailureReason::AxiomOrigin,
+                    format!(
+                        "{axiom} is not the toolchain's own axiom: the workspace (or a package) declares it"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Read Lean's answers to the check module into the declarations' entries.
+fn answers(
+    targets: &[Declaration],
+    questions: &[Question],
+    messages: &[certify::Message],
+    fail: &mut impl FnMut(FailureReason, String),
+) -> Vec<CheckedDeclaration> {
+    let mut checked: Vec<CheckedDeclaration> = targets
+        .iter()
+        .map(|t| CheckedDeclaration {
+            name: t.name.clone(),
+            reference: t.reference.as_ref().map(|r| ReferenceCheck {
+                statement: r.clone(),
+                matches: true,
+                message: None,
+            }),
+            ..CheckedDeclaration::default()
+        })
+        .collect();
+    for m in messages {
+        let Some(q) = questions.iter().rev().find(|q| q.line <= m.line) else {
+            if m.error {
+                fail(FailureReason::CheckFailed, m.text.clone());
+            }
+            continue;
+        };
+        let entry = &mut checked[q.index];
+        if q.reference {
+            if m.error || m.text.contains("sorry") {
+                if let Some(r) = entry.reference.as_mut() {
+                    r.matches = false;
+                    r.message.get_or_insert_with(|| m.text.clone());
+                }
+            }
+        } else if m.error {
+            entry.error.get_or_insert_with(|| m.text.clone());
+        } else if let Some(axioms) = parse_axioms(&m.text) {
+            if entry.axioms.is_some() {
+                // One `#print axioms` answers once: a second answer came
+                // from text that is not ours.
+                entry
+                    .error
+                    .get_or_insert_with(|| "Lean answered twice for it".to_string());
+            }
+            entry.axioms = Some(axioms);
+        }
+    }
+    for c in &mut checked {
+        if let Some(why) = &c.error {
+            if c.axioms.is_some() {
+                fail(
+                    FailureReason::UnknownDeclaration,
+                    format!("{}: {why}", c.name),
+                );
+                c.axioms = None;
+                continue;
+            }
+        }
+        if c.axioms.is_none() {
+            let why = c
+                .error
+                .get_or_insert_with(|| "Lean reported no axioms for it".to_string());
+            fail(
+                FailureReason::UnknownDeclaration,
+                format!("{}: {why}", c.name),
+            );
+        }
+        if let Some(r) = &c.reference {
+            if !r.matches {
+                fail(
+                    FailureReason::ReferenceMismatch,
+                    format!("{} does not have the type {}", c.name, r.statement),
+                );
+            }
+        }
+    }
+    checked
+}
+
+/// The kernel replay of every workspace module of the closure with the
+/// toolchain's `leanchecker`, where it ships one (`None` when it does not).
+async fn replay(
+    tc: &Toolchain,
+    closure: &Closure,
+    built: &certify::Built,
+    limit: Duration,
+) -> Option<std::result::Result<(), String>> {
+    let checker = tc.lean.with_file_name("leanchecker");
+    if !checker.is_file() {
+        return None;
+    }
+    let modules: Vec<String> = closure
+        .workspace()
+        .map(|(n, _, _)| n.name.clone())
+        .collect();
+    let env = vec![("LEAN_PATH".to_string(), built.lean_path.clone())];
+    let run = crate::broker::engine::compiler::run_program(
+        &checker,
+        &modules,
+        &env,
+        &std::env::temp_dir(),
+        None,
+        limit,
+    )
+    .await;
+    Some(match run {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "the kernel replay ({}) failed: {}{}",
+            checker.display(),
+            crate::broker::engine::compiler::tail(&o.stdout),
+            crate::broker::engine::compiler::tail(&o.stderr)
+        )),
+        Err(e) => Err(format!(
+            "the kernel replay ({}) did not run: {e:?}",
+            checker.display()
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_single_identifiers() {
+        assert!(check_name("Ver.«odd name»").is_ok());
+        assert!(check_name("Ver.odd name").is_err());
+        assert!(check_name("").is_err());
+        assert!(check_name("a\n#eval 1").is_err());
+        assert!(check_name("Ver.no_axioms").is_ok());
+    }
+
+    #[test]
+    fn print_axioms_answers_are_read() {
+        assert_eq!(
+            parse_axioms("'Fix.t' depends on axioms: [propext, sorryAx]"),
+            Some(vec!["propext".to_string(), "sorryAx".to_string()])
+        );
+        assert_eq!(
+            parse_axioms("'Fix.t' does not depend on any axioms"),
+            Some(vec![])
+        );
+        assert_eq!(parse_axioms("unknown constant 'x'"), None);
+    }
+
+    #[test]
+    fn a_second_answer_to_one_question_is_no_answer() {
+        let targets = [Declaration {
+            name: "a".into(),
+            reference: None,
+        }];
+        let (_, questions) = check_module("M", &targets);
+        let info = |text: &str| certify::Message {
+            line: 3,
+            error: false,
+            text: text.into(),
+        };
+        let mut failed = Vec::new();
+        let one = answers(
+            &targets,
+            &questions,
+            &[info("'a' does not depend on any axioms")],
+            &mut |r, _| failed.push(r),
+        );
+        assert_eq!(one[0].axioms, Some(vec![]));
+        assert!(failed.is_empty());
+        let two = answers(
+            &targets,
+            &questions,
+            &[
+                info("'a' depends on axioms: [sorryAx]"),
+                info("'ok' does not depend on any axioms"),
+            ],
+            &mut |r, _| failed.push(r),
+        );
+        assert_eq!(two[0].axioms, None);
+        assert_eq!(failed, [FailureReason::UnknownDeclaration]);
+    }
+
+    #[test]
+    fn references_are_one_term() {
+        assert!(check_reference("∀ (n : N), Eq (f n) n").is_ok());
+        assert!(check_reference("(a, b) = ⟨c, d⟩ -- note").is_ok());
+        for bad in [
+            "True) := x\nexample : (True",
+            "(True",
+            "True /-",
+            "\"open",
+            "",
+            "«x",
+        ] {
+            assert!(check_reference(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(check_name("_root_.Ver.x").unwrap(), "Ver.x");
+        assert!(check_name("Ver.x--c").is_err());
+        assert!(check_name("Ver.«x y»").is_ok());
+        assert!(check_name("a».b").is_err());
+    }
+}
