@@ -30,7 +30,6 @@ pub use goals::GoalsMode;
 pub use handles::Taking;
 pub use inspect::{Pinned, References, Signatures};
 pub use launch::env;
-pub use lexer::{Lexeme, LexemeKind, lex};
 pub use probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start, verdict};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 pub use snippets::RunCode;

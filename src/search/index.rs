@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use super::decls::{self, Kind};
 use super::query::Query;
 use super::rank::{NameQuery, Tier};
+use super::source::LineIndex;
 use super::terms::{Compiled, Interner, conclusion_start};
 use super::walk::{Listed, Origin, Stamp};
 use crate::results::{Range, SearchHit, SearchIndex};
@@ -180,14 +181,14 @@ impl Index {
     }
 
     fn entries(&mut self, text: &str, found: Vec<decls::Decl>) -> Vec<Entry> {
-        let mut lines = Lines::new(text);
+        let lines = LineIndex::new(text);
         found
             .into_iter()
             .map(|d| {
                 let toks = self.interner.statement(&d.statement);
                 let conclusion = conclusion_start(&toks, &self.interner) as u32;
-                let (sl, sc) = lines.position(d.start);
-                let (el, ec) = lines.position(d.end);
+                let (sl, sc) = lines.position(text, d.start);
+                let (el, ec) = lines.position(text, d.end);
                 Entry {
                     lower: d.name.to_lowercase().into(),
                     name: d.name.into(),
@@ -300,44 +301,6 @@ impl Index {
                 }),
             },
         }
-    }
-}
-
-/// Offsets to 0-based line and UTF-16 character, for offsets in increasing
-/// order mostly (a cursor that restarts when asked for an earlier one).
-struct Lines<'a> {
-    text: &'a str,
-    at: usize,
-    line: u32,
-    line_start: usize,
-}
-
-impl<'a> Lines<'a> {
-    fn new(text: &'a str) -> Self {
-        Lines {
-            text,
-            at: 0,
-            line: 0,
-            line_start: 0,
-        }
-    }
-
-    fn position(&mut self, offset: usize) -> (u32, u32) {
-        if offset < self.at {
-            *self = Lines::new(self.text);
-        }
-        for (i, b) in self.text.as_bytes()[self.at..offset].iter().enumerate() {
-            if *b == b'\n' {
-                self.line += 1;
-                self.line_start = self.at + i + 1;
-            }
-        }
-        self.at = offset;
-        let character = self.text[self.line_start..offset]
-            .chars()
-            .map(char::len_utf16)
-            .sum::<usize>();
-        (self.line, character as u32)
     }
 }
 
