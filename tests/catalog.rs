@@ -20,10 +20,10 @@ fn catalog() -> Vec<Value> {
 }
 
 #[test]
-fn catalog_lists_30_tools_in_table_order() {
+fn catalog_lists_31_tools_in_table_order() {
     let tools = catalog();
-    assert_eq!(tools.len(), 30);
-    assert_eq!(TOOL_COUNT, 30);
+    assert_eq!(tools.len(), 31);
+    assert_eq!(TOOL_COUNT, 31);
     for (i, (entry, tool)) in tools.iter().zip(Tool::ALL).enumerate() {
         assert_eq!(entry["name"], tool.name(), "tool {i}");
         assert_eq!(Tool::from_name(tool.name()), Some(tool));

@@ -54,6 +54,9 @@ pub struct Broker {
     /// evicted one's is gone.
     creating: tokio::sync::Mutex<()>,
     resolver: workspace::Resolver,
+    /// `lean_search`'s declaration indexes, one per workspace, shared by
+    /// every client.
+    indexes: crate::search::Indexes,
 }
 
 impl Broker {
@@ -68,6 +71,7 @@ impl Broker {
             runtimes: Mutex::new(HashMap::new()),
             creating: tokio::sync::Mutex::new(()),
             resolver: workspace::Resolver::default(),
+            indexes: crate::search::Indexes::from_env(),
         }
     }
 
@@ -111,6 +115,17 @@ impl Broker {
     /// that has since disappeared.
     pub fn check_descriptor_to_drop(workspace: &str) -> Result<()> {
         workspace::resolve_for_eviction(workspace).map(drop)
+    }
+
+    /// `lean_search`: declarations by name or statement pattern.
+    pub async fn search(
+        &self,
+        sink: &dyn ProgressSink,
+        workspace: &str,
+        query: &str,
+        limit: u64,
+    ) -> Result<crate::results::SearchResult> {
+        features::search::search(self, sink, workspace, query, limit).await
     }
 
     fn launcher(&self) -> &Launcher {

@@ -30,6 +30,7 @@ mod source;
 mod terms;
 mod walk;
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -80,10 +81,20 @@ impl Indexes {
         )
     }
 
+    /// The toolchain prefix remembered for `root` (`Some(None)`: asked, none).
+    pub fn toolchain(&self, root: &Path) -> Option<Option<PathBuf>> {
+        lock(&self.held)
+            .iter()
+            .find(|(t, _)| t.root == root)
+            .map(|(t, _)| t.toolchain.clone())
+    }
+
     fn index_of(&self, trees: &Trees) -> Arc<Mutex<index::Index>> {
         let mut held = lock(&self.held);
         let found = held.iter().position(|(t, _)| t == trees);
-        let entry = match found {
+        // A root met again with another toolchain starts afresh.
+        held.retain(|(t, _)| t.root != trees.root || t == trees);
+        let entry = match found.and_then(|_| held.iter().position(|(t, _)| t == trees)) {
             Some(k) => held.remove(k),
             None => (
                 trees.clone(),
@@ -96,6 +107,11 @@ impl Indexes {
             held.remove(0);
         }
         index
+    }
+
+    /// Forget the index of `root` (`lean_drop_workspace`).
+    pub fn drop_root(&self, root: &Path) {
+        lock(&self.held).retain(|(t, _)| t.root != root);
     }
 
     /// Start a query: refresh the workspace's index and search it, on the

@@ -11,6 +11,7 @@ pub(crate) mod inspect;
 pub(crate) mod probe;
 pub(crate) mod report;
 pub(crate) mod run_code;
+pub(crate) mod search;
 pub(crate) mod signatures;
 pub(crate) mod term_goal;
 pub(crate) mod todo;
