@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::decls::{self, Kind};
 use super::query::Query;
-use super::rank::{NameQuery, Tier};
+use super::rank::{NameQuery, Tier, byte_mask};
 use super::source::LineIndex;
 use super::terms::{Compiled, Interner, conclusion_start};
 use super::walk::{Listed, Origin, Stamp};
@@ -24,6 +24,7 @@ use crate::results::{Range, SearchHit, SearchIndex};
 struct Entry {
     name: Box<str>,
     lower: Box<str>,
+    mask: u64,
     kind: Kind,
     statement: Box<str>,
     doc: Option<Box<str>>,
@@ -189,8 +190,10 @@ impl Index {
                 let conclusion = conclusion_start(&toks, &self.interner) as u32;
                 let (sl, sc) = lines.position(text, d.start);
                 let (el, ec) = lines.position(text, d.end);
+                let lower = d.name.to_lowercase();
                 Entry {
-                    lower: d.name.to_lowercase().into(),
+                    mask: byte_mask(&lower),
+                    lower: lower.into(),
                     name: d.name.into(),
                     kind: d.kind,
                     statement: d.statement.into(),
@@ -231,7 +234,7 @@ impl Index {
                     let mut tier = None;
                     let mut all = true;
                     for n in &names {
-                        match n.tier(&e.name, &e.lower) {
+                        match n.tier(&e.name, &e.lower, e.mask) {
                             Some(t) => tier = tier.max(Some(t)),
                             None => {
                                 all = false;

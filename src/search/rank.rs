@@ -30,27 +30,43 @@ impl Tier {
     }
 }
 
-/// A query prepared once: as given, and lower-cased.
+/// A query prepared once: as given, lower-cased, and its searcher.
 #[derive(Debug, Clone)]
 pub struct NameQuery {
     exact: String,
     lower: String,
+    finder: memchr::memmem::Finder<'static>,
+    mask: u64,
+}
+
+/// Which bytes (modulo 64) a lower-cased name holds: a name whose mask lacks
+/// one of the query's bits matches in no tier, and most names are ruled out
+/// by this one comparison.
+pub fn byte_mask(lower: &str) -> u64 {
+    lower.bytes().fold(0, |m, b| m | 1 << (b % 64))
 }
 
 impl NameQuery {
     pub fn new(query: &str) -> NameQuery {
+        let lower = query.to_lowercase();
         NameQuery {
             exact: query.to_string(),
-            lower: query.to_lowercase(),
+            finder: memchr::memmem::Finder::new(lower.as_bytes()).into_owned(),
+            mask: byte_mask(&lower),
+            lower,
         }
     }
 
-    /// The tier of `name` (`lower`: the name lower-cased), if it matches.
-    pub fn tier(&self, name: &str, lower: &str) -> Option<Tier> {
+    /// The tier of `name` (`lower`: the name lower-cased, `mask` its
+    /// [`byte_mask`]), if it matches.
+    pub fn tier(&self, name: &str, lower: &str, mask: u64) -> Option<Tier> {
+        if mask & self.mask != self.mask {
+            return None;
+        }
         let q = self.exact.as_str();
         // The cheap filter first: every tier but subsequence contains the
         // query, ignoring case.
-        let Some(first) = lower.find(&self.lower) else {
+        let Some(first) = self.finder.find(lower.as_bytes()) else {
             return subsequence(&self.lower, lower).then_some(Tier::Subsequence);
         };
         if name == q {
@@ -70,15 +86,20 @@ impl NameQuery {
             if starts_component(i) {
                 return Some(Tier::ComponentPrefix);
             }
-            at = lower[i + 1..].find(&self.lower).map(|k| i + 1 + k);
+            at = self
+                .finder
+                .find(&lower.as_bytes()[i + 1..])
+                .map(|k| i + 1 + k);
         }
         Some(Tier::Substring)
     }
 }
 
+/// `needle`'s bytes in order in `hay`: the characters' test for ASCII, a
+/// little looser for other characters (their bytes may come from several).
 fn subsequence(needle: &str, hay: &str) -> bool {
-    let mut hay = hay.chars();
-    needle.chars().all(|c| hay.any(|h| h == c))
+    let mut hay = hay.bytes();
+    needle.bytes().all(|c| hay.any(|h| h == c))
 }
 
 #[cfg(test)]
@@ -106,8 +127,9 @@ mod tests {
         ];
         for (query, name, tier) in cases {
             let q = NameQuery::new(query);
+            let lower = name.to_lowercase();
             assert_eq!(
-                q.tier(name, &name.to_lowercase()),
+                q.tier(name, &lower, byte_mask(&lower)),
                 tier,
                 "{query} for {name}"
             );

@@ -22,12 +22,15 @@ pub struct Stamp {
 
 impl Stamp {
     pub fn of(path: &Path) -> Option<Stamp> {
-        let meta = std::fs::metadata(path).ok()?;
-        Some(Stamp {
+        std::fs::metadata(path).ok().map(|m| Stamp::of_meta(&m))
+    }
+
+    fn of_meta(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
             len: meta.len(),
             modified: meta.modified().ok(),
-            inode: std::os::unix::fs::MetadataExt::ino(&meta),
-        })
+            inode: std::os::unix::fs::MetadataExt::ino(meta),
+        }
     }
 }
 
@@ -121,16 +124,21 @@ fn tree(base: &Path, build: &Path, root: &Path, origin: &Origin, out: &mut Vec<L
                     stack.push(entry.path());
                 }
             } else if name.ends_with(".lean") && !(dir == base && name == "lakefile.lean") {
-                files.push(entry.path());
+                // Stat through the directory (`fstatat`), not the full path.
+                let Some(stamp) = entry.metadata().ok().map(|m| Stamp::of_meta(&m)) else {
+                    continue;
+                };
+                files.push((entry.path(), stamp));
             }
         }
     }
-    files.sort();
-    for path in files {
+    // By bytes: a component-wise comparison costs more, and any fixed order
+    // serves (it decides only which files a bound leaves out).
+    files.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+    // Without a build folder there is no `.ilean` to stat.
+    let built = build.is_dir();
+    for (path, stamp) in files {
         let Ok(rel) = path.strip_prefix(base) else {
-            continue;
-        };
-        let Some(stamp) = Stamp::of(&path) else {
             continue;
         };
         let module_path = rel.with_extension("");
@@ -139,7 +147,11 @@ fn tree(base: &Path, build: &Path, root: &Path, origin: &Origin, out: &mut Vec<L
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join(".");
-        let ilean = Stamp::of(&build.join(&module_path).with_extension("ilean"));
+        let ilean = if built {
+            Stamp::of(&build.join(&module_path).with_extension("ilean"))
+        } else {
+            None
+        };
         let shown = match path.strip_prefix(root) {
             Ok(rel) => rel.display().to_string(),
             Err(_) => path.display().to_string(),
