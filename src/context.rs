@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
 use crate::broker::{self, SinkFuture};
-use crate::mcp::jsonrpc::{RequestId, notification_line};
 use crate::util::lock;
+use crate::wire::{RequestId, notification_line};
 
 /// The protocol era a request was served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,8 +26,8 @@ pub enum Era {
 impl Era {
     pub const fn as_str(self) -> &'static str {
         match self {
-            Era::Modern => "2026-07-28",
-            Era::Legacy => "2025-11-25",
+            Era::Modern => crate::identity::MODERN_VERSION,
+            Era::Legacy => crate::identity::LEGACY_VERSION,
             Era::Direct => "direct",
         }
     }

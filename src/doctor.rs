@@ -315,6 +315,9 @@ async fn lean(report: &mut Report, launcher: &Launcher, root: Option<&Path>, env
             };
             (program.clone(), args, source)
         }
+        // The in-process stand-in of tests: no program to look for.
+        #[cfg(any(test, feature = "testing"))]
+        Launcher::Scripted(_) => return,
     };
     let is_lean = matches!(launcher, Launcher::Lean { .. });
     let fix_missing = if is_lean {

@@ -7,6 +7,24 @@ use crate::results::BuildIdentity;
 pub const NAME: &str = "lean-beam-mcp";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The MCP revisions this server speaks, said once: the stateless one and
+/// the initialize-based ones (`mcp::era` classifies requests by them).
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The latest initialize-based revision: what an `initialize` requesting one
+/// this server does not speak is answered with.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+pub const SUPPORTED_MODERN: &[&str] = &[MODERN_VERSION];
+
+/// The initialize-based revisions this server speaks, newest first. Each
+/// message it sends in this family is valid in every one of them: what
+/// 2025-11-25 added over 2025-06-18 (icons, `Implementation.description`,
+/// tool `execution` and tasks, URL elicitation, sampling with tools, SSE
+/// priming events) is nothing this server sends, so a 2025-06-18 session gets
+/// the same lines (`tests/catalog.rs` keeps the catalog and `serverInfo` to
+/// 2025-06-18's keys). 2025-03-26 is not here: it lacks structured output and
+/// requires receiving JSON-RPC batches, which this server refuses.
+pub const SUPPORTED_LEGACY: &[&str] = &[LEGACY_VERSION, "2025-06-18"];
+
 /// Server instructions sent with discovery and initialize: what an agent must
 /// know before its first call, said once here rather than in every tool.
 pub const INSTRUCTIONS: &str = "lean-beam-mcp gives you a Lean 4 prover. Lines and characters \
@@ -15,12 +33,14 @@ with your own tool, lean_sync it (diagnostics and a version), lean_todo that ver
 probe and range), try several candidate texts in one lean_run_batch call at an item's probe, write \
 the first closed one over the item's range, then lean_sync again. Every Lean tool takes a \
 workspace {\"root\": \"/absolute/project/path\"}; pass the same one each time; a `path` is \
-relative to that root, or absolute; a `version` is one lean_sync or lean_update returned. Goals \
+relative to that root, or absolute; a `version` is one lean_sync or lean_update returned; a \
+handle's calls take the path of the file it was cut from. Goals \
 come as Lean prints them (`pretty`); pass structured_goals: true for their parts (hyps, target, \
 goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is Lean's \
-maxHeartbeats in thousands, timeout_ms counts from when a shadow slot is free. Results are \
+maxHeartbeats in thousands, timeout_ms a wall-clock limit from when a shadow slot is free. Results are \
 bounded: a field past 6,000 characters is cut in the middle (a marker gives its length), a \
-result past 64 KiB (max_result_bytes) is cut further, and `truncated` then says what was cut. \
+result past 64 KiB (or the max_result_bytes a tool with Lean text takes) is cut further, and \
+`truncated` then says what was cut. \
 The server never \
 writes .lean files. Without _meta.progressToken, a call still running after 2 s sends one \
 `beam.status` log at level notice.";

@@ -24,3 +24,4 @@ pub mod sha256;
 pub mod stats;
 pub mod surface;
 pub mod util;
+pub mod wire;

@@ -105,7 +105,8 @@ impl fmt::Display for ToolError {
     }
 }
 
-/// The tool error taxonomy (reference: TOOL-SURFACE.md, "Error taxonomy").
+/// The tool error taxonomy: one code per kind of failure, what an agent
+/// matches on (`data` carries the particulars).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorCode {
@@ -118,7 +119,6 @@ pub enum ErrorCode {
     SyncBarrierIncomplete,
     SaveTargetNotModule,
     SaveUnsupportedSetup,
-    SaveTraceStale,
     RuntimeSetup,
     /// A configured bound was reached (`data.kind` says which, `data.env`
     /// names the variable that raises it).
@@ -138,7 +138,6 @@ impl ErrorCode {
             Self::SyncBarrierIncomplete => "syncBarrierIncomplete",
             Self::SaveTargetNotModule => "saveTargetNotModule",
             Self::SaveUnsupportedSetup => "saveUnsupportedSetup",
-            Self::SaveTraceStale => "saveTraceStale",
             Self::RuntimeSetup => "runtimeSetup",
             Self::ResourceLimit => "resourceLimit",
             Self::InternalError => "internalError",
@@ -422,7 +421,6 @@ mod tests {
             SyncBarrierIncomplete,
             SaveTargetNotModule,
             SaveUnsupportedSetup,
-            SaveTraceStale,
             RuntimeSetup,
             ResourceLimit,
             InternalError,

@@ -418,6 +418,8 @@ const CORE_INTENT: &[&str] = &[
     "lean_save",
     "lean_verify",
     "lean_run_code",
+    // Issue 28: finding the lemma is most of a proof loop's turns.
+    "lean_search",
 ];
 
 #[test]
@@ -602,7 +604,7 @@ fn no_tool_that_waits_on_lean_is_quiet() {
 /// speculative tools state that boundary directly").
 #[test]
 fn speculative_tools_state_the_io_boundary() {
-    const BOUNDARY: &str = "user Lean code and project metaprogramming may still perform IO";
+    const BOUNDARY: &str = "User and project Lean code may perform IO";
     let speculative = [
         "lean_run_at",
         "lean_run_at_handle",
@@ -645,6 +647,8 @@ fn instructions_state_positions_and_the_loop_in_both_eras() {
             "lean_todo",
             "one lean_run_batch call",
             "structured_goals: true",
+            "max_result_bytes",
+            "the path of the file it was cut from",
         ] {
             assert!(
                 text.contains(fact),
@@ -853,4 +857,53 @@ fn schemas_are_in_the_portable_subset() {
         complaints.len(),
         complaints.join("\n")
     );
+}
+
+/// The tools whose results are bounded by construction (issue 26 item 5):
+/// identities, counts, flags, paths and a few ranges, or lists with a fixed
+/// cap (`beam_stats`: at most `LEAN_BEAM_MAX_RUNTIMES` runtimes and the last
+/// 20 errors; `lean_definition`: the few places one constant is declared);
+/// the feedback report keeps its own caps. Every other tool's result carries
+/// Lean text (messages, goals, hovers, symbols, edits, locations by the
+/// hundred) and takes the per-call `max_result_bytes`. The server-wide cap and
+/// the field cap apply to all of them alike.
+const BOUNDED_BY_CONSTRUCTION: &[&str] = &[
+    "beam_version",
+    "beam_stats",
+    "beam_feedback_report",
+    "lean_drop_workspace",
+    "lean_definition",
+    "lean_release",
+    "lean_update",
+    "lean_save",
+    "lean_close_save",
+    "lean_close",
+];
+
+#[test]
+fn every_tool_with_lean_text_takes_max_result_bytes_and_every_result_can_say_it_was_cut() {
+    for entry in catalog() {
+        let name = entry["name"].as_str().unwrap();
+        let takes = entry["inputSchema"]["properties"]
+            .get("max_result_bytes")
+            .is_some();
+        assert_eq!(
+            takes,
+            !BOUNDED_BY_CONSTRUCTION.contains(&name),
+            "{name}: give a tool whose result carries Lean text `max_result_bytes` in operations.toml, or list it here as bounded by construction"
+        );
+        if takes {
+            assert_eq!(
+                entry["inputSchema"]["properties"]["max_result_bytes"]["type"], "integer",
+                "{name}"
+            );
+        }
+        let truncated = &entry["outputSchema"]["properties"]["truncated"];
+        for key in ["fields", "items", "bytes", "limit"] {
+            assert!(
+                truncated["properties"].get(key).is_some(),
+                "{name}: its outputSchema declares no truncated.{key}: {truncated}"
+            );
+        }
+    }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::lean::{TempDir, TempWorkspace, eventually, lean, lean_processes_of};
+use common::lean::{TempDir, TempWorkspace, eventually, lean_or_skip, lean_processes_of};
 use common::mcp::{CallOpts, Era, Mcp, Spawn};
 use common::procfs;
 use common::{Server, call_params, modern, request};
@@ -392,12 +392,15 @@ fn a_flood_of_cancellations_for_unknown_ids_is_ignored() {
 /// answer, and the id is free again afterwards.
 #[test]
 fn ids_reused_while_active_are_ignored() {
+    let Some(lean) = lean_or_skip() else {
+        return;
+    };
     let ws = TempWorkspace::copy("basic");
     ws.write(
         "Fix/Hold.lean",
         "prelude\nimport Fix.Basic\nnamespace Fix\ntheorem held : Eq one one := by\n  sleep 3000\n  exact Eq.refl one\nend Fix\n",
     );
-    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean.server_env()));
     let root = ws.root_str();
     let sync = json!({"workspace": {"root": root}, "path": "Fix/Hold.lean"});
     let id = json!("busy");
@@ -471,6 +474,9 @@ fn ids_reused_while_active_are_ignored() {
 /// the root when the canonical file is inside it, absolute otherwise.
 #[test]
 fn dotdot_and_symlinks_out_of_the_root_are_resolved_and_reported_exactly() {
+    let Some(lean) = lean_or_skip() else {
+        return;
+    };
     let base = TempDir::new("paths");
     let root = base.path().join("root");
     let outside = base.path().join("outside");
@@ -487,7 +493,7 @@ fn dotdot_and_symlinks_out_of_the_root_are_resolved_and_reported_exactly() {
     let root_s = root.to_string_lossy().into_owned();
     let out_file = outside.join("Out.lean").to_string_lossy().into_owned();
 
-    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean.server_env()));
     let ws = json!({"root": root_s});
     // lean_close resolves and reports without starting Lean.
     let cases: Vec<(Value, String, &str)> = vec![
@@ -618,10 +624,13 @@ fn a_workspace_root_that_is_a_file_is_refused() {
 /// serves everything else.
 #[test]
 fn a_root_deleted_while_its_runtime_runs() {
+    let Some(lean) = lean_or_skip() else {
+        return;
+    };
     let ws = TempWorkspace::copy("basic");
     let root = ws.root().to_path_buf();
     let root_s = ws.root_str();
-    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut m = Mcp::start(Era::Modern, Spawn::default().envs(lean.server_env()));
     let args = json!({"workspace": {"root": root_s}, "path": "Fix/Goals.lean"});
     let synced = m.call("lean_sync", args.clone());
     let version = synced["version"].as_u64().unwrap();

@@ -390,7 +390,7 @@ fn legacy_initialize_answers_the_requested_revision_when_supported() {
 #[test]
 fn each_legacy_revision_serves_the_same_session() {
     let mut lines: Vec<(&str, Value)> = Vec::new();
-    for revision in lean_beam_mcp::mcp::era::SUPPORTED_LEGACY {
+    for revision in lean_beam_mcp::identity::SUPPORTED_LEGACY {
         let mut s = Server::spawn();
         let mut params = initialize_params();
         params["protocolVersion"] = json!(revision);

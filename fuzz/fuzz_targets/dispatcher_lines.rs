@@ -15,13 +15,15 @@ use std::sync::{Arc, LazyLock};
 
 use arbitrary::{Result, Unstructured};
 use lean_beam_mcp::context::CallContext;
+use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::config::Config;
 use lean_beam_mcp::mcp::dispatcher::{Dispatcher, Reply};
 use lean_beam_mcp::mcp::era;
-use lean_beam_mcp::mcp::jsonrpc::{self, Incoming, RequestId};
+use lean_beam_mcp::mcp::jsonrpc::{self, Incoming};
 use lean_beam_mcp::mcp::session::Session;
 use lean_beam_mcp::stats::Stats;
 use lean_beam_mcp::surface::{Handler, Tool, ToolCall, ToolOutcome};
+use lean_beam_mcp::wire::RequestId;
 use lean_beam_mcp_fuzz::{from_schema, number, string, value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
@@ -66,7 +68,7 @@ fn meta(u: &mut Unstructured<'_>) -> Result<Value> {
     let mut m = Map::new();
     if u.ratio(4u8, 5u8)? {
         let v = if u.ratio(7u8, 8u8)? {
-            json!(era::MODERN_VERSION)
+            json!(identity::MODERN_VERSION)
         } else {
             json!(string(u)?)
         };
@@ -124,7 +126,7 @@ fn message(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
             }
         }
         "initialize" => {
-            params.insert("protocolVersion".into(), json!(era::LEGACY_VERSION));
+            params.insert("protocolVersion".into(), json!(identity::LEGACY_VERSION));
             params.insert("capabilities".into(), json!({}));
             params.insert("clientInfo".into(), json!({"name": "fuzz"}));
         }

@@ -10,8 +10,10 @@
 
 use arbitrary::{Result, Unstructured};
 use lean_beam_mcp::context::LogLevel;
+use lean_beam_mcp::identity;
 use lean_beam_mcp::mcp::era::{self, META_PREFIX};
-use lean_beam_mcp::mcp::jsonrpc::{self, INVALID_PARAMS, RequestId, UNSUPPORTED_PROTOCOL_VERSION};
+use lean_beam_mcp::mcp::jsonrpc::{self, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
+use lean_beam_mcp::wire::RequestId;
 use lean_beam_mcp_fuzz::{number, string, value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
@@ -45,7 +47,12 @@ fn meta_value(u: &mut Unstructured<'_>, key: &str) -> Result<Value> {
     }
     Ok(match key {
         k if k == era::META_PROTOCOL_VERSION => {
-            json!(*u.choose(&[era::MODERN_VERSION, era::LEGACY_VERSION, "2026-07-29", ""])?)
+            json!(*u.choose(&[
+                identity::MODERN_VERSION,
+                identity::LEGACY_VERSION,
+                "2026-07-29",
+                ""
+            ])?)
         }
         k if k == era::META_CLIENT_CAPABILITIES => json!({}),
         k if k == era::META_CLIENT_INFO => json!({"name": string(u)?, "version": "1"}),
@@ -99,7 +106,7 @@ fn check(params: &Map<String, Value>) {
     match era::validate_modern(p) {
         Ok(accepted) => {
             let meta = meta.expect("accepted without a _meta object");
-            assert_eq!(meta[era::META_PROTOCOL_VERSION], era::MODERN_VERSION);
+            assert_eq!(meta[era::META_PROTOCOL_VERSION], identity::MODERN_VERSION);
             assert!(meta[era::META_CLIENT_CAPABILITIES].is_object());
             let named = meta.get(era::META_LOG_LEVEL).and_then(Value::as_str);
             assert_eq!(

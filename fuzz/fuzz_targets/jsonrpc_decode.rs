@@ -9,7 +9,8 @@
 #![no_main]
 
 use arbitrary::{Result, Unstructured};
-use lean_beam_mcp::mcp::jsonrpc::{self, Incoming, RequestId};
+use lean_beam_mcp::mcp::jsonrpc::{self, Incoming};
+use lean_beam_mcp::wire::RequestId;
 use lean_beam_mcp_fuzz::{WORDS, number, object, string, value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};

@@ -45,6 +45,11 @@ pub enum Error {
         progress: Box<DocumentProgress>,
         counts: Box<DiagnosticCounts>,
     },
+    /// Lean did not finish elaborating a probe's text (in a shadow of
+    /// `path`, the user's file) within the sync time limit. Said of the
+    /// user's file: a shadow document's name and version mean nothing to an
+    /// agent.
+    ProbeIncomplete { path: String, limit: Duration },
     /// A call named a version of `path` that is not the current one.
     VersionMismatch {
         path: String,

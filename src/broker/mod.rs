@@ -1,77 +1,53 @@
 //! The Lean broker: one runtime per canonical workspace root, created lazily by
 //! the first request that needs it and kept until it is dropped or the server
 //! shuts down.
+//!
+//! Three parts the compiler fences: `engine` (runtimes, documents, edits,
+//! waits, shadows, bases, handles, checkpoints, imports), `features` (what
+//! each tool asks of the engine and how its answer is read) and, beside the
+//! broker, the leaf `crate::lean_source` (pure reading of Lean text). Both
+//! modules are private: the rest of the crate sees only `Broker`, whose
+//! methods below are one line each into a feature (the way rust-analyzer's
+//! `Analysis` is written), and the request, result-side and error vocabulary
+//! re-exported here.
 
-pub(crate) mod engine;
-pub(crate) mod error;
-pub(crate) mod features;
-pub(crate) mod progress;
+mod ask;
+mod engine;
+mod error;
+mod features;
+#[cfg(test)]
+mod in_process;
+mod progress;
 
-use engine::{bases, checkpoint, docs, handles, workspace};
-use engine::{diagnostics, edit, launch, runtime, sync};
-use features::{goals, inspect, probe, run_code as snippets, todo, verify};
+use std::collections::BTreeMap;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-
-pub use launch::{Launcher, Limits, Timeouts};
-use runtime::{Runtime, RuntimeUse};
+use engine::runtimes::Runtimes;
+use engine::workspace;
+use serde_json::{Map, Value};
 
 pub use crate::lean_source::text::PositionError;
-use crate::results::{self, LimitUse, RuntimeStats};
-use crate::util::lock;
-pub use diagnostics::DiagnosticScope;
-pub use edit::Mode;
+use crate::results::{self, RuntimeStats};
+pub use ask::*;
+pub use engine::launch::env;
+pub use engine::launch::{Launcher, Limits, Timeouts};
+pub use engine::workspace::Root;
 pub use error::{
     Error, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, Result, SaveError,
     SourceProblem,
 };
-pub use goals::GoalsMode;
-pub use handles::Taking;
-pub use inspect::{Pinned, References, Signatures};
-pub use launch::env;
-pub use probe::{After, At, Budget, Continue, FromHandle, Origin, Ran, Start, verdict};
+pub use features::probe::{FromHandle, Origin, Ran, Start, verdict};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
-pub use snippets::RunCode;
-pub use sync::SyncOptions;
-pub use todo::Todo;
-pub use verify::{Declaration, Verify};
-pub use workspace::Root;
 
 pub struct Broker {
-    launcher: Launcher,
-    timeouts: Timeouts,
-    limits: Limits,
-    /// Identifies this server process in proof handles.
-    process: handles::ProcessTag,
-    next_runtime_id: std::sync::atomic::AtomicU64,
-    /// Versions survive eviction: a recreated runtime continues above them, so
-    /// a version returned before a drop never names different content after it.
-    version_floors: Arc<docs::VersionFloors>,
-    runtimes: Mutex<HashMap<Root, Arc<Runtime>>>,
-    /// Held while a runtime is created (and, at the bound, another evicted
-    /// for it), so that a new runtime's Lean server never starts before the
-    /// evicted one's is gone.
-    creating: tokio::sync::Mutex<()>,
-    resolver: workspace::Resolver,
-    /// `lean_search`'s declaration indexes, one per workspace, shared by
-    /// every client.
-    indexes: crate::search::Indexes,
+    runtimes: Runtimes,
 }
 
 impl Broker {
+    // Process-wide.
+
     pub fn new(launcher: Launcher, timeouts: Timeouts, limits: Limits) -> Self {
         Broker {
-            launcher,
-            timeouts,
-            limits,
-            process: handles::ProcessTag::random(),
-            next_runtime_id: std::sync::atomic::AtomicU64::new(1),
-            version_floors: Arc::default(),
-            runtimes: Mutex::new(HashMap::new()),
-            creating: tokio::sync::Mutex::new(()),
-            resolver: workspace::Resolver::default(),
-            indexes: crate::search::Indexes::from_env(),
+            runtimes: Runtimes::new(launcher, timeouts, limits),
         }
     }
 
@@ -81,22 +57,6 @@ impl Broker {
             Timeouts::from_env(),
             Limits::from_env(),
         )
-    }
-
-    /// Refuse a handle that is malformed or from another server process.
-    fn check_handle_origin(&self, handle: &str) -> Result<()> {
-        handles::check_process(handle, self.process)
-    }
-
-    /// The canonical root of a descriptor (see [`workspace::resolve`]).
-    pub fn resolve_root(&self, workspace: &str) -> Result<Root> {
-        self.resolver.root(workspace)
-    }
-
-    /// The canonical root of a descriptor and a document path under it (see
-    /// [`workspace::resolve_path`]).
-    fn resolve_document(&self, workspace: &str, path: &str) -> Result<workspace::Resolved> {
-        self.resolver.document(workspace, path)
     }
 
     /// The server's own check of a workspace descriptor before a call runs
@@ -117,6 +77,61 @@ impl Broker {
         workspace::resolve_for_eviction(workspace).map(drop)
     }
 
+    /// The canonical root of a descriptor (remembered, re-checked by `stat`).
+    pub fn resolve_root(&self, workspace: &str) -> Result<Root> {
+        self.runtimes.resolve_root(workspace)
+    }
+
+    /// Stop every runtime (transport shutdown).
+    pub async fn shutdown(&self) {
+        self.runtimes.shutdown().await
+    }
+
+    pub fn stats(&self) -> BTreeMap<String, RuntimeStats> {
+        self.runtimes.stats()
+    }
+
+    /// Every bound, the variable that sets it, and what is used of it now.
+    pub async fn limits(&self) -> results::Limits {
+        self.runtimes.limits().await
+    }
+
+    // Documents.
+
+    pub async fn update(&self, workspace: &str, path: &str) -> Result<results::UpdateResult> {
+        self.runtimes.update(workspace, path).await
+    }
+
+    pub async fn sync(
+        &self,
+        sink: &dyn ProgressSink,
+        workspace: &str,
+        path: &str,
+        options: SyncOptions,
+    ) -> Result<results::SyncResult> {
+        self.runtimes.sync(sink, workspace, path, options).await
+    }
+
+    pub async fn save(
+        &self,
+        sink: &dyn ProgressSink,
+        workspace: &str,
+        path: &str,
+        scope: DiagnosticScope,
+    ) -> Result<results::SaveResult> {
+        self.runtimes.save(sink, workspace, path, scope).await
+    }
+
+    pub async fn close(&self, workspace: &str, path: &str) -> Result<results::CloseResult> {
+        self.runtimes.close(workspace, path).await
+    }
+
+    pub async fn drop_workspace(&self, workspace: &str) -> Result<results::DropResult> {
+        self.runtimes.drop_workspace(workspace).await
+    }
+
+    // Declarations.
+
     /// `lean_search`: declarations by name or statement pattern.
     pub async fn search(
         &self,
@@ -124,201 +139,194 @@ impl Broker {
         workspace: &str,
         query: &str,
         limit: u64,
-    ) -> Result<crate::results::SearchResult> {
-        features::search::search(self, sink, workspace, query, limit).await
+    ) -> Result<results::SearchResult> {
+        self.runtimes.search(sink, workspace, query, limit).await
     }
 
-    fn launcher(&self) -> &Launcher {
-        &self.launcher
+    // Inspection at a pinned version.
+
+    pub async fn hover(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+    ) -> Result<results::HoverResult> {
+        self.runtimes.hover(sink, at).await
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Root, Arc<Runtime>>> {
-        lock(&self.runtimes)
+    pub async fn signature_help(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+    ) -> Result<results::SignatureHelpResult> {
+        self.runtimes.signature_help(sink, at).await
     }
 
-    /// The runtime of `root` for a call's use, created if absent. Creating one
-    /// is cheap: its Lean server starts on the first request that needs it.
-    ///
-    /// At most `LEAN_BEAM_MAX_RUNTIMES` runtimes are cached: past it the least
-    /// recently used idle one (no call in flight on it) is evicted as
-    /// `lean_drop_workspace` would (its Lean processes stopped, its handles
-    /// invalidated) before the new one is made; when every one is busy the
-    /// call gets a `resourceLimit` error.
-    async fn runtime(&self, root: &Root) -> Result<RuntimeUse> {
-        if let Some(rt) = self.cached(root) {
-            return Ok(rt);
-        }
-        let _creating = self.creating.lock().await;
-        let victim = {
-            let mut map = self.map();
-            if let Some(rt) = map.get(root) {
-                return Ok(rt.begin_use());
-            }
-            if map.len() >= self.limits.runtimes.max(1) {
-                let victim = map
-                    .values()
-                    .filter(|rt| rt.is_idle())
-                    .min_by_key(|rt| rt.last_used())
-                    .cloned()
-                    .ok_or_else(|| runtimes_busy(root, self.limits.runtimes, map.len()))?;
-                map.remove(&victim.root);
-                Some(victim)
-            } else {
-                None
-            }
-        };
-        if let Some(victim) = victim {
-            crate::log_info!(
-                "evicted the runtime of {} (least recently used) to make room for {} within LEAN_BEAM_MAX_RUNTIMES={}",
-                victim.root.display(),
-                root.display(),
-                self.limits.runtimes
-            );
-            victim.record_versions();
-            victim.shutdown().await;
-        }
-        let mut map = self.map();
-        let id = self
-            .next_runtime_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let handles = handles::HandleStore::new(self.process, id, self.limits.handles);
-        let rt = Arc::new(Runtime::new(
-            Arc::clone(&self.version_floors),
-            root.clone(),
-            self.launcher.clone(),
-            self.timeouts.clone(),
-            &self.limits,
-            handles,
-        ));
-        rt.spawn_housekeeping();
-        // What killed servers left behind: checkpoint scratch in this root,
-        // prefix bases in the temp dir.
-        let (stale, bases) = (root.path().to_path_buf(), self.limits.prefix_bases);
-        tokio::task::spawn_blocking(move || {
-            checkpoint::remove_stale_scratch(&stale);
-            if bases {
-                bases::remove_orphans();
-            }
-        });
-        map.insert(root.clone(), Arc::clone(&rt));
-        Ok(rt.begin_use())
+    pub async fn definition(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+    ) -> Result<results::LocationsResult> {
+        self.runtimes.definition(sink, at).await
     }
 
-    /// The runtime of `root` for a call's use, only if one is cached (never
-    /// creates one).
-    fn cached(&self, root: &Root) -> Option<RuntimeUse> {
-        self.map().get(root).map(Runtime::begin_use)
+    pub async fn references(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+        which: References,
+    ) -> Result<results::LocationsResult> {
+        self.runtimes.references(sink, at, which).await
     }
 
-    /// Remove and stop the runtime of `root`, if cached.
-    async fn evict(&self, root: &Root) -> Option<Arc<Runtime>> {
-        let runtime = self.map().remove(root)?;
-        runtime.record_versions();
-        runtime.shutdown().await;
-        Some(runtime)
+    pub async fn document_symbols(
+        &self,
+        sink: &dyn ProgressSink,
+        pinned: &Pinned<'_>,
+        signatures: Signatures,
+    ) -> Result<results::DocumentSymbolsResult> {
+        self.runtimes
+            .document_symbols(sink, pinned, signatures)
+            .await
     }
 
-    /// Stop every runtime (transport shutdown).
-    pub async fn shutdown(&self) {
-        let runtimes: Vec<Arc<Runtime>> = self.map().drain().map(|(_, rt)| rt).collect();
-        let mut stops = tokio::task::JoinSet::new();
-        for rt in runtimes {
-            stops.spawn(async move { rt.shutdown().await });
-        }
-        while stops.join_next().await.is_some() {}
+    pub async fn workspace_symbols(
+        &self,
+        workspace: &str,
+        query: &str,
+    ) -> Result<results::WorkspaceSymbolsResult> {
+        self.runtimes.workspace_symbols(workspace, query).await
     }
 
-    pub fn stats(&self) -> BTreeMap<String, RuntimeStats> {
-        let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
-        runtimes
-            .iter()
-            .map(|rt| (rt.root.display(), rt.stats()))
-            .collect()
+    pub async fn goals(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+        mode: GoalsMode,
+    ) -> Result<results::GoalsResult> {
+        self.runtimes.goals(sink, at, mode).await
     }
 
-    /// Every bound, the variable that sets it, and what is used of it now
-    /// (for per-runtime bounds, the most any runtime uses). The memory of
-    /// the Lean processes is read now, off the async runtime.
-    pub async fn limits(&self) -> results::Limits {
-        let runtimes: Vec<Arc<Runtime>> = self.map().values().cloned().collect();
-        let most = |f: &dyn Fn(&Runtime) -> u64| runtimes.iter().map(|rt| f(rt)).max().unwrap_or(0);
-        let clients: Vec<_> = runtimes
-            .iter()
-            .filter_map(|rt| rt.server_now())
-            .map(|session| session.client)
-            .collect();
-        let largest_rss = tokio::task::spawn_blocking(move || {
-            clients
-                .iter()
-                .flat_map(|c| c.tree_usage())
-                .map(|u| u.rss)
-                .max()
-        })
-        .await
-        .ok()
-        .flatten();
-        let mib = 1024 * 1024;
-        let limits = &self.limits;
-        let bound = |limit: u64, used: Option<u64>, per: &'static str| LimitUse {
-            limit: Some(limit),
-            used,
-            busy: None,
-            per,
-        };
-        results::Limits {
-            max_runtimes: LimitUse {
-                busy: Some(runtimes.iter().filter(|rt| !rt.is_idle()).count() as u64),
-                ..bound(
-                    limits.runtimes as u64,
-                    Some(runtimes.len() as u64),
-                    "server",
-                )
-            },
-            max_documents: bound(
-                limits.documents as u64,
-                Some(most(&|rt| rt.open_in_lean() as u64)),
-                "runtime",
-            ),
-            shadow_slots: bound(limits.shadow_slots as u64, None, "document"),
-            max_handles: bound(
-                limits.handles.count as u64,
-                Some(most(&|rt| rt.handle_stats().live)),
-                "runtime",
-            ),
-            max_handle_bytes: bound(
-                limits.handles.bytes as u64,
-                Some(most(&|rt| rt.handle_stats().bytes)),
-                "runtime",
-            ),
-            max_lean_rss_mib: LimitUse {
-                limit: limits.lean_rss.map(|b| b / mib),
-                used: largest_rss.map(|b| b / mib),
-                busy: None,
-                per: "Lean process",
-            },
-            max_file_bytes: bound(limits.max_file_bytes, None, "source file"),
-            runtime_idle_secs: bound(
-                limits.runtime_idle.as_secs(),
-                Some(most(&|rt| {
-                    if rt.is_idle() {
-                        rt.last_used().elapsed().as_secs()
-                    } else {
-                        0
-                    }
-                })),
-                "runtime",
-            ),
-        }
+    pub async fn term_goal(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+    ) -> Result<results::TermGoalResult> {
+        self.runtimes.term_goal(sink, at).await
     }
-}
 
-/// Every cached runtime has a call in flight: none can be evicted for `root`.
-fn runtimes_busy(root: &Root, limit: usize, used: usize) -> Error {
-    Error::ResourceLimit(Limit::Runtimes {
-        root: root.display(),
-        limit,
-        used,
-    })
+    pub async fn completions(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+        limit: usize,
+    ) -> Result<results::CompletionsResult> {
+        self.runtimes.completions(sink, at, limit).await
+    }
+
+    pub async fn code_action_resolve(
+        &self,
+        sink: &dyn ProgressSink,
+        pinned: &Pinned<'_>,
+        code_action: &Map<String, Value>,
+    ) -> Result<results::CodeActionResult> {
+        self.runtimes
+            .code_action_resolve(sink, pinned, code_action)
+            .await
+    }
+
+    pub async fn todo(
+        &self,
+        sink: &dyn ProgressSink,
+        args: &Todo<'_>,
+    ) -> Result<results::TodoResult> {
+        self.runtimes.todo(sink, args).await
+    }
+
+    // Probes and handles.
+
+    pub async fn probe_at<'c>(
+        &self,
+        sink: &'c dyn ProgressSink,
+        at: &At<'_>,
+        handles: Continue,
+    ) -> Result<Start<'c>> {
+        self.runtimes.probe_at(sink, at, handles).await
+    }
+
+    pub async fn probe_from_handle(
+        &self,
+        workspace: &str,
+        path: &str,
+        handle: &str,
+        taking: Taking,
+    ) -> Result<FromHandle> {
+        self.runtimes
+            .probe_from_handle(workspace, path, handle, taking)
+            .await
+    }
+
+    pub async fn run_at(
+        &self,
+        sink: &dyn ProgressSink,
+        at: &At<'_>,
+        text: &str,
+        budget: Budget,
+        handles: Continue,
+    ) -> Result<results::RunResult> {
+        self.runtimes.run_at(sink, at, text, budget, handles).await
+    }
+
+    pub async fn run_with(
+        &self,
+        sink: &dyn ProgressSink,
+        after: &After<'_>,
+        text: &str,
+        budget: Budget,
+        taking: Taking,
+    ) -> Result<results::RunResult> {
+        self.runtimes
+            .run_with(sink, after, text, budget, taking)
+            .await
+    }
+
+    pub fn release(&self, after: &After<'_>) -> Result<results::ReleaseResult> {
+        self.runtimes.release(after)
+    }
+
+    pub async fn handle_edit(
+        &self,
+        workspace: &str,
+        path: &str,
+        handle: &str,
+    ) -> Result<results::HandleEditResult> {
+        self.runtimes.handle_edit(workspace, path, handle).await
+    }
+
+    // Whole files.
+
+    pub async fn run_code(
+        &self,
+        sink: &dyn ProgressSink,
+        args: &RunCode<'_>,
+    ) -> Result<results::RunCodeResult> {
+        self.runtimes.run_code(sink, args).await
+    }
+
+    pub async fn verify(
+        &self,
+        sink: &dyn ProgressSink,
+        args: &Verify<'_>,
+    ) -> Result<results::VerifyResult> {
+        self.runtimes.verify(sink, args).await
+    }
+
+    pub async fn collect_for_report(
+        &self,
+        root: &Root,
+        warnings: &mut Vec<String>,
+    ) -> results::FeedbackCollected {
+        self.runtimes.collect_for_report(root, warnings).await
+    }
 }
 
 #[cfg(test)]

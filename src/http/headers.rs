@@ -5,7 +5,8 @@ use data_encoding::BASE64;
 use hyper::HeaderMap;
 use serde_json::{Map, Value};
 
-use crate::mcp::era::{self, META_PROTOCOL_VERSION, SUPPORTED_MODERN};
+use crate::identity::SUPPORTED_MODERN;
+use crate::mcp::era::{self, META_PROTOCOL_VERSION};
 use crate::mcp::jsonrpc::{HEADER_MISMATCH, Incoming, RpcError};
 
 pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -242,7 +243,7 @@ mod tests {
         )])));
         assert!(!claims_modern(&HeaderMap::new()));
         let discover = Incoming::Request {
-            id: crate::mcp::jsonrpc::RequestId::Number(1),
+            id: crate::wire::RequestId::Number(1),
             method: "server/discover".into(),
             params: None,
         };

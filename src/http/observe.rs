@@ -14,10 +14,10 @@ use hyper::header::{self, HeaderValue};
 use super::{Body, Server};
 use crate::context::{CallContext, Era};
 use crate::identity;
-use crate::mcp::jsonrpc::RequestId;
 use crate::results::RuntimeStats;
 use crate::stats::{Latency, RecentError};
 use crate::surface::{BeamStatsArgs, Handler, Tool, ToolCall};
+use crate::wire::RequestId;
 
 /// A text response of `/metrics` or `/status`.
 pub(super) fn text(content_type: &'static str, body: String) -> Response<Body> {

@@ -11,14 +11,15 @@ use tokio::sync::mpsc;
 
 use super::body::{Body, OnClose, SseStream};
 use crate::mcp::dispatcher::{Dispatcher, Reply};
-use crate::mcp::jsonrpc::{self, Incoming, RequestId, RpcError};
+use crate::mcp::jsonrpc::{self, Incoming, RpcError};
 use crate::mcp::session::Session;
 use crate::surface::Handler;
+use crate::wire::RequestId;
 
 /// Lines one request may queue before its tool waits for the client to read.
 const REQUEST_CAPACITY: usize = 256;
 
-/// Every notification line starts like this (see `jsonrpc::notification_line`);
+/// Every notification line starts like this (see `wire::notification_line`);
 /// a response line starts with `{"jsonrpc":"2.0","id":`.
 const NOTIFICATION_PREFIX: &str = r#"{"jsonrpc":"2.0","method":"#;
 
@@ -184,7 +185,8 @@ mod tests {
 
     #[test]
     fn line_shapes_match_the_jsonrpc_module() {
-        let note = jsonrpc::notification_line("notifications/progress", &json!({"progress": 1}));
+        let note =
+            crate::wire::notification_line("notifications/progress", &json!({"progress": 1}));
         assert!(is_notification(&note));
         let id = RequestId::Number(7);
         let response = jsonrpc::response_line(&id, "{}");

@@ -3,6 +3,7 @@
 //! here imports from the rest of the crate (tests/import_cycles.rs).
 
 pub(crate) mod hatches;
+pub(crate) mod header;
 pub(crate) mod lakefile;
 pub(crate) mod lexer;
 pub(crate) mod outline;

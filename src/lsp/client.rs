@@ -1,6 +1,9 @@
-//! One language-server process and its JSON-RPC connection: the public
-//! [`LspClient`]. The connection's state is `connection`, the tasks that keep
-//! it are in `lifecycle`; `outgoing`, `incoming` and `pending` beside them.
+//! One language server and its JSON-RPC connection: the public
+//! [`LspClient`], started as a process ([`LspClient::start`]: a [`Process`]
+//! and a connection over its pipes) or connected over any byte stream
+//! ([`LspClient::connect`]: an in-process server, see `lsp::testing`). The
+//! connection's state is `connection`, the tasks that keep it are in
+//! `lifecycle`; `outgoing`, `incoming` and `pending` beside them.
 //!
 //! Writes go straight from the sending task into the child's stdin: the frame
 //! is serialized first, then written with non-blocking writes under a lock, with
@@ -13,14 +16,16 @@ use std::time::Duration;
 use lsp_types::notification::Notification;
 use lsp_types::request::Request;
 use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::capabilities::initialize_params;
-use super::connection::Connection;
+use super::connection::{Connection, Peer};
 use super::error::LspError;
 use super::lifecycle;
-use super::outgoing::typed_params;
+use super::outgoing::{Wire, typed_params};
+use super::process::Process;
 use super::protocol::LeanErrorCode;
 use super::server::{ExitInfo, ServerCommand, ServerEvent, short_tail};
 use crate::log_warn;
@@ -66,16 +71,12 @@ impl LspClient {
         startup_timeout: Duration,
     ) -> Result<Arc<Self>, LspError> {
         let program = cmd.program.display().to_string();
-        let tree_token = tree::new_token();
-        let mut child = lifecycle::spawn(cmd, &tree_token).await.map_err(|e| {
+        let (process, mut child) = Process::spawn(cmd).await.map_err(|e| {
             LspError::Io(format!(
                 "cannot start language server `{program}` (in {}): {e}",
                 cmd.cwd.display()
             ))
         })?;
-        let pid = child
-            .id()
-            .ok_or_else(|| LspError::Io(format!("`{program}` exited at once")))?;
         let stdin = child
             .stdin
             .take()
@@ -87,10 +88,9 @@ impl LspClient {
         let stderr = child.stderr.take().expect("stderr is piped");
 
         let connection = Arc::new(Connection::new(
-            program.clone(),
-            pid,
-            tree_token,
-            stdin,
+            program,
+            Peer::Process(process),
+            Wire::Pipe(stdin),
             events,
         ));
         // From here on, dropping `client` kills the group: every early return is safe.
@@ -98,19 +98,62 @@ impl LspClient {
             connection: connection.clone(),
         });
         lifecycle::keep(&connection, child, stdout, stderr);
+        client.initialize(&cmd.cwd, startup_timeout).await?;
+        Ok(client)
+    }
 
-        let params = initialize_params(&cmd.cwd);
+    /// A server at the other end of a byte stream (`input` what it reads,
+    /// `output` what it writes): the `initialize` handshake of
+    /// [`LspClient::start`] with `root` as `rootUri`, then the same
+    /// connection, with no process behind it (no pid, no tree). Killing or
+    /// dropping the client closes the stream; the end of `output` is the
+    /// server's exit ([`ServerEvent::Exited`] with no status).
+    pub async fn connect<R, W>(
+        name: &str,
+        output: R,
+        input: W,
+        root: &std::path::Path,
+        events: mpsc::UnboundedSender<ServerEvent>,
+        startup_timeout: Duration,
+    ) -> Result<Arc<Self>, LspError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (wire, pump) = Wire::stream(input);
+        let peer = Peer::Stream {
+            stopped: watch::Sender::new(false),
+        };
+        let connection = Arc::new(Connection::new(name.to_string(), peer, wire, events));
+        let client = Arc::new(LspClient {
+            connection: connection.clone(),
+        });
+        lifecycle::keep_stream(&connection, output, pump);
+        client.initialize(root, startup_timeout).await?;
+        Ok(client)
+    }
+
+    /// The `initialize` handshake, then `initialized`; the server stopped
+    /// when it fails.
+    async fn initialize(
+        &self,
+        root: &std::path::Path,
+        startup_timeout: Duration,
+    ) -> Result<(), LspError> {
+        let connection = &self.connection;
+        let program = connection.program().to_string();
+        let params = initialize_params(root);
         let init =
             tokio::time::timeout(startup_timeout, connection.request("initialize", params)).await;
         let result = match init {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
-                client.kill().await;
+                self.kill().await;
                 return Err(e);
             }
             Err(_) => {
-                client.kill().await;
-                let tail = client.stderr_tail();
+                self.kill().await;
+                let tail = self.stderr_tail();
                 let (tail, _) = short_tail(&tail);
                 return Err(LspError::Protocol(format!(
                     "`{program}` did not answer `initialize` within {startup_timeout:?}{}{tail}",
@@ -120,7 +163,7 @@ impl LspClient {
         };
         connection.set_initialize_result(result);
         connection.notify("initialized", json!({}))?;
-        Ok(client)
+        Ok(())
     }
 
     /// Send request `R` and await its typed answer ([`LspError::Rpc`] for an
@@ -181,7 +224,8 @@ impl LspClient {
         self.connection.notify(method, params)
     }
 
-    /// Pid of the server process, which is also its process group id.
+    /// Pid of the server process, which is also its process group id (0
+    /// for a server over a stream, see [`LspClient::connect`]).
     pub fn pid(&self) -> u32 {
         self.connection.pid()
     }
@@ -201,7 +245,7 @@ impl LspClient {
     /// output drained (up to half a second), and a request sent meanwhile
     /// fails although it came after the death.
     pub fn is_running(&self) -> bool {
-        self.is_alive() && tree::runs(self.connection.pid())
+        self.is_alive() && self.connection.process().is_none_or(|p| p.runs())
     }
 
     /// `serverInfo` from the `initialize` result (`{"name":"Lean 4 Server","version":…}`),
@@ -282,43 +326,40 @@ impl LspClient {
     }
 
     /// Pids of the live processes of this server's tree: the server, its file
-    /// workers and anything they started (Linux; elsewhere empty).
+    /// workers and anything they started (Linux; elsewhere, and over a
+    /// stream, empty).
     pub fn process_tree(&self) -> Vec<u32> {
-        tree::processes_with_token(self.connection.tree_token())
+        self.connection
+            .process()
+            .map_or_else(Vec::new, |p| p.processes())
     }
 
     /// The resident memory of every live process of this server's tree
     /// (blocking: a scan of `/proc`).
     pub fn tree_usage(&self) -> Vec<tree::Usage> {
-        tree::usage(self.connection.tree_token())
+        self.connection
+            .process()
+            .map_or_else(Vec::new, |p| p.usage())
     }
 
     /// Whether a process of this server's tree with `arg` on its command line
     /// is still there, also one on its way out (see [`tree::any_with_arg`]).
     pub fn tree_has(&self, arg: &str) -> bool {
-        tree::any_with_arg(self.connection.tree_token(), arg)
+        self.connection.process().is_some_and(|p| p.has(arg))
     }
 
     /// SIGKILL one process of this server's tree (a file worker), if it is
     /// still the process that was seen.
     pub fn kill_in_tree(&self, process: tree::Seen) {
-        if process.is_running() {
-            if let Err(e) =
-                crate::process::sys::kill_process(process.pid, crate::process::sys::SIGKILL)
-            {
-                log_warn!(
-                    "cannot kill pid {} of the tree of {}: {e}",
-                    process.pid,
-                    self.connection.program()
-                );
-            }
+        if let Some(p) = self.connection.process() {
+            p.kill_one(process);
         }
     }
 
     /// The live process of this server's tree with `arg` on its command line
     /// (the file worker of a URI), if any.
     pub fn find_in_tree(&self, arg: &str) -> Option<tree::Seen> {
-        tree::find_with_arg(self.connection.tree_token(), arg)
+        self.connection.process().and_then(|p| p.find(arg))
     }
 }
 

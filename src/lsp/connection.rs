@@ -1,27 +1,29 @@
-//! The state of one server connection, shared by the [`LspClient`] and the
-//! tasks that keep it: sending requests and notifications, acting on what the
-//! server sends, killing the process tree, and finishing once the process is
-//! reaped.
+//! One JSON-RPC connection to a language server, shared by the
+//! [`LspClient`] and the tasks that keep it: sending requests and
+//! notifications, acting on what the server sends, and finishing once the
+//! peer is gone. It runs over the pipes of a [`Process`] or over any byte
+//! stream ([`Peer::Stream`]: an in-process server, see `lsp::testing`); the
+//! process, when there is one, is only stopped from here.
 //!
 //! [`LspClient`]: super::LspClient
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use lsp_types::notification::{Cancel, Notification};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, watch};
 
 use super::error::LspError;
 use super::incoming::{Received, classify};
 use super::outgoing::{
-    Frame, OUTGOING_QUEUE, Outgoing, SendError, Sink, trace_frame, value_params,
+    Frame, OUTGOING_QUEUE, Outgoing, SendError, Sink, Wire, trace_frame, value_params,
 };
 use super::pending::{PendingGuard, PendingTable};
+use super::process::Process;
 use super::server::{ExitInfo, ServerEvent};
-use crate::process::{sys, tree};
 use crate::util::lock;
 use crate::{log_debug, log_warn};
 
@@ -43,29 +45,30 @@ pub struct ClientStats {
     pub notifications: u64,
 }
 
-/// One server process and its connection, shared by the client and its tasks.
+/// What is at the other end of a connection, and how it is stopped.
+pub(super) enum Peer {
+    /// A server process: stopped by killing its group.
+    Process(Arc<Process>),
+    /// A byte stream: stopped by closing it; `stopped` tells the reader to
+    /// stop reading.
+    Stream { stopped: watch::Sender<bool> },
+}
+
+/// One server connection, shared by the client and its tasks.
 pub(super) struct Connection {
     /// Program name, for messages.
     program: String,
-    /// Pid of the server = its process group id.
-    pid: u32,
-    /// Marks every process of this server's tree (see [`tree`]).
-    tree_token: String,
-    /// Set once the tree was swept after the server was reaped.
-    tree_swept: AtomicBool,
+    peer: Peer,
     next_id: AtomicI64,
     outgoing: Sink,
     pending: PendingTable,
     stderr_tail: Mutex<Vec<u8>>,
     events: mpsc::UnboundedSender<ServerEvent>,
-    /// `Some` once the process has been reaped and the client finalized.
+    /// `Some` once the peer is gone (the process reaped) and the client finalized.
     exit: watch::Sender<Option<ExitInfo>>,
-    /// Set once we have sent SIGKILL to the group (via kill, shutdown, drop, or a
-    /// dead connection).
+    /// Set once the peer was stopped (kill, shutdown, drop, a dead
+    /// connection, the process reaped).
     killed: AtomicBool,
-    /// Set after the final post-reap group kill: from then on the pgid may be
-    /// reused by an unrelated process and must never be signalled again.
-    group_gone: AtomicBool,
     shutdown_started: AtomicBool,
     init_result: OnceLock<Value>,
     cancels_sent: AtomicU64,
@@ -76,24 +79,20 @@ pub(super) struct Connection {
 impl Connection {
     pub(super) fn new(
         program: String,
-        pid: u32,
-        tree_token: String,
-        stdin: pipe::Sender,
+        peer: Peer,
+        input: Wire,
         events: mpsc::UnboundedSender<ServerEvent>,
     ) -> Self {
         Connection {
             program,
-            pid,
-            tree_token,
-            tree_swept: AtomicBool::new(false),
+            peer,
             next_id: AtomicI64::new(1),
-            outgoing: Sink::new(stdin),
+            outgoing: Sink::new(input),
             pending: PendingTable::default(),
             stderr_tail: Mutex::new(Vec::new()),
             events,
             exit: watch::Sender::new(None),
             killed: AtomicBool::new(false),
-            group_gone: AtomicBool::new(false),
             shutdown_started: AtomicBool::new(false),
             init_result: OnceLock::new(),
             cancels_sent: AtomicU64::new(0),
@@ -107,14 +106,27 @@ impl Connection {
         &self.program
     }
 
-    /// Pid of the server = its process group id.
-    pub(super) fn pid(&self) -> u32 {
-        self.pid
+    /// The server's process, when the peer is one.
+    pub(super) fn process(&self) -> Option<&Arc<Process>> {
+        match &self.peer {
+            Peer::Process(process) => Some(process),
+            Peer::Stream { .. } => None,
+        }
     }
 
-    /// The mark of every process of this server's tree.
-    pub(super) fn tree_token(&self) -> &str {
-        &self.tree_token
+    /// The pid shown in the frame trace and logs (0 for a stream).
+    pub(super) fn pid(&self) -> u32 {
+        self.process().map_or(0, |p| p.pid())
+    }
+
+    /// Resolves once the peer is stopped (at once for one stopped already).
+    pub(super) async fn stopped(&self) {
+        match &self.peer {
+            Peer::Stream { stopped } => {
+                let _ = stopped.subscribe().wait_for(|s| *s).await;
+            }
+            Peer::Process(_) => std::future::pending().await,
+        }
     }
 
     /// `false` once the process was killed, has exited, or the connection broke.
@@ -180,15 +192,13 @@ impl Connection {
         }
     }
 
-    /// The process was reaped: kill whatever is left of the group and of the
-    /// tree (no-op after a clean exit) so nothing is orphaned; the server is
-    /// gone, so nothing new can start. The group id may be reused from now on
-    /// and is never signalled again.
+    /// The process was reaped (see [`Process::reaped`]): the server is gone,
+    /// so nothing new can start.
     pub(super) fn reaped(&self) {
-        self.kill_group();
-        self.group_gone.store(true, Ordering::Release);
-        self.sweep_tree();
-        self.tree_swept.store(true, Ordering::Release);
+        self.killed.store(true, Ordering::Release);
+        if let Some(process) = self.process() {
+            process.reaped();
+        }
     }
 
     /// The end: every request, waiting or new, fails with `Exited`, and the
@@ -264,14 +274,14 @@ impl Connection {
     /// wait (see [`Sink::send`]). A broken pipe kills the server: the waiter
     /// then reports its exit.
     fn write(&self, frame: Frame) -> Result<(), LspError> {
-        trace_frame(self.pid, "->", frame.rest());
+        trace_frame(self.pid(), "->", frame.rest());
         let sent = self.outgoing.send(frame);
         self.after_send(sent)
     }
 
     /// [`Connection::write`] for a request: never refused for a full queue.
     fn write_unbounded(&self, frame: Frame) -> Result<(), LspError> {
-        trace_frame(self.pid, "->", frame.rest());
+        trace_frame(self.pid(), "->", frame.rest());
         let sent = self.outgoing.send_unbounded(frame);
         self.after_send(sent)
     }
@@ -299,7 +309,7 @@ impl Connection {
         } else {
             log_warn!("writing to {} failed: {e}", self.program);
         }
-        self.kill_group();
+        self.stop_peer();
     }
 
     fn closed_error(&self) -> LspError {
@@ -322,36 +332,24 @@ impl Connection {
         info.unwrap_or_default()
     }
 
-    /// [`Self::kill_group`], then SIGKILL every process carrying our tree token
-    /// (workers in their own sessions, or re-parented after the server died).
+    /// [`Self::stop_peer`], and for a process every process of its tree too
+    /// (blocking: a scan of `/proc`).
     pub(super) fn kill_tree(&self) {
-        self.kill_group();
-        if self.tree_swept.load(Ordering::Acquire) {
-            return;
-        }
-        self.sweep_tree();
-    }
-
-    fn sweep_tree(&self) {
-        for pid in tree::processes_with_token(&self.tree_token) {
-            log_debug!("killing pid {pid} of the tree of {}", self.program);
-            if let Err(e) = sys::kill_process(pid, sys::SIGKILL) {
-                log_warn!("cannot kill pid {pid} of the tree of {}: {e}", self.program);
-            }
+        self.stop_peer();
+        if let Some(process) = self.process() {
+            process.kill_tree();
         }
     }
 
-    pub(super) fn kill_group(&self) {
-        if self.group_gone.load(Ordering::Acquire) {
-            return;
-        }
+    /// Stop the peer: SIGKILL a process's group, close a stream.
+    pub(super) fn stop_peer(&self) {
         self.killed.store(true, Ordering::Release);
-        if let Err(e) = sys::kill_process_group(self.pid, sys::SIGKILL) {
-            log_warn!(
-                "cannot kill process group {} ({}): {e}",
-                self.pid,
-                self.program
-            );
+        match &self.peer {
+            Peer::Process(process) => process.kill_group(),
+            Peer::Stream { stopped } => {
+                self.outgoing.close();
+                stopped.send_replace(true);
+            }
         }
     }
 
@@ -359,13 +357,13 @@ impl Connection {
     /// pending with `err` and kill the process; the waiter then finalizes.
     pub(super) fn connection_broken(&self, err: LspError) {
         self.pending.break_off(&err);
-        self.kill_group();
+        self.stop_peer();
     }
 
     /// Act on one frame from the server. `Err` when the server broke the
     /// protocol.
     pub(super) fn dispatch(&self, body: &[u8]) -> Result<(), String> {
-        trace_frame(self.pid, "<-", body);
+        trace_frame(self.pid(), "<-", body);
         match classify(body)? {
             Received::Notification(event) => {
                 self.notifications.fetch_add(1, Ordering::Relaxed);

@@ -1,5 +1,5 @@
-//! Starting the server process, and the tasks that keep its connection until
-//! it exits. Per client (all ended by the process's exit):
+//! The tasks that keep a connection until its peer is gone. Per client over
+//! a process (all ended by the process's exit):
 //!
 //! * drain — finishes the frames the pipe had no room for (only when Lean is
 //!   not reading fast enough), in order;
@@ -9,46 +9,29 @@
 //! * waiter — reaps the process, kills what is left of its tree, fails every
 //!   pending request with [`LspError::Exited`] and sends [`ServerEvent::Exited`].
 //!
+//! Over a stream ([`keep_stream`]): the drain, the reader (which also stops
+//! when the connection is stopped, and then finishes the connection: there is
+//! no process to reap) and the pump that writes the frames to the stream.
+//!
 //! [`ServerEvent::Exited`]: super::ServerEvent::Exited
 //! [`STDERR_TAIL_BYTES`]: super::client::STDERR_TAIL_BYTES
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdout};
 use tokio::sync::oneshot;
 
 use super::connection::Connection;
 use super::error::LspError;
 use super::framing::{self, FrameError};
-use super::server::{ExitInfo, ServerCommand};
-use crate::process::{spawn_supervised, tree};
+use super::server::ExitInfo;
 use crate::{log_debug, log_warn};
 
 /// After the process is reaped, how long to wait for the rest of its stdout and
 /// stderr before declaring it exited anyway.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
-
-/// Spawn the server process (see [`spawn_supervised`]), marked as the root of
-/// tree `tree_token`.
-pub(super) async fn spawn(cmd: &ServerCommand, tree_token: &str) -> std::io::Result<Child> {
-    let mut command = Command::new(&cmd.program);
-    for name in &cmd.env_remove {
-        command.env_remove(name);
-    }
-    command
-        .args(&cmd.args)
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .env(tree::TREE_ENV, tree_token)
-        .current_dir(&cmd.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    spawn_supervised(command).await
-}
 
 /// Start the tasks that keep `connection` until `child` exits.
 pub(super) fn keep(
@@ -71,11 +54,46 @@ pub(super) fn keep(
     ));
 }
 
-async fn reader_task(stdout: ChildStdout, conn: Arc<Connection>, done: oneshot::Sender<()>) {
-    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+/// Start the tasks that keep `connection` over a stream: frames are read
+/// from `output` and written by `pump` (see [`super::outgoing::Wire::stream`]).
+/// The connection is finished when the stream ends or the connection is
+/// stopped.
+pub(super) fn keep_stream<R>(
+    connection: &Arc<Connection>,
+    output: R,
+    pump: impl Future<Output = ()> + Send + 'static,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let (read_tx, read_done) = oneshot::channel();
+    let drain = connection.clone();
+    tokio::spawn(async move { drain.drain_until_exit().await });
+    tokio::spawn(pump);
+    tokio::spawn(reader_task(output, connection.clone(), read_tx));
+    let conn = connection.clone();
+    tokio::spawn(async move {
+        let _ = read_done.await;
+        conn.reaped();
+        conn.finish(ExitInfo {
+            stderr_tail: conn.stderr_tail(),
+            ..ExitInfo::default()
+        });
+    });
+}
+
+async fn reader_task<R>(output: R, conn: Arc<Connection>, done: oneshot::Sender<()>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let mut reader = BufReader::with_capacity(64 * 1024, output);
     let mut line = Vec::new();
     loop {
-        let problem = match framing::read_frame(&mut reader, &mut line).await {
+        let frame = tokio::select! {
+            biased;
+            frame = framing::read_frame(&mut reader, &mut line) => frame,
+            () = conn.stopped() => break,
+        };
+        let problem = match frame {
             Ok(body) => match conn.dispatch(&body) {
                 Ok(()) => continue,
                 Err(m) => m,
@@ -98,7 +116,7 @@ async fn reader_task(stdout: ChildStdout, conn: Arc<Connection>, done: oneshot::
     }
     // stdout closed: the process is exiting (or closed it on purpose: either way
     // the connection is over).
-    conn.kill_group();
+    conn.stop_peer();
     let _ = done.send(());
 }
 

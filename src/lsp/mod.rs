@@ -34,11 +34,15 @@ mod incoming;
 mod lifecycle;
 mod outgoing;
 mod pending;
+mod process;
 pub mod protocol;
 mod server;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod uri;
 
 pub use client::{ClientStats, LspClient};
 pub use error::LspError;
+pub use process::Process;
 pub use protocol::LeanErrorCode;
 pub use server::{ExitInfo, ServerCommand, ServerEvent};

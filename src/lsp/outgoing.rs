@@ -4,12 +4,13 @@
 //! caller can never leave half a frame; and the debug trace of every frame.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::unix::pipe;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 
 use super::error::LspError;
 use super::framing;
@@ -108,13 +109,92 @@ pub(super) enum SendError {
     Io(std::io::Error),
 }
 
-/// The server's stdin. A frame is written by the task that sends it, with
+/// Where frames go: the server process's stdin, or any byte stream through
+/// a pump task (an in-process server over `tokio::io::duplex`, a socket).
+pub(super) enum Wire {
+    /// A pipe, written with non-blocking writes by the sending task.
+    Pipe(pipe::Sender),
+    /// Whole frames handed to [`pump`], which writes them to the stream in
+    /// order; a full channel is a pipe without room.
+    Stream {
+        frames: mpsc::Sender<Vec<u8>>,
+        /// Tells the pump to close the stream (see [`Sink::close`]).
+        close: Arc<Notify>,
+    },
+}
+
+/// Frames handed to the pump of a [`Wire::Stream`] not yet written.
+const STREAM_FRAMES: usize = 64;
+
+impl Wire {
+    /// A wire to `stream`, and the pump that must run for frames to reach it.
+    pub(super) fn stream<W>(stream: W) -> (Wire, impl Future<Output = ()> + Send + 'static)
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (frames, rx) = mpsc::channel(STREAM_FRAMES);
+        let close = Arc::new(Notify::new());
+        let pump = pump(stream, rx, Arc::clone(&close));
+        (Wire::Stream { frames, close }, pump)
+    }
+
+    fn try_write(&self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Wire::Pipe(pipe) => pipe.try_write(bytes),
+            Wire::Stream { frames, .. } => match frames.try_send(bytes.to_vec()) {
+                Ok(()) => Ok(bytes.len()),
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    Err(std::io::ErrorKind::WouldBlock.into())
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    Err(std::io::ErrorKind::BrokenPipe.into())
+                }
+            },
+        }
+    }
+
+    async fn writable(&self) -> std::io::Result<()> {
+        match self {
+            Wire::Pipe(pipe) => pipe.writable().await,
+            Wire::Stream { frames, .. } => frames
+                .reserve()
+                .await
+                .map(drop)
+                .map_err(|_| std::io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+}
+
+/// Write the frames of a [`Wire::Stream`] to `stream` in order until the
+/// wire is closed or a write fails, then shut the stream down (the peer reads
+/// its end).
+async fn pump<W: AsyncWrite + Unpin>(
+    mut stream: W,
+    mut frames: mpsc::Receiver<Vec<u8>>,
+    close: Arc<Notify>,
+) {
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = close.notified() => break,
+            frame = frames.recv() => frame,
+        };
+        let Some(frame) = frame else { break };
+        if stream.write_all(&frame).await.is_err() || stream.flush().await.is_err() {
+            break;
+        }
+    }
+    frames.close();
+    let _ = stream.shutdown().await;
+}
+
+/// The server's input. A frame is written by the task that sends it, with
 /// non-blocking writes under a lock and no await, so it costs no task switch,
-/// and cancelling the sender cannot cut a frame. What the pipe has no room for
+/// and cancelling the sender cannot cut a frame. What the wire has no room for
 /// waits in `backlog`, finished by [`Sink::drain_forever`] (the client's drain
 /// task); later frames queue behind it.
 pub(super) struct Sink {
-    pipe: pipe::Sender,
+    pipe: Wire,
     state: Mutex<SinkState>,
     /// Wakes [`Sink::drain_forever`] when the backlog becomes non-empty.
     backlog_added: Notify,
@@ -129,11 +209,20 @@ struct SinkState {
 }
 
 impl Sink {
-    pub(super) fn new(pipe: pipe::Sender) -> Self {
+    pub(super) fn new(pipe: Wire) -> Self {
         Sink {
             pipe,
             state: Mutex::new(SinkState::default()),
             backlog_added: Notify::new(),
+        }
+    }
+
+    /// Write nothing more; a stream is closed (its pump ends), a pipe is
+    /// left to the process's end.
+    pub(super) fn close(&self) {
+        lock(&self.state).broken = true;
+        if let Wire::Stream { close, .. } = &self.pipe {
+            close.notify_one();
         }
     }
 
@@ -245,8 +334,6 @@ pub(super) fn trace_frame(pid: u32, direction: &str, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use serde_json::json;
     use tokio::io::BufReader;
 
@@ -257,7 +344,7 @@ mod tests {
     #[tokio::test]
     async fn sink_keeps_frames_whole_and_in_order_when_the_pipe_is_full() {
         let (tx, rx) = pipe::pipe().expect("pipe");
-        let sink = Arc::new(Sink::new(tx));
+        let sink = Arc::new(Sink::new(Wire::Pipe(tx)));
         let drainer = {
             let sink = Arc::clone(&sink);
             tokio::spawn(async move { sink.drain_forever().await })
@@ -290,7 +377,7 @@ mod tests {
     #[tokio::test]
     async fn sink_refuses_bounded_frames_when_the_backlog_is_full() {
         let (tx, _rx) = pipe::pipe().expect("pipe");
-        let sink = Sink::new(tx);
+        let sink = Sink::new(Wire::Pipe(tx));
         let big = json!({ "text": "x".repeat(256 * 1024) });
         sink.send(Frame::encode(&big).unwrap())
             .unwrap_or_else(|_| panic!("first send"));

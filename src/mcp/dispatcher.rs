@@ -11,19 +11,21 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::catch_panic::CatchPanic;
 use super::config::Config;
-use super::era::{self, Family, META_SERVER_INFO, SUPPORTED_MODERN};
+use super::era::{self, Family, META_SERVER_INFO};
 use super::fence::{Admission, FenceScope, RootFences};
-use super::jsonrpc::{self, Incoming, RequestId, RpcError};
+use super::jsonrpc::{self, Incoming, RpcError};
 use super::params::{check_tools_list, only_members, unknown_tool, validate_initialize};
 use super::session::{CancelOutcome, Limits, Session};
 use super::share::{RootShares, Share};
 use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
 use crate::identity;
+use crate::identity::SUPPORTED_MODERN;
 use crate::stats::Stats;
 use crate::surface::{
     self, ErrorCode, Handler, ParseError, ProgressClass, StatusNotice, ToolCall, ToolError,
     ToolOutcome, ToolSet,
 };
+use crate::wire::RequestId;
 use crate::{log_debug, log_info, log_warn};
 
 /// Results that never change, serialized once.
@@ -304,7 +306,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
             if let Some(revision) = session.family().legacy_revision() {
                 return Err(RpcError::invalid_request(format!(
                     "this stream selected MCP {revision} with initialize; a {} request cannot be mixed into it",
-                    era::MODERN_VERSION
+                    identity::MODERN_VERSION
                 )));
             }
             let meta = era::validate_modern(params.as_ref())?;
@@ -327,7 +329,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
                     jsonrpc::METHOD_NOT_FOUND,
                     format!(
                         "`{method}` is not part of MCP {}: it has no lifecycle, ping or session log level",
-                        era::MODERN_VERSION
+                        identity::MODERN_VERSION
                     ),
                 )),
                 other => Err(RpcError::method_not_found(other)),
@@ -339,12 +341,12 @@ impl<O: Handler + 'static> Dispatcher<O> {
             return Err(if method == "initialize" {
                 RpcError::invalid_request(format!(
                     "this stream selected MCP {} with per-request metadata; initialize cannot be mixed into it",
-                    era::MODERN_VERSION
+                    identity::MODERN_VERSION
                 ))
             } else {
                 RpcError::invalid_params(format!(
                     "missing per-request _meta: this stream speaks MCP {} and every request carries io.modelcontextprotocol/protocolVersion and clientCapabilities",
-                    era::MODERN_VERSION
+                    identity::MODERN_VERSION
                 ))
             });
         }
@@ -364,7 +366,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
             {
                 Err(RpcError::invalid_request(format!(
                     "`{method}` before the lifecycle completed: send initialize, then notifications/initialized (or use MCP {} per-request _meta)",
-                    era::MODERN_VERSION
+                    identity::MODERN_VERSION
                 )))
             }
             "tools/list" => {
@@ -707,6 +709,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
     /// Calls admitted and not yet finished, across every stream.
     pub fn admitted(&self) -> usize {
         *self.admitted.borrow()
+    }
+
+    /// The count of admitted calls as it changes: what waits on it sees each
+    /// admission and each finished call (the in-process tests wait on it,
+    /// never polling).
+    pub fn admitted_changes(&self) -> watch::Receiver<usize> {
+        self.admitted.subscribe()
     }
 }
 

@@ -5,22 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::jsonrpc::{INVALID_PARAMS, RpcError, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::context::LogLevel;
-
-pub const MODERN_VERSION: &str = "2026-07-28";
-/// The latest initialize-based revision: what an `initialize` requesting one
-/// this server does not speak is answered with.
-pub const LEGACY_VERSION: &str = "2025-11-25";
-pub const SUPPORTED_MODERN: &[&str] = &[MODERN_VERSION];
-
-/// The initialize-based revisions this server speaks, newest first. Each
-/// message it sends in this family is valid in every one of them: what
-/// 2025-11-25 added over 2025-06-18 (icons, `Implementation.description`,
-/// tool `execution` and tasks, URL elicitation, sampling with tools, SSE
-/// priming events) is nothing this server sends, so a 2025-06-18 session gets
-/// the same lines (`tests/catalog.rs` keeps the catalog and `serverInfo` to
-/// 2025-06-18's keys). 2025-03-26 is not here: it lacks structured output and
-/// requires receiving JSON-RPC batches, which this server refuses.
-pub const SUPPORTED_LEGACY: &[&str] = &[LEGACY_VERSION, "2025-06-18"];
+use crate::identity::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_LEGACY, SUPPORTED_MODERN};
 
 /// The revision an `initialize` is answered with (MCP lifecycle, version
 /// negotiation): the requested one when supported, else the latest.

@@ -1,9 +1,9 @@
 //! JSON-RPC 2.0 framing with MCP's envelope strictness: one message per line,
 //! closed top-level members, string and integer ids kept distinct, no batches.
 
-use std::fmt;
-
 use serde_json::{Map, Value};
+
+use crate::wire::RequestId;
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
@@ -15,48 +15,6 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// A client (an HTTP session, or the root of sessionless calls) already holds
 /// every call its share admits; nothing of this one was done (HTTP 429).
 pub const TOO_MANY_CALLS: i64 = -32030;
-
-/// A request id. `1` and `"1"` are different ids.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RequestId {
-    Number(i128),
-    String(String),
-}
-
-impl RequestId {
-    pub fn to_value(&self) -> Value {
-        match self {
-            // i128 covers every i64 and u64 id; serde_json holds both.
-            RequestId::Number(n) => i64::try_from(*n)
-                .map(Value::from)
-                .unwrap_or_else(|_| Value::from(*n as u64)),
-            RequestId::String(s) => Value::String(s.clone()),
-        }
-    }
-
-    /// Read an id from JSON: a string or an integral number. Anything else
-    /// (null, fractional, boolean, object) is not an id.
-    pub fn from_value(value: &Value) -> Option<RequestId> {
-        match value {
-            Value::String(s) => Some(RequestId::String(s.clone())),
-            Value::Number(n) => n
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| n.as_u64().map(i128::from))
-                .map(RequestId::Number),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => write!(f, "{s:?}"),
-        }
-    }
-}
 
 /// A JSON-RPC error object (before it is wrapped in a response).
 #[derive(Debug, Clone, PartialEq)]
@@ -265,13 +223,5 @@ pub fn error_line(id: Option<&RequestId>, error: &RpcError) -> String {
         r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
         id_json(id),
         Value::Object(body)
-    )
-}
-
-pub fn notification_line(method: &str, params: &Value) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","method":{},"params":{}}}"#,
-        Value::from(method),
-        params
     )
 }

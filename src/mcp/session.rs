@@ -9,10 +9,10 @@ use tokio::sync::Semaphore;
 
 use super::era::Family;
 use super::fence::FenceScope;
-use super::jsonrpc::RequestId;
 use super::share::Share;
 use crate::context::{Cancellation, LogLevel};
 use crate::util::lock;
+use crate::wire::RequestId;
 
 #[derive(Debug)]
 pub struct Session {

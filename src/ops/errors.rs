@@ -56,6 +56,14 @@ impl From<broker::Error> for ToolError {
                 "document_progress": progress,
                 "counts_so_far": counts,
             })),
+            E::ProbeIncomplete { path, limit } => ToolError::new(
+                ErrorCode::SyncBarrierIncomplete,
+                format!(
+                    "Lean did not finish elaborating the text probed in {path} within {} s (LEAN_BEAM_SYNC_TIMEOUT_SECS); pass timeout_ms to bound a probe, which then says `timeout`",
+                    limit.as_secs()
+                ),
+            )
+            .with_data(json!({ "path": path, "partial": true })),
             E::VersionMismatch {
                 path,
                 expected,

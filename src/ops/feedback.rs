@@ -15,7 +15,9 @@ use super::bundle::{self, Entry};
 use super::redact::Redactor;
 use crate::broker::{Broker, Root};
 use crate::identity;
-use crate::results::{FeedbackCollected, FeedbackEvidence, FeedbackMetadata, FeedbackResult};
+use crate::results::{
+    FeedbackCollected, FeedbackEvidence, FeedbackMetadata, FeedbackResult, Truncated,
+};
 use crate::safe_fs::{self, Dir, FsError, Links, Oversize};
 use crate::surface::{BeamFeedbackReportArgs, Bundle, ErrorCode, EvidenceItem, ToolError};
 
@@ -64,7 +66,13 @@ async fn gather_evidence(
     root: &Root,
     items: &[EvidenceItem],
     warnings: &mut Vec<String>,
-) -> Vec<FeedbackEvidence> {
+) -> (Vec<FeedbackEvidence>, Option<Truncated>) {
+    let mut cut = Truncated {
+        fields: 0,
+        items: items.len().saturating_sub(MAX_EVIDENCE_ITEMS),
+        bytes: 0,
+        limit: EVIDENCE_BUDGET as usize,
+    };
     if items.len() > MAX_EVIDENCE_ITEMS {
         warnings.push(format!(
             "{} evidence items left out: at most {MAX_EVIDENCE_ITEMS} per report",
@@ -83,6 +91,7 @@ async fn gather_evidence(
             content: String::new(),
         };
         let mut content = item.content.clone().unwrap_or_default();
+        cut.bytes += content.len();
         if let Some(path) = &item.path {
             let cap = EVIDENCE_CAP.min(budget);
             let read = if cap == 0 {
@@ -100,6 +109,9 @@ async fn gather_evidence(
             match read {
                 Ok(file) => {
                     budget -= file.bytes.len() as u64;
+                    cut.bytes += usize::try_from(file.size.max(file.bytes.len() as u64))
+                        .unwrap_or(usize::MAX);
+                    cut.fields += usize::from(file.truncated);
                     if !content.is_empty() {
                         content.push('\n');
                     }
@@ -121,6 +133,7 @@ async fn gather_evidence(
                     }
                 }
                 Err(why) => {
+                    cut.fields += usize::from(cap == 0);
                     warnings.push(format!("evidence {path}: not read: {why}"));
                     v.refused = Some(why);
                 }
@@ -129,7 +142,7 @@ async fn gather_evidence(
         v.content = content;
         out.push(v);
     }
-    out
+    (out, (cut.fields + cut.items > 0).then_some(cut))
 }
 
 /// The bundle folder below `<root>/.lake/beam-feedback`, from `bundle_dir`
@@ -264,7 +277,7 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> Answer<Fe
     } else {
         Some(broker.collect_for_report(&root, &mut warnings).await)
     };
-    let evidence = gather_evidence(&root, &args.evidence, &mut warnings).await;
+    let (evidence, truncated) = gather_evidence(&root, &args.evidence, &mut warnings).await;
     let metadata = FeedbackMetadata {
         title: args.title.clone(),
         kind: args.kind.map(|k| k.as_str().to_owned()),
@@ -287,6 +300,7 @@ pub async fn report(broker: &Broker, args: &BeamFeedbackReportArgs) -> Answer<Fe
         bundle_dir: None,
         zip_path: None,
         workspace: None,
+        truncated,
     };
     if args.redact {
         let redactor = Redactor::from_env();

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::identity;
-use crate::mcp::era::{MODERN_VERSION, SUPPORTED_LEGACY};
+use crate::identity::{MODERN_VERSION, SUPPORTED_LEGACY};
 use crate::replica::ReplicaId;
 use crate::results::{Limits, RuntimeStats, StatsResult, VersionResult};
 use crate::stats::Stats;

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{RuntimeStats, WorkspaceEcho};
+use super::{RuntimeStats, Truncated, WorkspaceEcho};
 
 /// What the report is, as its table at the top of the Markdown shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -85,4 +85,11 @@ pub struct FeedbackResult {
     /// Left out of confidential reports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<WorkspaceEcho>,
+    /// Present when the report's own caps cut its evidence (the output
+    /// budget does not apply to it): evidence files cut or not read for the
+    /// budget (`fields`), evidence items left out past 32 (`items`), the size
+    /// of the evidence given inline and of the files opened (`bytes`) and the
+    /// report's evidence budget (`limit`); each cut item also says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncated>,
 }

@@ -7,13 +7,12 @@
 //! silently.
 //!
 //! The result cap: `--max-result-bytes` / `LEAN_BEAM_MAX_RESULT_BYTES`
-//! (default 64 KiB), and per call `max_result_bytes` on the tools whose
-//! results grow with the file (lean_run_batch, lean_todo, lean_goals).
+//! (default 64 KiB), and per call `max_result_bytes` on every tool whose
+//! result carries Lean text (the others are bounded by construction; the
+//! two lists are kept by `tests/catalog.rs`).
 
 use std::sync::OnceLock;
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 
 /// The longest a string field stays, in characters (peers cut at 6,000).
@@ -45,18 +44,7 @@ pub fn result_bytes() -> usize {
     })
 }
 
-/// What a result's budget cut: present only when something was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Truncated {
-    /// String fields cut in the middle (each holds a marker with its length).
-    pub fields: usize,
-    /// List items left out from the ends of lists.
-    pub items: usize,
-    /// The result's size before it was cut, in bytes of JSON.
-    pub bytes: usize,
-    /// The cap it was cut to (`max_result_bytes`).
-    pub limit: usize,
-}
+pub use crate::results::Truncated;
 
 /// `s` cut to `cap` characters (plus the marker), its middle elided.
 fn elide(s: &str, cap: usize) -> Option<String> {
@@ -186,7 +174,9 @@ pub fn declare(schema: &mut Value) {
                 "Present when the output budget cut this result: what was cut.".into(),
             );
         }
-        properties.insert("truncated".into(), note);
+        // A result that keeps its own bounds declares its own (the
+        // feedback report's evidence caps).
+        properties.entry("truncated").or_insert(note);
     }
 }
 

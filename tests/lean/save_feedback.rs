@@ -352,6 +352,9 @@ fn feedback_collects_context_or_keeps_it_confidential() {
     );
     let item = &big["evidence"][0];
     assert_eq!(item["truncated"], true, "{item:.200}");
+    assert_eq!(big["truncated"]["fields"], 1, "{}", big["truncated"]);
+    assert_eq!(big["truncated"]["items"], 0, "{}", big["truncated"]);
+    assert!(secret.get("truncated").is_none(), "nothing cut: {secret}");
     assert_eq!(item["content"].as_str().unwrap().len(), 256 * 1024);
     assert!(
         big["collection_warnings"]

@@ -4,6 +4,7 @@
 //! gives up (time limit, cancellation, drop), and never sees the server's
 //! stdout.
 
+use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
@@ -111,4 +112,42 @@ pub fn tail(bytes: &[u8]) -> String {
         start += 1;
     }
     s[start..].to_string()
+}
+
+/// The toolchain a workspace builds with.
+#[derive(Debug, Clone)]
+pub struct Toolchain {
+    /// Its `lean` (`<prefix>/bin/lean`).
+    pub lean: PathBuf,
+    /// Its own library (`<prefix>/lib/lean`).
+    pub lib: PathBuf,
+    /// The first line of `lean --version`.
+    pub version: String,
+}
+
+impl Toolchain {
+    /// Ask the workspace's compiler for its prefix and version.
+    pub async fn find(launcher: &Launcher, root: &Root, limit: Duration) -> Result<Self, String> {
+        let ask = |flag: &str| {
+            let args = [flag.to_string()];
+            async move {
+                let (describe, run) = run(launcher, root, &args, None, limit).await;
+                match run {
+                    Ok(o) if o.status.success() => {
+                        let text = String::from_utf8_lossy(&o.stdout);
+                        Ok(text.lines().next().unwrap_or("").trim().to_string())
+                    }
+                    Ok(o) => Err(format!("`{describe}` failed: {}", tail(&o.stderr))),
+                    Err(e) => Err(format!("`{describe}` did not run: {e:?}")),
+                }
+            }
+        };
+        let prefix = PathBuf::from(ask("--print-prefix").await?);
+        let version = ask("--version").await?;
+        Ok(Toolchain {
+            lean: prefix.join("bin/lean"),
+            lib: prefix.join("lib/lean"),
+            version,
+        })
+    }
 }

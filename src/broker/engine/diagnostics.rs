@@ -4,17 +4,9 @@
 use serde_json::Value;
 
 use super::bases::DIR_PREFIX;
+use crate::broker::ask::DiagnosticScope;
 use crate::broker::progress::LogLevel;
 use crate::results::{DiagnosticCounts, DiagnosticItem, Readiness, ReadinessReason, Severity};
-
-/// Which diagnostics a call reports item by item (counts are always whole).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiagnosticScope {
-    /// Errors only.
-    Errors,
-    /// Every severity.
-    All,
-}
 
 /// LSP severities.
 pub const ERROR: u64 = 1;

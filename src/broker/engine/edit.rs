@@ -7,17 +7,8 @@ use std::sync::Arc;
 
 use super::document::{Content, DiskStamp, DocEdit, DocState, Notice};
 use super::server::{Admitted, LeanServer, OpenKind};
+use crate::broker::ask::Mode;
 use crate::broker::error::{Error, Result};
-
-/// How an edit is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Send the change if the file differs (update, sync).
-    IfChanged,
-    /// Re-elaborate from scratch under a new version even if unchanged (refresh,
-    /// imports rebuilt).
-    Reelaborate,
-}
 
 /// What `apply` did.
 #[derive(Debug, Clone, Copy)]

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::diagnostics::{self, DiagnosticScope};
+use super::diagnostics::{self};
 use super::document::{DiagnosticSet, Doc, Snapshot};
+use crate::broker::ask::DiagnosticScope;
 use crate::broker::progress::{LogLevel, ProgressSink};
 
 /// Progress notifications are throttled to at most one per this interval

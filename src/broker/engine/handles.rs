@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub use super::launch::HandleLimits;
+use crate::broker::ask::Taking;
 use crate::broker::error::{Error, HandleProblem, Limit, Result};
 use crate::results::HandleStats;
 use crate::util::lock;
@@ -161,15 +162,6 @@ impl HandleState {
 struct Entry {
     state: HandleState,
     last_used: u64,
-}
-
-/// What [`HandleStore::take`] does with the handle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Taking {
-    /// It stays live (`lean_run_with`).
-    Keep,
-    /// It is used up (`lean_run_with_linear`, `lean_release_handle`).
-    Consume,
 }
 
 #[derive(Debug)]

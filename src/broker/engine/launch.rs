@@ -8,7 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::lsp::ServerCommand;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::lsp::{LspClient, LspError, ServerCommand, ServerEvent};
 
 use super::workspace::Root;
 
@@ -22,6 +26,10 @@ pub enum Launcher {
     Lake { program: PathBuf },
     /// `<lean> --server <options>` with `LEAN_PATH`/`LEAN_SRC_PATH` from the root.
     Lean { program: PathBuf },
+    /// The in-process scripted Lean of tests (no process, no toolchain: see
+    /// [`crate::lsp::testing`]); its "command" is only a name.
+    #[cfg(any(test, feature = "testing"))]
+    Scripted(crate::lsp::testing::ScriptedLean),
 }
 
 impl Launcher {
@@ -41,9 +49,37 @@ impl Launcher {
         }
     }
 
+    /// Start the Lean server of `root` from `command` (this launcher's
+    /// [`Launcher::command`], perhaps with more search directories), its
+    /// notifications to `events`: the one place a server comes into being.
+    pub async fn start(
+        &self,
+        command: &ServerCommand,
+        events: mpsc::UnboundedSender<ServerEvent>,
+        startup: Duration,
+    ) -> Result<Arc<LspClient>, LspError> {
+        match self {
+            #[cfg(any(test, feature = "testing"))]
+            Launcher::Scripted(lean) => {
+                let (output, input) = lean.start();
+                let name = command.program.to_string_lossy();
+                LspClient::connect(&name, output, input, &command.cwd, events, startup).await
+            }
+            _ => LspClient::start(command, events, startup).await,
+        }
+    }
+
     pub fn command(&self, root: &Root) -> ServerCommand {
         let options = LEAN_SERVER_OPTIONS.iter().map(|s| s.to_string());
         match self {
+            #[cfg(any(test, feature = "testing"))]
+            Launcher::Scripted(_) => ServerCommand {
+                program: PathBuf::from("scripted-lean"),
+                args: Vec::new(),
+                env: Vec::new(),
+                env_remove: Vec::new(),
+                cwd: root.path().to_path_buf(),
+            },
             Launcher::Lake { program } => ServerCommand {
                 program: program.clone(),
                 args: ["serve", "--"]
@@ -82,6 +118,9 @@ impl Launcher {
                 Vec::new(),
             ),
             Launcher::Lean { program } => (program.clone(), Vec::new(), self.command(root).env),
+            // No compiler: a run fails to start, as with a missing toolchain.
+            #[cfg(any(test, feature = "testing"))]
+            Launcher::Scripted(_) => (PathBuf::from("scripted-lean"), Vec::new(), Vec::new()),
         }
     }
 

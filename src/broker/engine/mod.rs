@@ -2,23 +2,25 @@
 //! shadows, prefix bases, handles, checkpoints and the imports Lean loaded.
 //! The features drive it; it knows nothing of them.
 
-pub(crate) mod bases;
-pub(crate) mod checkpoint;
-pub(crate) mod compiler;
-pub(crate) mod concurrent;
-pub(crate) mod diagnostics;
-pub(crate) mod docs;
-pub(crate) mod document;
-pub(crate) mod edit;
-pub(crate) mod forward;
-pub(crate) mod handles;
-pub(crate) mod import_stamps;
-pub(crate) mod importers;
-pub(crate) mod launch;
-pub(crate) mod runtime;
-pub(crate) mod server;
-pub(crate) mod shadow;
-pub(crate) mod snapshot;
-pub(crate) mod sync;
-pub(crate) mod wait;
-pub(crate) mod workspace;
+pub(super) mod bases;
+pub(super) mod checkpoint;
+pub(super) mod compiler;
+pub(super) mod concurrent;
+pub(super) mod diagnostics;
+pub(super) mod docs;
+pub(super) mod document;
+pub(super) mod edit;
+pub(super) mod forward;
+pub(super) mod handles;
+pub(super) mod import_stamps;
+pub(super) mod importers;
+pub(super) mod launch;
+pub(super) mod runtime;
+pub(super) mod runtimes;
+pub(super) mod server;
+pub(super) mod shadow;
+pub(super) mod snapshot;
+pub(super) mod snippet_docs;
+pub(super) mod sync;
+pub(super) mod wait;
+pub(super) mod workspace;

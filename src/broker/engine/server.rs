@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::docs::{Docs, route_events};
 use super::document::{Doc, DocState, KnownWorker, Notice};
+use super::launch::Launcher;
 use crate::broker::error::{Error, Limit, MemoryKill, Result};
 use crate::lean_source::text::minimal_change;
 use crate::lsp::{LspClient, LspError, ServerCommand, ServerEvent};
@@ -70,6 +71,7 @@ impl LeanServer {
     /// its `initialize` answer) as generation `generation`, routing its
     /// notifications to `docs`.
     pub async fn start(
+        launcher: &Launcher,
         command: &ServerCommand,
         startup: Duration,
         generation: u64,
@@ -78,7 +80,7 @@ impl LeanServer {
         request_limit: Duration,
     ) -> std::result::Result<LeanServer, LspError> {
         let (events, rx) = mpsc::unbounded_channel();
-        let client = LspClient::start(command, events.clone(), startup).await?;
+        let client = launcher.start(command, events.clone(), startup).await?;
         tokio::spawn(route_events(Arc::clone(docs), rx, generation));
         Ok(LeanServer {
             client,

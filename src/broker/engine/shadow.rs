@@ -16,15 +16,17 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::docs::Docs;
-use super::document::{Doc, DocUse, SHADOW_MARKER, Snapshot};
-use super::edit::{self, Mode};
+use super::document::{Doc, DocUse, SHADOW_MARKER, Sent, Snapshot};
+use super::edit;
 use super::forward::Forwarder;
 use super::server::LeanServer;
 use super::sync;
 use super::workspace::DocPath;
-use crate::broker::error::Result;
+use crate::broker::ask::Mode;
+use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 pub use crate::lean_source::placement::{Placement, advance};
+use crate::process::tree::Seen;
 use crate::util::lock;
 
 /// The virtual path of slot `k` of a document: beside it, never written.
@@ -302,6 +304,21 @@ pub async fn elaborate(
     // The document outlives the borrow of `slot`, which is marked below.
     let slot_doc = Arc::clone(slot.doc());
     let edit = slot_doc.lock_edit().await;
+    // A worker that died while the slot was idle (a crash after its last
+    // report, a kill) is one Lean has not noticed: it would take the edit,
+    // find the worker gone and report the crash as this text's. The slot is
+    // recovered first: closed (the worker's end waited for) and reopened
+    // below on a new worker.
+    if edit
+        .lifecycle()
+        .lost_worker_unnoticed(server.generation, Seen::is_running)
+    {
+        crate::log_debug!(
+            "{}: its worker is gone; reopened before its next use",
+            edit.path.shown
+        );
+        edit::close(&edit, Some(server)).await;
+    }
     let fast = {
         let old = edit.state();
         let header = header(&text);
@@ -321,10 +338,42 @@ pub async fn elaborate(
             && !snap.progress.fatal
             && snap.published
     };
-    sync::barrier(server, doc, version, limit, &mut forwarder, Some(&complete)).await?;
+    let sent = edit.lifecycle().sent();
+    sync::barrier(server, doc, version, limit, &mut forwarder, Some(&complete))
+        .await
+        .map_err(|error| match error {
+            Error::BarrierIncomplete { limit, .. } => Error::ProbeIncomplete {
+                path: shown.to_owned(),
+                limit,
+            },
+            other => other,
+        })?;
     slot.reset = None;
     server.settle().await;
+    remember_worker(server, doc, sent).await;
     Ok((version, doc.snapshot()))
+}
+
+/// Record the worker that runs a slot now, so that its next use can tell
+/// whether it is still there (see [`elaborate`]): looked up once per worker
+/// (a scan of the server's processes, off the async runtime), checked with
+/// four system calls on every later use. Lean starts a new worker for a
+/// changed header, which the check after that use finds.
+async fn remember_worker(server: &LeanServer, doc: &Doc, sent: Sent) {
+    if doc.lifecycle().worker().is_some_and(|w| w.is_running())
+        || doc.lifecycle().generation() != Some(server.generation)
+    {
+        return;
+    }
+    let client = Arc::clone(&server.client);
+    let uri = doc.uri.clone();
+    let found = tokio::task::spawn_blocking(move || client.find_in_tree(&uri))
+        .await
+        .ok()
+        .flatten();
+    if let Some(worker) = found {
+        doc.on_worker_seen(sent, worker);
+    }
 }
 
 /// Whether a diagnostic starts at or after `(line, character)`.

@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::diagnostics::{self, DiagnosticScope, IMPORTS_OUT_OF_DATE};
+use super::diagnostics::{self, IMPORTS_OUT_OF_DATE};
 use super::document::{DiskStamp, Doc, DocEdit, DocState, Snapshot};
-use super::edit::{self, Mode};
+use super::edit::{self};
 use super::forward::Forwarder;
 use super::server::LeanServer;
 use super::wait::{Wait, Waited};
+use crate::broker::ask::{Mode, SyncOptions};
 use crate::broker::error::{Error, Result, SourceProblem};
 use crate::broker::progress::ProgressSink;
 use crate::lsp::protocol::{WaitForDiagnostics, WaitForDiagnosticsParams};
@@ -121,14 +122,6 @@ pub async fn barrier(
             })
         }
     }
-}
-
-/// Options of a sync.
-#[derive(Debug, Clone, Copy)]
-pub struct SyncOptions {
-    pub scope: DiagnosticScope,
-    pub items: bool,
-    pub mode: Mode,
 }
 
 /// The result of a completed barrier.

@@ -8,16 +8,16 @@ use serde_json::Value;
 use lsp_types::CompletionParams;
 
 use super::inspect::head;
-use super::probe::At;
-use crate::broker::Broker;
+use crate::broker::ask::At;
 use crate::broker::engine::concurrent::join_all;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::Bound;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
 use crate::lsp::protocol::ResolveCompletionItem;
 use crate::results::{CompletionItem, CompletionsResult, Range, TextEdit};
 
-impl Broker {
+impl Runtimes {
     /// What Lean offers at a position of a pinned version, the first
     /// `limit` items, each with the edit that inserts it
     /// (`lean_completions`).

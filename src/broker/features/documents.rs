@@ -4,13 +4,14 @@
 //! document's [`DocEdit`] guard) is kept here and in the functions that
 //! require the guard, never by `ops`.
 
-use crate::broker::Broker;
+use crate::broker::ask::{DiagnosticScope, Mode, SyncOptions};
 use crate::broker::engine::checkpoint;
-use crate::broker::engine::diagnostics::{self, DiagnosticScope};
+use crate::broker::engine::diagnostics::{self};
 use crate::broker::engine::document::{Doc, DocEdit};
-use crate::broker::engine::edit::{self, Applied, Mode};
+use crate::broker::engine::edit::{self, Applied};
 use crate::broker::engine::runtime::{Runtime, RuntimeUse};
-use crate::broker::engine::sync::{self, SyncOptions, Synced};
+use crate::broker::engine::runtimes::Runtimes;
+use crate::broker::engine::sync::{self, Synced};
 use crate::broker::engine::workspace::{self, DocPath};
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
@@ -22,7 +23,7 @@ use crate::results::{
 /// What agents must tell their users about a successful save.
 const CHECKPOINT_NOTE: &str = "Development checkpoint from the accepted source: modules importing it see it. It is not a CI or clean `lake build` result; run `lake build` from clean artifacts for that.";
 
-impl Broker {
+impl Runtimes {
     /// The runtime of a document (created if absent), its use recorded.
     async fn locate(&self, workspace: &str, path: &str) -> Result<(RuntimeUse, DocPath)> {
         let workspace::Resolved {
@@ -195,7 +196,7 @@ impl Broker {
     }
 }
 
-/// What a completed sync answers (seed: "Stable Result Shapes"): complete
+/// What a completed sync answers: complete
 /// counts, readiness and progress; the items in scope when asked for.
 fn sync_result(rt: &Runtime, doc: &Doc, synced: &Synced, options: SyncOptions) -> SyncResult {
     let diags = synced.snapshot.diagnostics.items();

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::broker::ask::GoalsMode;
 use crate::broker::engine::snapshot::Target;
 use crate::broker::error::Result;
 use crate::lsp::LeanErrorCode;
@@ -17,15 +18,6 @@ use crate::lsp::protocol::{
 };
 use crate::results::{Goal, GoalParts, GoalSource, Hypothesis};
 use lsp_types::Position;
-
-/// Which goals of a tactic a query asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoalsMode {
-    /// The goals the tactic starts from.
-    Before,
-    /// The goals it leaves.
-    After,
-}
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -176,7 +168,7 @@ enum Connect {
 /// The RPC session of the bound document, connecting (and keeping it alive) on
 /// first use in this Lean session.
 async fn rpc_session(bound: &Target<'_>, connect: Connect) -> Result<String> {
-    let generation = bound.session.generation;
+    let generation = bound.server.generation;
     if connect == Connect::Reuse {
         if let Some(id) = bound.doc.rpc_session(generation) {
             return Ok(id);
@@ -191,7 +183,7 @@ async fn rpc_session(bound: &Target<'_>, connect: Connect) -> Result<String> {
         .session_id
         .0;
     let rpc = std::sync::Arc::downgrade(&bound.doc.set_rpc_session(generation, id.clone()));
-    let client = std::sync::Arc::downgrade(&bound.session.client);
+    let client = std::sync::Arc::downgrade(&bound.server.client);
     let uri = bound.doc.uri.clone();
     tokio::spawn(async move {
         loop {
@@ -258,7 +250,7 @@ pub async fn goals(
                         session_id: session,
                         refs,
                     };
-                    let _ = bound.session.client.notify_typed::<RpcRelease>(release);
+                    let _ = bound.server.client.notify_typed::<RpcRelease>(release);
                 }
                 return Ok((goals, GoalSource::Rpc));
             }

@@ -11,15 +11,16 @@
 
 use super::completions::Edit;
 use super::probe::{Lean, Taken};
-use crate::broker::Broker;
-use crate::broker::engine::handles::{HandleState, Taking};
+use crate::broker::ask::Taking;
+use crate::broker::engine::handles::HandleState;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::sync;
 use crate::broker::error::Result;
 use crate::lean_source::lexer::{LexemeKind, lex};
 use crate::lean_source::text::LineIndex;
 use crate::results::{DocHead, HandleEditResult, Placeholder};
 
-impl Broker {
+impl Runtimes {
     /// The edit that writes `handle`'s chain into the version of `path` it
     /// was cut from. Never starts Lean, never writes.
     pub async fn handle_edit(

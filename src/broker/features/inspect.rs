@@ -14,9 +14,10 @@ use lsp_types::{
 };
 use serde_json::{Map, Value};
 
-use super::goals::{self, GoalsMode};
-use super::probe::At;
-use crate::broker::Broker;
+use super::goals;
+use crate::broker::ask::{At, GoalsMode};
+use crate::broker::ask::{Pinned, References, Signatures};
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::Bound;
 use crate::broker::engine::workspace::{self, Root};
 use crate::broker::error::Result;
@@ -28,31 +29,6 @@ use crate::results::{
     CodeActionResult, DocHead, DocumentSymbolsResult, GoalsResult, GoalsSide, HoverResult,
     LocationsResult, Position, SignatureHelpResult, WorkspaceSymbolsResult,
 };
-
-/// A document version a call names, as the call gave it.
-#[derive(Debug, Clone, Copy)]
-pub struct Pinned<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub path: &'a str,
-    pub version: u64,
-}
-
-/// Whether document symbols carry their declarations' signatures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signatures {
-    /// Each declaration's signature, as the source writes it, is added.
-    Added,
-    /// Lean's symbols only.
-    Omitted,
-}
-
-/// Whether the references of a name include its declaration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum References {
-    WithDeclaration,
-    WithoutDeclaration,
-}
 
 /// The head of an answer about the pinned version; `line` names the
 /// addressed line of a position-bound answer.
@@ -164,7 +140,7 @@ enum LineText {
 /// head (with `line_text` when asked) and Lean's answer, paths added.
 /// `params` makes the request's params from the position.
 async fn at_position<R: Request>(
-    broker: &Broker,
+    broker: &Runtimes,
     sink: &dyn ProgressSink,
     at: &At<'_>,
     params: impl FnOnce(TextDocumentPositionParams) -> R::Params,
@@ -187,7 +163,7 @@ async fn at_position<R: Request>(
     ))
 }
 
-impl Broker {
+impl Runtimes {
     pub async fn hover(&self, sink: &dyn ProgressSink, at: &At<'_>) -> Result<HoverResult> {
         let params = |position| HoverParams {
             text_document_position_params: position,

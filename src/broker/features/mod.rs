@@ -1,18 +1,19 @@
 //! The tool features: what each intent asks of the engine and how its answer
 //! is read. Each one is reached through a `Broker` method.
 
-pub(crate) mod certify;
-pub(crate) mod completions;
-pub(crate) mod documents;
-pub(crate) mod goals;
-pub(crate) mod handle_edit;
-pub(crate) mod heartbeats;
-pub(crate) mod inspect;
-pub(crate) mod probe;
-pub(crate) mod report;
-pub(crate) mod run_code;
-pub(crate) mod search;
-pub(crate) mod signatures;
-pub(crate) mod term_goal;
-pub(crate) mod todo;
-pub(crate) mod verify;
+pub(super) mod certify;
+pub(super) mod completions;
+pub(super) mod documents;
+pub(super) mod goals;
+pub(super) mod handle_edit;
+pub(super) mod heartbeats;
+pub(super) mod inspect;
+pub(super) mod lake_trace;
+pub(super) mod probe;
+pub(super) mod report;
+pub(super) mod run_code;
+pub(super) mod search;
+pub(super) mod signatures;
+pub(super) mod term_goal;
+pub(super) mod todo;
+pub(super) mod verify;

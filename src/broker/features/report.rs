@@ -2,12 +2,12 @@
 //! broker: the workspace's toolchain, lakefiles, server command and, when a
 //! runtime is cached, its stats and open files.
 
-use crate::broker::Broker;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::workspace::Root;
 use crate::results::FeedbackCollected;
 use crate::safe_fs;
 
-impl Broker {
+impl Runtimes {
     /// Project context of a workspace, from files and the cached runtime
     /// only: a report never starts Lean.
     pub async fn collect_for_report(

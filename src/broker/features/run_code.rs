@@ -11,131 +11,23 @@
 //! restarts that document's worker on the header change. Every slot is a Lean
 //! worker admitted within `LEAN_BEAM_MAX_DOCUMENTS` like any shadow.
 
-use std::sync::Mutex;
-use std::time::Instant;
-
 use serde_json::Value;
 
 use std::time::Duration;
 
-use crate::broker::Broker;
+use crate::broker::ask::{Mode, RunCode};
 use crate::broker::engine::diagnostics::ERROR;
-use crate::broker::engine::document::Snapshot;
-use crate::broker::engine::edit::{self, Mode};
+use crate::broker::engine::edit;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::server::LeanServer;
 use crate::broker::engine::shadow::Placement;
 use crate::broker::engine::shadow::SlotGuard;
-use crate::broker::engine::workspace::{DocPath, Root};
+use crate::broker::engine::snippet_docs::{HEADERS, failed_import, header_errors, header_failed};
 use crate::broker::engine::{diagnostics, shadow};
 use crate::broker::error::{Error, Limit, Result};
 use crate::broker::progress::ProgressSink;
-use crate::lean_source::outline;
 use crate::lean_source::text::LineIndex;
 use crate::results::{Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage};
-
-/// Headers kept warm per workspace runtime, each in its own virtual document.
-pub const HEADERS: usize = 4;
-
-/// The header-keyed virtual documents of one runtime.
-pub struct Headers {
-    entries: Mutex<Vec<Entry>>,
-}
-
-struct Entry {
-    /// The normalized header (see [`key`]).
-    key: String,
-    /// Calls using it now: such an entry is never reassigned.
-    users: usize,
-    last_used: Instant,
-}
-
-/// A call's hold on the virtual document of its header; released on drop.
-pub struct Claim<'a> {
-    headers: &'a Headers,
-    index: usize,
-    /// The header had a document already (its worker may be warm).
-    pub reused: bool,
-}
-
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        let mut entries = self.headers.lock();
-        let entry = &mut entries[self.index];
-        entry.users -= 1;
-        entry.last_used = Instant::now();
-    }
-}
-
-impl Claim<'_> {
-    /// The virtual document of the claimed header: the base path of its
-    /// shadow pool (the slots are named after it, beside it, never written).
-    pub fn path(&self, root: &Root) -> DocPath {
-        DocPath {
-            file: root.path().join(format!("snippet-{}.lean", self.index)),
-            shown: "snippet".to_string(),
-        }
-    }
-}
-
-/// The header as a key: its lines without trailing white space, blank lines
-/// and line comments dropped, so that layout alone does not cost an import.
-pub fn key(header: &str) -> String {
-    header
-        .lines()
-        .map(|l| l.find("--").map_or(l, |i| &l[..i]).trim_end())
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl Default for Headers {
-    fn default() -> Self {
-        Headers {
-            entries: Mutex::new(Vec::with_capacity(HEADERS)),
-        }
-    }
-}
-
-impl Headers {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Claim the document of `header`: the one it already has, else a new
-    /// one while fewer than [`HEADERS`] exist, else the least recently used
-    /// one no call holds. `None` when every one is held.
-    pub fn claim(&self, header: &str) -> Option<Claim<'_>> {
-        let key = key(header);
-        let mut entries = self.lock();
-        let (index, reused) = if let Some(i) = entries.iter().position(|e| e.key == key) {
-            (i, true)
-        } else if entries.len() < HEADERS {
-            entries.push(Entry {
-                key,
-                users: 0,
-                last_used: Instant::now(),
-            });
-            (entries.len() - 1, false)
-        } else {
-            let i = entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.users == 0)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)?;
-            entries[i].key = key;
-            (i, false)
-        };
-        let entry = &mut entries[index];
-        entry.users += 1;
-        entry.last_used = Instant::now();
-        Some(Claim {
-            headers: self,
-            index,
-            reused,
-        })
-    }
-}
 
 /// Give up on a slot's snippet (its time ran out): its text becomes the
 /// header alone, so that Lean stops elaborating the commands, and its header
@@ -144,63 +36,14 @@ pub async fn abandon(
     server: &LeanServer,
     slot: &SlotGuard,
     header: &str,
-) -> crate::broker::Result<()> {
+) -> crate::broker::error::Result<()> {
     let edit = slot.doc().lock_edit().await;
     slot.confirm_header(None);
     edit::apply(server, &edit, header.into(), None, Mode::IfChanged).await?;
     Ok(())
 }
 
-/// Whether Lean could not take the header of `text`: it stopped processing
-/// the document, or reported an error within the header (a module that does
-/// not import). Nothing after the header was elaborated then.
-pub fn header_failed(snap: &Snapshot, text: &str) -> bool {
-    header_errors(snap, text).next().is_some() || snap.progress.fatal
-}
-
-/// The errors Lean reported within the header of `text`.
-pub fn header_errors<'s>(snap: &'s Snapshot, text: &str) -> impl Iterator<Item = &'s Value> {
-    let header = shadow::header(text);
-    let line = header.matches('\n').count() as u32;
-    let character = (header.len() - header.rfind('\n').map_or(0, |i| i + 1)) as u32;
-    snap.diagnostics.items().iter().filter(move |d| {
-        diagnostics::severity(d) == diagnostics::ERROR
-            && !shadow::starts_at_or_after(d, line, character)
-    })
-}
-
-/// The import a header error is about: the module imported on the line the
-/// error is on, else the one its message names.
-pub fn failed_import(text: &str, error: &Value) -> Option<String> {
-    let header = shadow::header(text);
-    let modules = outline::imports(header).unwrap_or_default();
-    let line = error
-        .pointer("/range/start/line")
-        .and_then(Value::as_u64)
-        .and_then(|l| header.lines().nth(l as usize))
-        .unwrap_or("");
-    let named_on_line = |m: &&String| {
-        line.split(|c: char| c.is_whitespace())
-            .any(|word| word == m.as_str())
-    };
-    let message = diagnostics::message(error);
-    modules
-        .iter()
-        .find(named_on_line)
-        .or_else(|| modules.iter().find(|m| message.contains(m.as_str())))
-        .cloned()
-}
-
 // `lean_run_code` itself.
-
-/// What `lean_run_code` asks.
-pub struct RunCode<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub code: &'a str,
-    pub max_heartbeats: Option<u64>,
-    pub timeout_ms: Option<u64>,
-}
 
 /// The text elaborated for a snippet: the snippet, with the heartbeat bound
 /// set right after its header when one is asked for, and where the
@@ -240,7 +83,7 @@ fn snippet_range(range: &Value, placement: Option<&Placement>) -> Range {
     Range::new(at("start"), at("end"))
 }
 
-impl Broker {
+impl Runtimes {
     /// Elaborate a self-contained snippet in a header-keyed virtual
     /// document of the workspace's Lean server (`lean_run_code`).
     pub async fn run_code(
@@ -356,35 +199,6 @@ impl Broker {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn same_header_same_document_layout_aside() {
-        let headers = Headers::default();
-        let a = headers.claim("prelude\nimport A\n").unwrap();
-        assert!(!a.reused);
-        let again = headers
-            .claim("prelude  \n\nimport A -- the same\n")
-            .unwrap();
-        assert!(again.reused);
-        assert_eq!(a.index, again.index);
-        let b = headers.claim("prelude\nimport B\n").unwrap();
-        assert_ne!(a.index, b.index);
-    }
-
-    #[test]
-    fn the_least_recently_used_free_header_gives_way_and_held_ones_never() {
-        let headers = Headers::default();
-        let held: Vec<Claim<'_>> = (0..HEADERS - 1)
-            .map(|i| headers.claim(&format!("import M{i}\n")).unwrap())
-            .collect();
-        let free = headers.claim("import Free\n").unwrap().index;
-        let taken = headers.claim("import New\n").unwrap();
-        assert_eq!(taken.index, free, "the only header no call holds");
-        assert!(!taken.reused);
-        assert!(headers.claim("import Other\n").is_none(), "all held");
-        drop(held);
-        assert!(headers.claim("import M0\n").unwrap().reused);
-    }
 
     #[test]
     fn the_heartbeat_bound_goes_after_the_header_and_ranges_stay_the_snippets() {

@@ -6,9 +6,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::certify::Toolchain;
+use crate::broker::engine::compiler::Toolchain;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::workspace::Root;
-use crate::broker::{Broker, Error, ProgressSink, Result};
+use crate::broker::error::{Error, Result};
+use crate::broker::progress::ProgressSink;
 use crate::results::SearchResult;
 use crate::search::{self, Trees};
 
@@ -21,8 +23,20 @@ const PREFIX_LIMIT: Duration = Duration::from_secs(30);
 /// How often progress is reported while files are read.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
-pub async fn search(
-    broker: &Broker,
+impl Runtimes {
+    pub async fn search(
+        &self,
+        sink: &dyn ProgressSink,
+        workspace: &str,
+        query: &str,
+        limit: u64,
+    ) -> Result<SearchResult> {
+        search(self, sink, workspace, query, limit).await
+    }
+}
+
+async fn search(
+    broker: &Runtimes,
     sink: &dyn ProgressSink,
     workspace: &str,
     query: &str,
@@ -82,11 +96,11 @@ pub async fn search(
 
 /// The toolchain's prefix, asked of its `lean` once per workspace; `None`
 /// when it cannot say (its library is then not searched).
-async fn toolchain(broker: &Broker, root: &Root) -> Option<PathBuf> {
+async fn toolchain(broker: &Runtimes, root: &Root) -> Option<PathBuf> {
     if let Some(known) = broker.indexes.toolchain(root.path()) {
         return known;
     }
-    match Toolchain::find(broker.launcher(), root, PREFIX_LIMIT).await {
+    match Toolchain::find(&broker.launcher, root, PREFIX_LIMIT).await {
         Ok(t) => t.lib.parent().and_then(|p| p.parent()).map(PathBuf::from),
         Err(e) => {
             crate::log_warn!("lean_search leaves the toolchain's library out: {e}");

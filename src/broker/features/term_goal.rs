@@ -4,14 +4,14 @@
 
 use super::goals;
 use super::inspect::head;
-use super::probe::At;
-use crate::broker::Broker;
+use crate::broker::ask::At;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
 use crate::lsp::protocol::PlainTermGoal;
 use crate::results::{Range, TermGoalResult};
 
-impl Broker {
+impl Runtimes {
     /// The type expected at a position inside a term, and its context.
     pub async fn term_goal(&self, sink: &dyn ProgressSink, at: &At<'_>) -> Result<TermGoalResult> {
         let bound = self.bind(sink, at.workspace, at.path, at.version).await?;

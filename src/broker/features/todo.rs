@@ -4,9 +4,10 @@
 use serde_json::{Value, json};
 
 use super::goals::starts_tactic;
-use super::inspect::{Pinned, add_paths, head};
-use crate::broker::Broker;
+use super::inspect::{add_paths, head};
+use crate::broker::ask::Todo;
 use crate::broker::engine::diagnostics;
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::snapshot::{self, Bound};
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
@@ -16,19 +17,6 @@ use crate::lsp::protocol::{
     WaitForDiagnosticsParams,
 };
 use crate::results::{Probe, Range, TodoItem, TodoItemKind, TodoResult};
-
-/// What `lean_todo` asks: the unfinished work between `start` and `end`
-/// (line, character) of a pinned version.
-pub struct Todo<'a> {
-    pub pinned: Pinned<'a>,
-    pub start: (u64, u64),
-    /// None: the end of the file.
-    pub end: Option<(u64, u64)>,
-    /// The kinds wanted; none means every kind.
-    pub kinds: Vec<TodoItemKind>,
-    /// Each item gets a text to try there with `lean_run_at`.
-    pub suggest: bool,
-}
 
 /// The tactic suggested where a goal is left open: Lean's own library search.
 const SEARCH_TACTIC: &str = "exact?";
@@ -102,7 +90,7 @@ async fn proof_state(bound: &Bound<'_>, at: (u32, u32)) -> Option<Vec<String>> {
     Some(answer.goals)
 }
 
-impl Broker {
+impl Runtimes {
     /// The unfinished work in a range of a pinned version (`lean_todo`).
     pub async fn todo(&self, sink: &dyn ProgressSink, args: &Todo<'_>) -> Result<TodoResult> {
         let pinned = &args.pinned;
@@ -138,7 +126,7 @@ impl Broker {
             bound.disk_changed()
         );
         waited?;
-        bound.session.settle().await;
+        bound.server.settle().await;
         let snapshot = bound.doc.snapshot();
         if snapshot.version != pinned.version {
             return Err(snapshot::version_mismatch(

@@ -447,6 +447,12 @@ impl Doc {
         self.live.send_modify(|snap| snap.progress.fatal = true);
     }
 
+    /// `worker` runs the file after what was sent as `sent_at` (see
+    /// [`Lifecycle::worker_seen`]).
+    pub fn on_worker_seen(&self, sent_at: Sent, worker: Seen) {
+        self.update_state(|s| s.lifecycle.worker_seen(sent_at, worker));
+    }
+
     /// Lean answered `waitForDiagnostics` for `version`, sent as `sent_at`;
     /// `worker` runs the file (see [`Lifecycle::wait_answered`]).
     pub fn on_wait_answered(&self, sent_at: Sent, version: u64, worker: Option<Seen>) {

@@ -17,6 +17,10 @@
 //! * A killed worker counts as gone the moment it was killed, before it is
 //!   reaped: a final report is answered from only while its worker runs
 //!   ([`Lifecycle::answers_from_report`] asks the process itself).
+//! * Lean notices a worker that died between two uses of its document only
+//!   when the next message reaches it, and charges the crash to that
+//!   message's text: a probe slot's worker is checked before the slot is
+//!   edited again ([`Lifecycle::lost_worker_unnoticed`]).
 //! * A wait's answer and Lean's notifications travel separate paths: a wait
 //!   answered for something sent before the latest send does not settle the
 //!   document ([`Lifecycle::wait_answered`]).
@@ -266,6 +270,27 @@ impl Lifecycle {
         }
     }
 
+    /// `worker` was seen running the file after Lean reported on what was
+    /// sent as `sent_at`; the report stays as it is (a probe slot's, read
+    /// from Lean's notifications, not from a `waitForDiagnostics` answer).
+    /// Nothing is recorded if something was sent since.
+    pub fn worker_seen(&mut self, sent_at: Sent, worker: Seen) {
+        if self.sent != sent_at {
+            return;
+        }
+        if let Phase::Open(o) = &mut self.phase {
+            o.worker = Some(worker);
+        }
+    }
+
+    /// Open in server `generation`, not stopped as far as Lean said, but
+    /// its worker, once seen, no longer runs: Lean notices a worker that died
+    /// between two uses only when the next message reaches it, and then
+    /// charges the crash to that message's text (issue 26 item 7).
+    pub fn lost_worker_unnoticed(&self, generation: u64, runs: impl Fn(&Seen) -> bool) -> bool {
+        self.is_open_in(generation) && self.worker().is_some_and(|w| !runs(&w))
+    }
+
     /// The worker was killed for its memory.
     pub fn memory_killed(&mut self, kill: MemoryKill) {
         self.memory_kill = Some(kill);
@@ -477,6 +502,40 @@ mod tests {
         assert!(lc.is_open_in(1));
         assert!(lc.crash_answer(lc.sent()));
         assert!(!lc.is_open_in(1));
+    }
+
+    /// A slot's worker, seen after its report, is checked before the slot's
+    /// next use: gone, the slot is recovered (reopened) instead of edited.
+    /// What is seen for an older send is not recorded.
+    #[test]
+    fn a_worker_seen_gone_is_a_lost_worker_lean_has_not_noticed() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        let worker = Seen::of(child.id()).expect("a running child is seen");
+        let mut lc = Lifecycle::default();
+        lc.open(1);
+        let stale = lc.sent();
+        lc.change();
+        lc.worker_seen(stale, worker);
+        assert_eq!(lc.worker(), None, "seen for an older send");
+        lc.worker_seen(lc.sent(), worker);
+        assert_eq!(lc.worker(), Some(worker));
+        assert!(!lc.is_settled(), "seeing the worker settles nothing");
+        assert!(!lc.lost_worker_unnoticed(1, Seen::is_running));
+        child.kill().unwrap();
+        assert!(lc.lost_worker_unnoticed(1, Seen::is_running));
+        assert!(
+            !lc.lost_worker_unnoticed(2, Seen::is_running),
+            "another server"
+        );
+        lc.progress(Worker::Stopped);
+        assert!(
+            !lc.lost_worker_unnoticed(1, Seen::is_running),
+            "Lean noticed: the stop reopens it anyway"
+        );
+        child.wait().unwrap();
     }
 
     /// A send clears a memory kill: the next worker is a new one.

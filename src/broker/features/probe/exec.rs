@@ -4,7 +4,9 @@
 use super::reading::*;
 use super::text::lsp_position;
 use super::*;
+use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
+use crate::results::{RunMessage, Severity};
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
@@ -51,24 +53,6 @@ impl Inserted {
             }
         }
         d
-    }
-}
-
-/// Per-probe budgets: Lean's `maxHeartbeats` (in thousands, as `set_option`
-/// takes it) for the probe's command, and wall-clock time from when a slot
-/// is free to when its answer is read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Budget {
-    pub max_heartbeats: Option<u64>,
-    pub timeout: Option<std::time::Duration>,
-}
-
-impl Budget {
-    pub fn new(max_heartbeats: Option<u64>, timeout_ms: Option<u64>) -> Self {
-        Budget {
-            max_heartbeats,
-            timeout: timeout_ms.map(std::time::Duration::from_millis),
-        }
     }
 }
 
@@ -196,7 +180,7 @@ pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
 /// also ends the file's progress as fatal, and its errors are the answer.
 fn crashed(snap: &Snapshot, text: &str) -> bool {
     snap.progress.fatal
-        && crate::broker::features::run_code::header_errors(snap, text)
+        && crate::broker::engine::snippet_docs::header_errors(snap, text)
             .next()
             .is_none()
 }
@@ -221,13 +205,13 @@ pub(super) struct Asker<'a> {
 /// Elaborate `exec` in `slot` and record whether its header imported.
 pub(super) async fn elaborate_in(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     mut slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated> {
     let (version, snap) = shadow::elaborate(
-        session,
+        server,
         rt.timeouts.sync,
         asker.sink,
         asker.shown,
@@ -250,7 +234,7 @@ pub(super) async fn elaborate_in(
 /// its import line), again on the whole shadow.
 pub(super) async fn elaborate_step(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
@@ -258,7 +242,7 @@ pub(super) async fn elaborate_step(
     max_heartbeats: Option<u64>,
 ) -> Result<Elaborated> {
     let sentinel = exec.sentinel.is_some();
-    let done = elaborate_in(rt, session, asker, slot, exec).await?;
+    let done = elaborate_in(rt, server, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
     };
@@ -272,14 +256,14 @@ pub(super) async fn elaborate_step(
         step,
         sentinel,
     );
-    elaborate_in(rt, session, asker, done.slot, whole).await
+    elaborate_in(rt, server, asker, done.slot, whole).await
 }
 
 /// Run `step` in a shadow slot of `doc` (the document it probes), its
 /// messages told apart from the document's own `baseline` diagnostics.
 pub(super) async fn run_on_document(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     doc: &Doc,
     sink: &dyn ProgressSink,
     step: Step,
@@ -291,7 +275,7 @@ pub(super) async fn run_on_document(
         sink,
         shown: &doc.path.shown,
     };
-    let mut ran = run_step(rt, session, asker, &pool, &step, baseline.items(), budget).await?;
+    let mut ran = run_step(rt, server, asker, &pool, &step, baseline.items(), budget).await?;
     ran.step = Some(step);
     Ok(ran)
 }
@@ -308,7 +292,7 @@ pub(super) async fn run_on_document(
 /// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
 pub(super) async fn run_step(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
@@ -323,7 +307,7 @@ pub(super) async fn run_step(
     let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
     let slot = pool.acquire(&exec.text).await;
     let started = std::time::Instant::now();
-    let run = interpret(rt, session, asker, pool, slot, exec, step, baseline, budget);
+    let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
         Some(limit) => match tokio::time::timeout(limit, run).await {
@@ -348,11 +332,47 @@ pub(super) async fn run_step(
             }),
         },
     };
+    let ran = match ran {
+        // The worker died under the step: a verdict like any other, the same
+        // from every probe tool (a batch candidate's, a single probe's), not
+        // a tool error naming the shadow document. The slot was closed and
+        // opens on a new worker at its next use.
+        Err(error) if error.lost_worker() => Ok(Ran {
+            result: RunResult {
+                workspace: rt.root.descriptor(),
+                line_text: None,
+                outcome: Outcome::Crashed,
+                success: false,
+                sorry: false,
+                messages: vec![RunMessage {
+                    severity: Severity::Error,
+                    text: CRASHED.to_owned(),
+                    range: None,
+                    step_range: None,
+                    unplaced: true,
+                    before_step: false,
+                }],
+                traces: Vec::new(),
+                proof_state: None,
+                next_handle: None,
+                exhausted: None,
+                disk_changed: false,
+            },
+            crashed: true,
+            elapsed: started.elapsed(),
+            step: None,
+        }),
+        other => other,
+    };
     ran.map(|ran| Ran {
         elapsed: started.elapsed(),
         ..ran
     })
 }
+
+/// What a step whose worker died says.
+const CRASHED: &str = "Lean's worker died under this text (it crashed or was killed): nothing \
+else is known of it; the next probe runs on a new worker, and the file itself is unaffected";
 
 /// Lean's diagnostics on an elaborated step, with the text the broker put
 /// before the step's command taken out, and their reading.
@@ -399,7 +419,7 @@ const UNKNOWN_TACTIC: &str = "unknown tactic";
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn interpret(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     slot: SlotGuard,
@@ -409,7 +429,7 @@ pub(super) async fn interpret(
     budget: Budget,
 ) -> Result<Ran> {
     let mut done =
-        elaborate_step(rt, session, asker, slot, exec, step, budget.max_heartbeats).await?;
+        elaborate_step(rt, server, asker, slot, exec, step, budget.max_heartbeats).await?;
     let mut read = read_elaborated(&done, step, baseline);
     if read.reading.sentinel_failed {
         if let Some(at) = done.exec.sentinel {
@@ -426,7 +446,7 @@ pub(super) async fn interpret(
             let line_start = exec.text[..at].rfind('\n').map_or(0, |i| i + 1);
             exec.text.truncate(line_start);
             exec.sentinel = None;
-            done = elaborate_in(rt, session, asker, slot, exec).await?;
+            done = elaborate_in(rt, server, asker, slot, exec).await?;
             read = read_elaborated(&done, step, baseline);
         }
     }
@@ -439,7 +459,7 @@ pub(super) async fn interpret(
     } = done;
     let crashed = crashed(&snap, &exec.text);
     if crashed {
-        slot.close_after_crash(session);
+        slot.close_after_crash(server);
     }
     let Read { index, reading, .. } = read;
     let proof_state = match step.mode {
@@ -447,7 +467,7 @@ pub(super) async fn interpret(
         _ if blocked => None,
         Mode::Proof => {
             let target = Target {
-                session,
+                server,
                 doc: slot.doc(),
                 version,
                 sink: None,

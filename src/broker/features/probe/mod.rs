@@ -7,14 +7,16 @@
 
 use serde_json::{Value, json};
 
+use crate::broker::ask::{At, Continue};
 use crate::lsp::protocol::{PlainGoal, PlainTermGoal};
 
 use super::goals::{self, query_position};
-use crate::broker::Broker;
+use crate::broker::ask::{Budget, GoalsMode, Taking};
 use crate::broker::engine::diagnostics::{self, ERROR};
 use crate::broker::engine::document::{DocState, DocUse, Snapshot};
-use crate::broker::engine::handles::{HandleState, HandleStore, Shadow, Taking};
+use crate::broker::engine::handles::{HandleState, HandleStore, Shadow};
 use crate::broker::engine::runtime::{Runtime, RuntimeUse};
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::server::LeanServer;
 use crate::broker::engine::shadow::{self, Placement, Pool, SlotGuard, advance};
 use crate::broker::engine::snapshot::{self, Target};
@@ -37,10 +39,9 @@ mod run;
 mod text;
 
 pub use super::heartbeats::check_budget;
+pub use exec::Ran;
 use exec::*;
-pub use exec::{Budget, Ran};
 pub use reading::verdict;
-pub use run::After;
 use text::*;
 
 /// What a step's text is.
@@ -67,16 +68,6 @@ pub struct Step {
     placement: Placement,
     /// A term step: the type expected where it goes (a structured goal).
     expected: Option<Goal>,
-}
-
-/// The first step of a chain, at a position of a pinned version.
-pub struct At<'a> {
-    /// The workspace descriptor, as the call gave it.
-    pub workspace: &'a str,
-    pub path: &'a str,
-    pub version: u64,
-    pub line: u64,
-    pub character: u64,
 }
 
 /// The term Lean has at a position (`$/lean/plainTermGoal`): its byte range
@@ -152,17 +143,7 @@ pub struct Start<'c> {
     at: (u64, u64),
 }
 
-/// Whether the steps run from a place will be continued with handles (a
-/// term step cannot be).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Continue {
-    /// Handles will be minted after the steps that succeed.
-    WithHandles,
-    /// Only verdicts are wanted.
-    NoHandles,
-}
-
-impl Broker {
+impl Runtimes {
     /// Bind the version and work out what the position is (tactic block,
     /// between commands, a term), ready to run candidate texts there.
     pub async fn probe_at<'c>(
@@ -230,11 +211,7 @@ impl Broker {
                     // block above, at that block's column, not at column 0.
                     continuation_column(&text[..line_start])
                 } else {
-                    query_position(
-                        line_text,
-                        at.character as usize,
-                        crate::broker::GoalsMode::Before,
-                    )
+                    query_position(line_text, at.character as usize, GoalsMode::Before)
                 };
                 let after = |head: &str| {
                     // `… by` / `… =>`: the step follows on the same line.
@@ -322,13 +299,13 @@ impl Broker {
         let taken = self
             .take_handle(workspace, path, handle, taking, Lean::Start)
             .await?;
-        let session = taken
+        let server = taken
             .server
             .ok_or_else(|| Error::Unexpected("no Lean server after starting one".into()))?;
         Ok(FromHandle {
             rt: taken.rt,
             doc: taken.doc,
-            session,
+            server,
             state: taken.state,
             doc_state: taken.doc_state,
         })
@@ -445,7 +422,7 @@ impl Start<'_> {
     ) -> Result<Ran> {
         let step = self.step(candidate)?;
         let bound = &self.bound;
-        run_on_document(&bound.rt, &bound.session, &bound.doc, sink, step, budget).await
+        run_on_document(&bound.rt, &bound.server, &bound.doc, sink, step, budget).await
     }
 
     /// A handle continuing after `step` (a tactic or command step).
@@ -455,7 +432,7 @@ impl Start<'_> {
             file: bound.doc.path.file.clone(),
             shown: bound.doc.path.shown.clone(),
             version: bound.state.version,
-            generation: bound.session.generation,
+            generation: bound.server.generation,
             // Handles share the snapshot's text instead of copying the prefix.
             shadow: Shadow::sharing(std::sync::Arc::clone(&bound.state.text), &step.shadow),
             indent: step.indent,
@@ -504,7 +481,7 @@ pub struct Origin {
 pub struct FromHandle {
     rt: RuntimeUse,
     doc: DocUse,
-    session: LeanServer,
+    server: LeanServer,
     state: HandleState,
     doc_state: DocState,
 }
@@ -570,7 +547,7 @@ impl FromHandle {
             placement: state.placement,
             expected: None,
         };
-        run_on_document(&self.rt, &self.session, &self.doc, sink, step, budget).await
+        run_on_document(&self.rt, &self.server, &self.doc, sink, step, budget).await
     }
 
     /// A handle continuing after `text`.
@@ -596,7 +573,7 @@ impl FromHandle {
     }
 }
 
-impl Broker {
+impl Runtimes {
     /// Take `handle` (consuming it with [`Taking::Consume`]) for the
     /// document at `path` and check that it continues the document's
     /// current version in the Lean session that runs now.

@@ -1,23 +1,15 @@
 //! The one-step probe intents: `lean_run_at` (and with a handle),
 //! `lean_run_with` (and linear), `lean_release`.
 
-use super::{At, Budget, Continue, Ran};
-use crate::broker::Broker;
-use crate::broker::engine::handles::Taking;
+use super::{At, Continue, Ran};
+use crate::broker::ask::After;
+use crate::broker::ask::{Budget, Taking};
+use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
 use crate::results::{ReleaseResult, RunResult};
 
-/// Where a continuation runs: after a handle's chain, in a document.
-#[derive(Debug, Clone, Copy)]
-pub struct After<'a> {
-    /// The workspace descriptor.
-    pub workspace: &'a str,
-    pub path: &'a str,
-    pub handle: &'a str,
-}
-
-impl Broker {
+impl Runtimes {
     /// Run `text` at a position of a pinned version; with
     /// [`Continue::WithHandles`] a step that succeeds gets a handle.
     pub async fn run_at(

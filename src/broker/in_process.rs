@@ -1,0 +1,723 @@
+//! Broker tests through the façade on the in-process scripted Lean
+//! ([`crate::lsp::testing`]): no toolchain, no process. The scripted Lean
+//! reads a text by a few rules (below), so each test says in its file what
+//! Lean reports; the faults (a worker crash, stale imports, a dead server)
+//! come from the script.
+//!
+//! The rules of [`rules`]: a line with `oops` is an error ("unknown
+//! identifier"), a line with `sorry` a warning; a `by` block with neither
+//! `trivial` nor `sorry` nor `oops` leaves "unsolved goals" at its `by`
+//! line. Goals: on an indented line, `⊢ True` until a `trivial` above or on
+//! it closes the proof.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::{
+    After, At, Broker, Budget, Continue, DiagnosticScope, Error, HandleProblem, Launcher, Limits,
+    LogLevel, Mode, Pinned, ProgressSink, SinkFuture, SyncOptions, Taking, Timeouts,
+};
+use crate::lsp::testing::{Elaboration, Report, Script, ScriptedLean, diagnostic};
+
+/// A progress sink that follows nothing.
+struct Quiet;
+
+impl ProgressSink for Quiet {
+    fn has_progress_token(&self) -> bool {
+        false
+    }
+    fn admits(&self, _: LogLevel) -> bool {
+        false
+    }
+    fn follows_lake_setup(&self) -> bool {
+        false
+    }
+    fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+    fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
+        Box::pin(async {})
+    }
+    fn lake_setup<'a>(&'a self, _: &'a str, _: &'a str) -> SinkFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// A workspace in the temp dir (a `lean-toolchain` makes it a project),
+/// removed at the end.
+struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "beam-in-process-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("lean-toolchain"), "scripted\n").unwrap();
+        Workspace {
+            root: root.canonicalize().unwrap(),
+        }
+    }
+
+    fn descriptor(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        std::fs::write(self.root.join(path), text).unwrap();
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn broker(lean: &ScriptedLean) -> Broker {
+    let timeouts = Timeouts {
+        startup: Duration::from_secs(60),
+        sync: Duration::from_secs(60),
+        request: Duration::from_secs(60),
+    };
+    let limits = Limits {
+        prefix_bases: false,
+        ..Limits::from_env()
+    };
+    Broker::new(Launcher::Scripted(lean.clone()), timeouts, limits)
+}
+
+/// What the rules make of a text (see the module's comment).
+fn read(text: &str) -> Vec<Value> {
+    let mut found = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    for (n, line) in lines.iter().enumerate() {
+        let n = n as u32;
+        let width = line.chars().count() as u32;
+        if line.contains("IMPORTS_STALE") {
+            found.push(diagnostic(
+                0,
+                0,
+                width,
+                1,
+                "Imports are out of date and must be rebuilt; use the \"Restart File\" command in your editor.",
+            ));
+        }
+        if let Some(at) = line.find("oops") {
+            found.push(diagnostic(
+                n,
+                at as u32,
+                at as u32 + 4,
+                1,
+                "unknown identifier 'oops'",
+            ));
+        }
+        if line.contains("sorry") {
+            found.push(diagnostic(n, 0, width, 2, "declaration uses 'sorry'"));
+        }
+        if line.trim_end().ends_with("by") {
+            let block: Vec<&str> = lines[n as usize + 1..]
+                .iter()
+                .take_while(|l| l.starts_with(' '))
+                .copied()
+                .collect();
+            let settled = block
+                .iter()
+                .any(|l| l.contains("trivial") || l.contains("sorry") || l.contains("oops"));
+            if !settled {
+                let by = line.rfind("by").unwrap() as u32;
+                found.push(diagnostic(n, by, by + 2, 1, "unsolved goals\n⊢ True"));
+            }
+        }
+    }
+    found.sort_by_key(|d| d["range"]["start"]["line"].as_u64());
+    found
+}
+
+/// The goals the rules see at (`line`, `character`).
+fn goals_at(text: &str, line: u32, character: u32) -> Option<Vec<String>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line as usize)?;
+    if !here.starts_with(' ') {
+        return None;
+    }
+    let mut above = lines[..line as usize]
+        .iter()
+        .rev()
+        .take_while(|l| l.starts_with(' '));
+    let closed_above = above.any(|l| l.contains("trivial"));
+    let closed_here = here
+        .char_indices()
+        .nth(character as usize)
+        .map_or(here.len(), |(i, _)| i)
+        .checked_sub(0)
+        .is_some_and(|end| here[..end].contains("trivial"));
+    Some(if closed_above || closed_here {
+        Vec::new()
+    } else {
+        vec!["⊢ True".to_string()]
+    })
+}
+
+fn rules() -> Script {
+    Script::new(|e: &Elaboration| Report::Diagnostics(read(&e.text))).goals(goals_at)
+}
+
+fn sync_options() -> SyncOptions {
+    SyncOptions {
+        scope: DiagnosticScope::All,
+        items: true,
+        mode: Mode::IfChanged,
+    }
+}
+
+const PROOF: &str = "theorem t : True := by\n  sorry\n";
+
+/// The diagnostics of a sync are Lean's whole last set for the version on
+/// disk, not one of the partial sets it publishes on the way.
+#[tokio::test]
+async fn sync_reports_the_last_set_of_the_version_on_disk() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write(
+        "A.lean",
+        "def a := oops\ndef b := oops\ntheorem c : True := sorry\n",
+    );
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(synced.version, 1);
+    let counts = &synced.diagnostics.counts;
+    assert_eq!((counts.error, counts.warning, counts.total), (2, 1, 3));
+    assert!(!synced.readiness.save_ready);
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 1);
+}
+
+/// The sync waits on Lean's barrier: while Lean still elaborates the version
+/// (held at the script's gate) the call has not answered; once Lean
+/// publishes, the answer has what it published.
+#[tokio::test]
+async fn sync_waits_for_the_elaboration_of_its_version() {
+    let gate = Arc::new(Semaphore::new(0));
+    let held = Arc::clone(&gate);
+    let lean = ScriptedLean::new(Script::new(move |e: &Elaboration| {
+        Report::Gated(Arc::clone(&held), read(&e.text))
+    }));
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := oops\n");
+    let broker = Arc::new(broker(&lean));
+    let call = {
+        let (broker, ws) = (Arc::clone(&broker), ws.descriptor());
+        tokio::spawn(async move {
+            broker
+                .sync(&Quiet, &ws, "A.lean", sync_options())
+                .await
+                .map(|r| r.diagnostics.counts.error)
+        })
+    };
+    lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics")
+        .await;
+    assert!(
+        !call.is_finished(),
+        "the sync answered before Lean elaborated"
+    );
+    gate.add_permits(1);
+    assert_eq!(call.await.unwrap().unwrap(), 1);
+}
+
+/// A second sync of an unchanged file sends Lean no change and answers the
+/// same version with the same report. (Skipping the barrier as well needs a
+/// worker process seen running, which an in-process Lean has not: the real
+/// suites cover that.)
+#[tokio::test]
+async fn an_unchanged_file_is_answered_from_its_report() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := oops\n");
+    let broker = broker(&lean);
+    let first = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    let second = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(first.version, second.version);
+    assert_eq!(first.diagnostics, second.diagnostics);
+    assert_eq!(lean.count("textDocument/didChange", "A.lean"), 0);
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 1);
+}
+
+/// An edit on disk reaches Lean as one change of the open document (not a
+/// reopen), under the next version, and the answer is that version's.
+#[tokio::test]
+async fn an_edit_is_sent_as_a_change_and_read_at_its_version() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := 1\ndef b := 2\n");
+    let broker = broker(&lean);
+    let clean = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(clean.diagnostics.counts.total, 0);
+    ws.write("A.lean", "def a := 1\ndef b := oops\n");
+    let edited = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(edited.version, clean.version + 1);
+    let items = edited.diagnostics.items.unwrap();
+    assert_eq!(items.len(), 1);
+    // The scripted Lean applied the change to its copy: the error is where
+    // the disk text has it.
+    assert_eq!(items[0].range["start"]["line"], 1);
+    assert_eq!(items[0].range["start"]["character"], 9);
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 1);
+    assert_eq!(lean.count("textDocument/didChange", "A.lean"), 1);
+}
+
+/// A worker that crashes while a sync waits (Lean reports the file fatal
+/// and holds its requests) is given up after the grace, the document is
+/// reopened on a new worker, and the sync answers from that one.
+#[tokio::test]
+async fn a_crashed_worker_is_reopened_and_the_sync_retried() {
+    let lean = ScriptedLean::new(Script::new(|e: &Elaboration| {
+        if e.opened == 1 {
+            Report::WorkerCrash
+        } else {
+            Report::Diagnostics(read(&e.text))
+        }
+    }));
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := oops\n");
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(synced.diagnostics.counts.error, 1);
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 2);
+    assert_eq!(lean.count("textDocument/didClose", "A.lean"), 1);
+}
+
+/// A worker that crashes again on the retry fails the sync as stopped: one
+/// retry, never a loop.
+#[tokio::test]
+async fn a_worker_that_keeps_crashing_fails_the_sync_once_retried() {
+    let lean = ScriptedLean::new(Script::new(|_: &Elaboration| Report::WorkerCrash));
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := 1\n");
+    let broker = broker(&lean);
+    let error = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::WorkerStopped { .. }),
+        "got {error:?}"
+    );
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 2);
+}
+
+/// Lean saying the imports are out of date (a dependency rebuilt under the
+/// open file) makes the sync reopen the file once, and the answer is the
+/// reopened file's.
+#[tokio::test]
+async fn rebuilt_imports_reopen_the_file_once() {
+    let lean = ScriptedLean::new(Script::new(|e: &Elaboration| {
+        let text = if e.opened == 1 {
+            format!("-- IMPORTS_STALE\n{}", e.text)
+        } else {
+            e.text.clone()
+        };
+        Report::Diagnostics(read(&text))
+    }));
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := 1\n");
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(synced.diagnostics.counts.total, 0);
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 2);
+}
+
+/// Imports still out of date after the reopen are reported, not retried
+/// forever.
+#[tokio::test]
+async fn imports_stale_after_the_reopen_are_reported() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", "-- IMPORTS_STALE\ndef a := 1\n");
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(synced.diagnostics.counts.error, 1);
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 2);
+}
+
+/// A Lean server that died is started again by the next call, which
+/// reopens the document in it.
+#[tokio::test]
+async fn a_dead_server_is_restarted_by_the_next_call() {
+    let lean = ScriptedLean::new(Script::new(|e: &Elaboration| {
+        if e.opened == 1 {
+            Report::ServerCrash
+        } else {
+            Report::Diagnostics(read(&e.text))
+        }
+    }));
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := oops\n");
+    let broker = broker(&lean);
+    let first = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await;
+    // The call that saw the server die fails, or answers from a restart.
+    if let Ok(result) = &first {
+        assert_eq!(result.diagnostics.counts.error, 1);
+    }
+    let second = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(second.diagnostics.counts.error, 1);
+    assert_eq!(lean.servers(), 2);
+    let reopened = lean.received();
+    assert!(
+        reopened
+            .iter()
+            .any(|r| r.server == 2 && r.method == "textDocument/didOpen"),
+        "the document was not reopened in the new server: {reopened:?}"
+    );
+}
+
+/// A fatal report (a header that failed) answers the barrier at once: the
+/// sync reports it without waiting for a worker that never comes.
+#[tokio::test]
+async fn a_fatal_report_is_answered_without_a_retry() {
+    let lean = ScriptedLean::new(Script::new(|_: &Elaboration| {
+        Report::Fatal(vec![diagnostic(0, 0, 6, 1, "unknown module prefix 'Nope'")])
+    }));
+    let ws = Workspace::new();
+    ws.write("A.lean", "import Nope\n");
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(synced.diagnostics.counts.error, 1);
+    assert_eq!(
+        synced.readiness.reason,
+        crate::results::ReadinessReason::FatalError
+    );
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 1);
+}
+
+/// `close` closes the document in Lean; the next sync opens it again.
+#[tokio::test]
+async fn close_closes_in_lean_and_the_next_sync_reopens() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", "def a := 1\n");
+    let broker = broker(&lean);
+    broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    broker.close(&ws.descriptor(), "A.lean").await.unwrap();
+    assert_eq!(lean.count("textDocument/didClose", "A.lean"), 1);
+    broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 2);
+}
+
+/// Goals at a position come from Lean's RPC, read into their parts.
+#[tokio::test]
+async fn goals_come_from_rpc_with_their_parts() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    let at = At {
+        workspace: &ws.descriptor(),
+        path: "A.lean",
+        version: synced.version,
+        line: 1,
+        character: 2,
+    };
+    let goals = broker
+        .goals(&Quiet, &at, super::GoalsMode::Before)
+        .await
+        .unwrap();
+    assert_eq!(goals.source, crate::results::GoalSource::Rpc);
+    assert_eq!(goals.goals.len(), 1);
+    assert_eq!(goals.goals[0].parts.as_ref().unwrap().target, "True");
+    assert_eq!(lean.count("$/lean/rpc/connect", "A.lean"), 1);
+}
+
+/// A version the document has moved on from is refused, naming both.
+#[tokio::test]
+async fn a_pinned_version_that_moved_on_is_refused() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let synced = broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    ws.write("A.lean", "theorem t : True := by\n  trivial\n");
+    broker
+        .sync(&Quiet, &ws.descriptor(), "A.lean", sync_options())
+        .await
+        .unwrap();
+    let pinned = Pinned {
+        workspace: &ws.descriptor(),
+        path: "A.lean",
+        version: synced.version,
+    };
+    let error = broker
+        .document_symbols(&Quiet, &pinned, super::Signatures::Omitted)
+        .await;
+    assert!(error.is_err(), "a stale version was answered");
+}
+
+fn at<'a>(ws: &'a str, version: u64, line: u64, character: u64) -> At<'a> {
+    At {
+        workspace: ws,
+        path: "A.lean",
+        version,
+        line,
+        character,
+    }
+}
+
+/// A step that closes the goal succeeds with no goals left; one that leaves
+/// it open is no success and says the goals it left.
+#[tokio::test]
+async fn a_step_is_read_as_closing_or_leaving_goals() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let d = ws.descriptor();
+    let v = broker
+        .sync(&Quiet, &d, "A.lean", sync_options())
+        .await
+        .unwrap()
+        .version;
+    let closed = broker
+        .run_at(
+            &Quiet,
+            &at(&d, v, 1, 2),
+            "trivial",
+            Budget::default(),
+            Continue::NoHandles,
+        )
+        .await
+        .unwrap();
+    assert!(closed.success, "{closed:?}");
+    let state = closed.proof_state.as_ref().expect("goals after the step");
+    assert!(state.goals.is_empty(), "{closed:?}");
+    let failed = broker
+        .run_at(
+            &Quiet,
+            &at(&d, v, 1, 2),
+            "exact oops",
+            Budget::default(),
+            Continue::NoHandles,
+        )
+        .await
+        .unwrap();
+    assert!(!failed.success, "{failed:?}");
+    assert!(
+        failed.messages.iter().any(|m| m.text.contains("oops")),
+        "{failed:?}"
+    );
+}
+
+/// Probes at one place reuse one shadow slot: the second step is a change
+/// of the slot's document, not another document opened in Lean.
+#[tokio::test]
+async fn probes_reuse_their_shadow_slot() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let d = ws.descriptor();
+    let v = broker
+        .sync(&Quiet, &d, "A.lean", sync_options())
+        .await
+        .unwrap()
+        .version;
+    for text in ["trivial", "exact oops", "trivial"] {
+        broker
+            .run_at(
+                &Quiet,
+                &at(&d, v, 1, 2),
+                text,
+                Budget::default(),
+                Continue::NoHandles,
+            )
+            .await
+            .unwrap();
+    }
+    let shadow_opens = lean
+        .received()
+        .iter()
+        .filter(|r| r.method == "textDocument/didOpen")
+        .filter(|r| r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow")))
+        .count();
+    assert_eq!(shadow_opens, 1, "{:?}", lean.received());
+    let shadow_changes = lean
+        .received()
+        .iter()
+        .filter(|r| r.method == "textDocument/didChange")
+        .filter(|r| r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow")))
+        .count();
+    assert_eq!(shadow_changes, 2);
+}
+
+/// A step abandoned while Lean elaborates it (the call dropped) gives its
+/// slot back closed in Lean, which ends the work; the next probe opens the
+/// slot afresh.
+#[tokio::test]
+async fn an_abandoned_step_closes_its_slot_in_lean() {
+    let gate = Arc::new(Semaphore::new(0));
+    let held = Arc::clone(&gate);
+    let lean = ScriptedLean::new(
+        Script::new(move |e: &Elaboration| {
+            if e.uri.contains(".beam-shadow") && e.text.contains("slow") {
+                Report::Gated(Arc::clone(&held), read(&e.text))
+            } else {
+                Report::Diagnostics(read(&e.text))
+            }
+        })
+        .goals(goals_at),
+    );
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let d = ws.descriptor();
+    let v = broker
+        .sync(&Quiet, &d, "A.lean", sync_options())
+        .await
+        .unwrap()
+        .version;
+    {
+        let place = at(&d, v, 1, 2);
+        let step = broker.run_at(
+            &Quiet,
+            &place,
+            "slow",
+            Budget::default(),
+            Continue::NoHandles,
+        );
+        tokio::pin!(step);
+        tokio::select! {
+            _ = &mut step => panic!("the gated step answered"),
+            _ = lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics"
+                && r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow"))) => {}
+        }
+    }
+    lean.wait_for(|r| {
+        r.method == "textDocument/didClose"
+            && r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow"))
+    })
+    .await;
+    let next = broker
+        .run_at(
+            &Quiet,
+            &at(&d, v, 1, 2),
+            "trivial",
+            Budget::default(),
+            Continue::NoHandles,
+        )
+        .await
+        .unwrap();
+    assert!(next.success, "{next:?}");
+    gate.add_permits(1);
+}
+
+/// A handle continues the version it was cut from: once the file moved on,
+/// using it says so instead of running on a text that is gone.
+#[tokio::test]
+async fn a_handle_of_a_version_moved_on_is_stale() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", "theorem t : True := by\n  skip\n  sorry\n");
+    let broker = broker(&lean);
+    let d = ws.descriptor();
+    let v = broker
+        .sync(&Quiet, &d, "A.lean", sync_options())
+        .await
+        .unwrap()
+        .version;
+    let step = broker
+        .run_at(
+            &Quiet,
+            &at(&d, v, 1, 2),
+            "skip",
+            Budget::default(),
+            Continue::WithHandles,
+        )
+        .await
+        .unwrap();
+    let handle = step.next_handle.expect("a handle after a step that ran");
+    let after = After {
+        workspace: &d,
+        path: "A.lean",
+        handle: &handle,
+    };
+    let fresh = broker
+        .run_with(&Quiet, &after, "trivial", Budget::default(), Taking::Keep)
+        .await
+        .unwrap();
+    assert!(fresh.success, "{fresh:?}");
+    ws.write(
+        "A.lean",
+        "theorem t : True := by\n  skip\n  skip\n  sorry\n",
+    );
+    broker
+        .sync(&Quiet, &d, "A.lean", sync_options())
+        .await
+        .unwrap();
+    let error = broker
+        .run_with(&Quiet, &after, "trivial", Budget::default(), Taking::Keep)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Handle {
+                problem: HandleProblem::VersionMoved { .. },
+                ..
+            }
+        ),
+        "got {error:?}"
+    );
+}
