@@ -30,6 +30,14 @@ use lsp_types::{
 /// before it is killed.
 pub const WORKER_EXIT_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a closed document's worker that was neither seen nor heard from
+/// may take to appear before the room counts as free. Lean spawns it when it
+/// reads the `didOpen`; on a loaded machine that came later than
+/// [`WORKER_EXIT_WAIT`] (two workers at once under `LEAN_BEAM_MAX_DOCUMENTS=1`
+/// in a loaded CI run). Only a worker that starts and exits between two
+/// scans 5 ms apart is never seen and costs the whole wait.
+pub const WORKER_APPEAR_WAIT: Duration = Duration::from_secs(30);
+
 /// A live Lean server.
 #[derive(Clone)]
 pub struct LeanServer {
@@ -258,7 +266,7 @@ impl LeanServer {
     /// call without a barrier (`lean_update`) does not wait for: a worker
     /// neither seen nor heard from since the document was opened
     /// ([`KnownWorker::Unknown`]) is first waited for to appear (for
-    /// [`WORKER_EXIT_WAIT`] at most), since one not there yet is no worker
+    /// [`WORKER_APPEAR_WAIT`] at most), since one not there yet is no worker
     /// gone. One that reported has started: not in the tree, it is gone (a
     /// probe slot's worker, which Lean may end before the close, cost the
     /// whole wait: `lean_close` after a batch of 2+ texts took 5-10 s). A
@@ -273,7 +281,8 @@ impl LeanServer {
             KnownWorker::Reported | KnownWorker::Unknown => None,
         };
         let _ = tokio::task::spawn_blocking(move || {
-            let deadline = Instant::now() + WORKER_EXIT_WAIT;
+            let started = Instant::now();
+            let mut deadline = started + WORKER_EXIT_WAIT;
             // The worker seen: its exit ends the wait at once (a pidfd), where
             // the scans below come every 5 ms; they then confirm that nothing
             // else of the document's is left.
@@ -283,17 +292,25 @@ impl LeanServer {
             let mut killed = false;
             loop {
                 let present = client.tree_has(&uri) || worker_starting(&client.tree_usage());
-                if !present && (appeared || Instant::now() >= deadline) {
+                if !present && appeared {
                     return;
                 }
-                appeared |= present;
+                if !present && Instant::now() >= started + WORKER_APPEAR_WAIT {
+                    log_debug!("no Lean worker of {uri} appeared after its close; counted as gone");
+                    return;
+                }
+                if present && !appeared {
+                    // Its time to exit counts from when it is there.
+                    appeared = true;
+                    deadline = deadline.max(Instant::now() + WORKER_EXIT_WAIT);
+                }
                 if present && Instant::now() >= deadline && !killed {
                     if let Some(worker) = client.find_in_tree(&uri) {
                         client.kill_in_tree(worker);
                     }
                     killed = true;
                 }
-                if Instant::now() >= deadline + WORKER_EXIT_WAIT {
+                if killed && Instant::now() >= deadline + WORKER_EXIT_WAIT {
                     log_warn!("the Lean worker of {uri} is still there after it was killed");
                     return;
                 }
