@@ -182,6 +182,53 @@ async fn open(
         .unwrap()
 }
 
+/// `/health` once `done` holds, read over one kept-alive connection (so the
+/// watcher's own connection is opened once): each read after the first is
+/// `/health?after=N`, which the server answers once its connection counts
+/// changed past the `connectionChanges` it last reported, so nothing waits
+/// on a timer. A 503 (a full server) closes the connection: a new one asks
+/// again. The limit only stops a hang.
+async fn until_health(port: u16, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen: Option<u64> = None;
+    'connect: loop {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        loop {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no such /health within 20 s"
+            );
+            let path = match seen {
+                Some(n) => format!("/health?after={n}"),
+                None => "/health".to_string(),
+            };
+            let request = Request::builder()
+                .uri(path)
+                .header("host", format!("127.0.0.1:{port}"))
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let Ok(response) = sender.send_request(request).await else {
+                continue 'connect;
+            };
+            let status = response.status();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            if status != StatusCode::OK {
+                seen = None;
+                continue 'connect;
+            }
+            let health: Value = serde_json::from_slice(&body).unwrap();
+            if done(&health) {
+                return health;
+            }
+            seen = health["connectionChanges"].as_u64();
+        }
+    }
+}
+
 /// Ports of the in-process servers over gated test doubles (`InProcess`),
 /// whose tools answer `{tool, id}` rather than their results.
 static DOUBLES: Mutex<Vec<u16>> = Mutex::new(Vec::new());
@@ -1619,15 +1666,10 @@ async fn a_token_less_flood_cannot_lock_out_a_client_with_the_token() {
     // Every flood connection accepted: the pending ones are at the cap, and
     // every one past it evicted one (a health check's own connection is
     // pending too, and evicts one more).
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let health = loop {
-        let health = send(port, "GET", "/health", &[], vec![]).await.json();
-        if health["evictedConnections"].as_u64().unwrap() >= CAP as u64 {
-            break health;
-        }
-        assert!(std::time::Instant::now() < deadline, "{health}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let health = until_health(port, |h| {
+        h["evictedConnections"].as_u64().unwrap() >= CAP as u64
+    })
+    .await;
     assert_eq!(health["pendingConnections"], CAP as u64, "{health}");
     assert_eq!(health["connections"], 0, "{health}");
     let bearer = format!("Bearer {TOKEN}");
@@ -1891,18 +1933,20 @@ impl InProcess {
             .expect("event channel open")
     }
 
-    /// Wait until `n` calls are admitted (running or waiting for a slot).
+    /// Wait until `n` calls are admitted (running or waiting for a slot): on
+    /// the dispatcher's own count as it changes (its limit only stops a
+    /// hang).
     async fn until_admitted(&self, n: usize) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while self.dispatcher.admitted() != n {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{} calls admitted, expected {n}",
-                self.dispatcher.admitted()
-            );
-            tokio::task::yield_now().await;
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let mut admitted = self.dispatcher.admitted_changes();
+        let reached = tokio::time::timeout(Duration::from_secs(20), admitted.wait_for(|a| *a == n))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false);
+        assert!(
+            reached,
+            "{} calls admitted, expected {n}",
+            self.dispatcher.admitted()
+        );
     }
 }
 
@@ -1991,22 +2035,10 @@ fn assert_too_many_calls(response: &Response) {
     );
 }
 
-/// Poll `/health` until at most `n` proved connections are open (a request
-/// on a full server may be answered 503 meanwhile: retried).
+/// Wait until at most `n` proved connections are open (the watcher's own
+/// connection among them).
 async fn until_connections_at_most(port: u16, n: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let health = send(port, "GET", "/health", &[], vec![]).await;
-        if health.status == StatusCode::OK && health.json()["connections"].as_u64().unwrap() <= n {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still more than {n} connections: {}",
-            health.text()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_health(port, |h| h["connections"].as_u64().unwrap() <= n).await;
 }
 
 /// One client's 256 slow calls leave room for the others, at the default

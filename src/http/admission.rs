@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::util::lock;
 
@@ -27,6 +27,9 @@ pub struct Admission {
     pending: Mutex<BTreeMap<u64, Arc<Notify>>>,
     proved: Arc<Semaphore>,
     pub evicted: AtomicU64,
+    /// Bumped after each change of the counts (an accept, an eviction, a
+    /// proof, a close): what `/health?after=N` waits on.
+    changes: watch::Sender<u64>,
 }
 
 /// Why a connection could not prove itself.
@@ -46,7 +49,23 @@ impl Admission {
             pending: Mutex::new(BTreeMap::new()),
             proved: Arc::new(Semaphore::new(max)),
             evicted: AtomicU64::new(0),
+            changes: watch::channel(0).0,
         }
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// The changes so far.
+    pub fn changes(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
+    /// Wait until there have been more than `seen` changes, at most `limit`.
+    pub async fn changed_after(&self, seen: u64, limit: std::time::Duration) {
+        let mut changes = self.changes.subscribe();
+        let _ = tokio::time::timeout(limit, changes.wait_for(|n| *n > seen)).await;
     }
 
     /// Register a just-accepted connection as pending, evicting the one
@@ -62,6 +81,8 @@ impl Admission {
             }
         }
         pending.insert(id, Arc::clone(&evict));
+        drop(pending);
+        self.changed();
         Connection {
             admission: Arc::clone(self),
             id,
@@ -114,6 +135,8 @@ impl Connection {
             .map_err(|_| Refused::Full)?;
         pending.remove(&self.id);
         *slot = Some(permit);
+        drop((pending, slot));
+        self.admission.changed();
         Ok(())
     }
 }
@@ -121,6 +144,10 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         lock(&self.admission.pending).remove(&self.id);
+        // The slot goes before the change is told, so a waiter reads the
+        // new count.
+        drop(lock(&self.slot).take());
+        self.admission.changed();
     }
 }
 

@@ -370,7 +370,22 @@ impl<O: Handler + 'static> Server<O> {
                     guard::preflight(&parts.headers, response.headers_mut());
                     return Ok(response);
                 }
-                ("/health", &Method::GET) => self.health(),
+                ("/health", &Method::GET) => {
+                    // `?after=N`: answer once the connection counts changed
+                    // past `N` (`connectionChanges`), at most 10 s from now,
+                    // so a watcher waits on the server instead of a timer.
+                    let after = parts.uri.query().and_then(|q| {
+                        q.split('&')
+                            .find_map(|kv| kv.strip_prefix("after="))
+                            .and_then(|n| n.parse::<u64>().ok())
+                    });
+                    if let Some(seen) = after {
+                        self.admission
+                            .changed_after(seen, Duration::from_secs(10))
+                            .await;
+                    }
+                    self.health()
+                }
                 ("/metrics", &Method::GET) => self.metrics().await,
                 ("/status", &Method::GET) => self.status().await,
                 ("/metrics" | "/status", _) => method_not_allowed(&parts.method, path, "GET"),
@@ -544,6 +559,7 @@ impl<O: Handler + 'static> Server<O> {
             "pendingConnections": self.admission.pending(),
             "refusedConnections": self.refused_connections.load(Ordering::Relaxed),
             "evictedConnections": self.admission.evicted.load(Ordering::Relaxed),
+            "connectionChanges": self.admission.changes(),
             "admittedCalls": self.dispatcher.admitted(),
             "limits": {
                 "maxConnections": self.config.max_connections,

@@ -18,6 +18,7 @@
 //! into the environment unchecked, which no axiom list shows: it fails.
 //! `set_option maxHeartbeats 0` only lifts a resource bound: reported.
 
+use super::header::Keyword;
 use super::lexer::{Lexeme, LexemeKind, lex, unescape};
 use super::text::LineIndex;
 
@@ -83,24 +84,18 @@ pub struct Hit {
 /// `sorryAx`, which the axiom check sees).
 const KERNEL_BYPASS: &[&str] = &["debug.skipKernelTC"];
 
+/// Whether setting option `name` to `value` (as a lakefile or a `-D`
+/// argument gives it) lets declarations past the kernel: anything but
+/// `false` counts, as in the source scan.
+pub fn option_bypasses_kernel(name: &str, value: &str) -> bool {
+    let name = super::lexer::canonical_name(name);
+    KERNEL_BYPASS.contains(&name.as_str()) && value.trim() != "false"
+}
+
 /// Words that name the kernel bypass in any spelling or the unchecked path
 /// itself (`Environment.addDeclWithoutChecking`): named anywhere in code or
 /// a string literal, they fail a verdict.
 const BYPASS_WORDS: &[&str] = &["skipKernelTC", "addDeclWithoutChecking"];
-
-/// Declaration keywords that end the reach of the attributes before them.
-const DECLARATIONS: &[&str] = &[
-    "def",
-    "theorem",
-    "lemma",
-    "abbrev",
-    "instance",
-    "structure",
-    "class",
-    "inductive",
-    "axiom",
-    "example",
-];
 
 /// Code lexemes and the text, with the few questions the scan asks.
 struct Code<'a> {
@@ -304,7 +299,8 @@ pub fn scan(text: &str) -> Vec<Hit> {
                     continue;
                 }
             }
-            w if DECLARATIONS.contains(&w) => {
+            // A declaration ends the reach of the attributes before it.
+            w if Keyword::of(w).is_some_and(Keyword::declares) => {
                 if w == "axiom" {
                     found.push((Kind::Axiom, l.start, l.end));
                 }

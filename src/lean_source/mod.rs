@@ -4,6 +4,7 @@
 
 pub(crate) mod declarations;
 pub(crate) mod hatches;
+pub(crate) mod header;
 pub(crate) mod lakefile;
 pub(crate) mod lexer;
 pub(crate) mod outline;

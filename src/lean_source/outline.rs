@@ -14,57 +14,19 @@
 //! Commands start at column 0, as Lean's own style requires; lines of a
 //! command that start further right are its continuation.
 
+use super::header::{self, Keyword, MODIFIERS};
 use super::lexer::{self, Lexeme, LexemeKind};
 
-/// Words that start a command changing the scope.
-const SCOPE: &[&str] = &[
-    "namespace",
-    "section",
-    "open",
-    "variable",
-    "universe",
-    "set_option",
-    "include",
-    "omit",
-];
+/// A word that starts a command changing the scope.
+fn changes_scope(word: &str) -> bool {
+    Keyword::of(word).is_some_and(Keyword::changes_scope)
+}
 
-/// Words that start any other command (declarations with their modifiers,
-/// notations, attributes).
-const OTHER: &[&str] = &[
-    "theorem",
-    "lemma",
-    "def",
-    "example",
-    "instance",
-    "abbrev",
-    "structure",
-    "class",
-    "inductive",
-    "coinductive",
-    "axiom",
-    "opaque",
-    "noncomputable",
-    "partial",
-    "unsafe",
-    "protected",
-    "nonrec",
-    "attribute",
-    "notation",
-    "infix",
-    "infixl",
-    "infixr",
-    "prefix",
-    "postfix",
-    "macro",
-    "macro_rules",
-    "syntax",
-    "elab",
-    "elab_rules",
-    "declare_syntax_cat",
-    "export",
-    "scoped",
-    "add_decl_doc",
-];
+/// A word that starts any other command (declarations with their
+/// modifiers, notations, attributes).
+fn other_command(word: &str) -> bool {
+    MODIFIERS.contains(&word) || Keyword::of(word).is_some_and(|k| !k.changes_scope())
+}
 
 /// Words that may begin a continuation line at column 0.
 const CONTINUATION: &[&str] = &[
@@ -187,8 +149,8 @@ fn commands(lines: &Lines) -> Result<Vec<(Command, usize)>, String> {
                 "end" => Kind::End,
                 "mutual" => Kind::Mutual,
                 "noncomputable" if lines.is_word(i + 1, "section") => Kind::Scope,
-                w if SCOPE.contains(&w) => Kind::Scope,
-                w if OTHER.contains(&w) => Kind::Other,
+                w if changes_scope(w) => Kind::Scope,
+                w if other_command(w) => Kind::Other,
                 w if CONTINUATION.contains(&w) => continue,
                 w => return Err(format!("unrecognized command `{w}` at line {}", line + 1)),
             },
@@ -200,8 +162,7 @@ fn commands(lines: &Lines) -> Result<Vec<(Command, usize)>, String> {
             }
             LexemeKind::Symbol if word == "@" => {
                 // `@[attr]` alone on its line belongs to the declaration below.
-                let close = (i..lines.lexemes.len()).find(|&j| lines.str(j) == "]");
-                match close {
+                match header::attribute_end(lines.text, &lines.lexemes, i) {
                     Some(j) if lines.last_on_line(j) => Kind::Attached,
                     _ => Kind::Other,
                 }
@@ -454,7 +415,7 @@ impl Skeleton {
             for i in first + 1..last {
                 if lines.first_on_line(i)
                     && lines.lexemes[i].kind == LexemeKind::Word
-                    && (SCOPE.contains(&lines.str(i)) || lines.str(i) == "end")
+                    && (changes_scope(lines.str(i)) || lines.str(i) == "end")
                 {
                     let line = lines.line_of[i];
                     let same_line_in = (i..last)
@@ -468,7 +429,7 @@ impl Skeleton {
                 if keep
                     && lines.first_on_line(i)
                     && lines.lexemes[i].kind == LexemeKind::Word
-                    && OTHER.contains(&lines.str(i))
+                    && other_command(lines.str(i))
                 {
                     return Err(format!(
                         "indented `{}` inside `{}` at line {}",

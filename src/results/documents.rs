@@ -26,7 +26,7 @@ pub struct SyncDiagnostics {
 }
 
 /// `lean_sync` and `lean_refresh`: the exact diagnostics of the version on
-/// disk (seed: "Stable Result Shapes").
+/// disk.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SyncResult {
     pub workspace: WorkspaceEcho,

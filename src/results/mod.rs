@@ -15,8 +15,7 @@
 //! Field names are written in Rust as snake_case; each struct states its wire
 //! rule with `#[serde(rename_all = …)]` (or none, when the wire is snake_case):
 //!
-//! - **snake_case**, the rule of the tool results and of the seed's "Stable
-//!   Result Shapes" (`save_ready`, `blocking_error_count`, `range_end_line`,
+//! - **snake_case**, the rule of the tool results (`save_ready`, `blocking_error_count`, `range_end_line`,
 //!   `proof_state`, `next_handle`, `source_hash`, `invalidated_handles`, …):
 //!   every top-level result except the two below, and the nested shapes
 //!   [`DocumentProgress`], [`Readiness`], the run messages, the todo items,

@@ -49,7 +49,7 @@ pub struct ProofState {
     pub at: ProofStateAt,
 }
 
-/// What a speculative step did (seed: "Stable Result Shapes").
+/// What a speculative step did.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunResult {
     pub workspace: WorkspaceEcho,

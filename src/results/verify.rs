@@ -26,9 +26,13 @@ pub enum FailureReason {
     /// An import is refused (`..`, a link out of the root, no source) or
     /// not found.
     ImportRefused,
-    /// A module of another Lake package: its build is not checked against
-    /// its sources by this server.
+    /// A module of another Lake package whose build cannot be checked
+    /// against its sources: no Lake trace (`.trace`), or one that does not
+    /// record the source or is not Lake's format.
     PackageUnchecked,
+    /// A module of another Lake package whose recorded inputs (its source,
+    /// an import's `.olean`) changed since Lake built it: `lake build`.
+    PackageStale,
     /// The generated check module did not elaborate.
     CheckFailed,
     /// An escape hatch that fails by itself (the kernel bypass).
@@ -108,6 +112,19 @@ pub struct ImportedSource {
     pub stale: bool,
 }
 
+/// A module of another Lake package the verdict rests on: its build, taken
+/// because every input Lake recorded for it still matches.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PackageModule {
+    pub module: String,
+    /// Its source, relative to the workspace root.
+    pub path: String,
+    /// The `.olean` used, relative to the workspace root.
+    pub olean: String,
+    /// Lake's hash of the source (16 hex digits, as its traces write it).
+    pub lake_hash: String,
+}
+
 /// What the verdict is tied to.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Provenance {
@@ -117,6 +134,9 @@ pub struct Provenance {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disk_changed: bool,
     pub imports: Vec<ImportedSource>,
+    /// Modules of other Lake packages taken from their builds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<PackageModule>,
     /// Present (true) when the workspace's own `.olean` of the file is
     /// missing or is not what the verified version builds to.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -125,6 +145,12 @@ pub struct Provenance {
     /// cache (same source closure).
     pub rebuilt: u32,
     pub reused: u32,
+    /// Present (true) when the verdict is that of an earlier verify with the
+    /// same whole key (every module's source closure, the lakefile's
+    /// arguments, the Lean version, the request): nothing was built or run;
+    /// `stale` is compared again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     /// `lean --version` of the workspace's toolchain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lean_version: Option<String>,

@@ -580,6 +580,12 @@ fn a_proof_against_an_old_dependency_is_not_certified() {
     let v = sync(&mut mcp, &root, "Dep/C.lean");
     let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
     assert_eq!(r["certified"], true, "the honest state certifies: {r}");
+    let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(
+        r["provenance"]["cached"], true,
+        "a repeat is answered again: {r}"
+    );
 
     copy.write(
         "Dep/B.lean",
@@ -592,6 +598,12 @@ fn a_proof_against_an_old_dependency_is_not_certified() {
         s["diagnostics"]["counts"]["error"], 0,
         "C itself has no error: {s}"
     );
+    let v = s["version"].as_u64().unwrap();
+    // The very request the cache answered: B's new text is a new key.
+    let r = verify(&mut mcp, &root, "Dep/C.lean", v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert!(r["provenance"].get("cached").is_none(), "{r}");
+    assert_eq!(reasons(&r), ["build_failed"], "{r}");
     let v = s["version"].as_u64().unwrap();
     let r = verify(
         &mut mcp,
@@ -719,4 +731,455 @@ fn the_toolchains_own_axiom_is_allowed_and_a_replay_is_a_tier() {
     assert_eq!(r["certified"], false, "{r}");
     assert_eq!(r["tier"], "rebuilt", "{r}");
     assert_eq!(reasons(&r), ["check_failed"], "{r}");
+}
+
+/// Lean 4.35's own hashes, from its runtime (`libleanshared.so` of the test
+/// toolchain, loaded into the test): what Lake computes, independent of the
+/// server's code.
+mod lean_runtime {
+    use std::ffi::CString;
+    use std::sync::OnceLock;
+
+    type Hash1 = unsafe extern "C" fn(*const u8) -> u64;
+    type Mix = unsafe extern "C" fn(u64, u64) -> u64;
+
+    struct Runtime {
+        string_hash: Hash1,
+        byte_array_hash: Hash1,
+        mix: Mix,
+    }
+
+    fn runtime() -> &'static Runtime {
+        static R: OnceLock<Runtime> = OnceLock::new();
+        R.get_or_init(|| {
+            let lib = super::lean()
+                .lean
+                .parent()
+                .unwrap()
+                .join("../lib/lean/libleanshared.so");
+            let path = CString::new(lib.to_string_lossy().as_bytes()).unwrap();
+            // SAFETY: a C library loaded once and never unloaded; the three
+            // symbols are plain functions of Lean's runtime with these types
+            // (lean.h).
+            unsafe {
+                let h = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+                assert!(!h.is_null(), "dlopen {}", lib.display());
+                let sym = |name: &str| {
+                    let n = CString::new(name).unwrap();
+                    let p = libc::dlsym(h, n.as_ptr());
+                    assert!(!p.is_null(), "{name} in libleanshared.so");
+                    p
+                };
+                Runtime {
+                    string_hash: std::mem::transmute::<*mut libc::c_void, Hash1>(sym(
+                        "lean_string_hash",
+                    )),
+                    byte_array_hash: std::mem::transmute::<*mut libc::c_void, Hash1>(sym(
+                        "lean_byte_array_hash",
+                    )),
+                    mix: std::mem::transmute::<*mut libc::c_void, Mix>(sym("lean_uint64_mix_hash")),
+                }
+            }
+        })
+    }
+
+    /// A Lean object in 8-byte words: the header (rc, size, other, tag),
+    /// then `fields`, then the bytes.
+    fn object(tag: u8, fields: &[u64], bytes: &[u8]) -> Vec<u64> {
+        let header = 1u64 | (u64::from(tag) << 56);
+        let mut words = vec![header];
+        words.extend_from_slice(fields);
+        let mut data = bytes.to_vec();
+        data.resize(bytes.len().div_ceil(8) * 8 + 8, 0);
+        words.extend(
+            data.chunks(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+        );
+        words
+    }
+
+    /// `String.hash`: a string object (size with the NUL, capacity, length).
+    pub fn string_hash(text: &str) -> u64 {
+        let n = text.len() as u64 + 1;
+        let o = object(249, &[n, n, text.chars().count() as u64], text.as_bytes());
+        // SAFETY: a well-formed string object that outlives the call.
+        unsafe { (runtime().string_hash)(o.as_ptr().cast()) }
+    }
+
+    /// `ByteArray.hash`: a scalar array object (size, capacity).
+    pub fn bytes_hash(bytes: &[u8]) -> u64 {
+        let n = bytes.len() as u64;
+        let o = object(248, &[n, n], bytes);
+        // SAFETY: a well-formed scalar array object that outlives the call.
+        unsafe { (runtime().byte_array_hash)(o.as_ptr().cast()) }
+    }
+
+    pub fn mix(h: u64, k: u64) -> u64 {
+        // SAFETY: a pure function of two integers.
+        unsafe { (runtime().mix)(h, k) }
+    }
+
+    /// Lake's `Hash.ofText`: `\r\n` as `\n`, then `mixHash 1723 (hash s)`.
+    pub fn text_hash(text: &str) -> u64 {
+        mix(1723, string_hash(&text.replace("\r\n", "\n")))
+    }
+}
+
+/// A Lake package in `.lake/packages/pkg` of a workspace, built with the test
+/// toolchain, with `.olean.hash` and `.trace` files written as Lake 4.35
+/// writes them (hashes from Lean's runtime).
+struct Package {
+    root: std::path::PathBuf,
+}
+
+impl Package {
+    const DIR: &'static str = ".lake/packages/pkg";
+
+    fn lib(&self) -> std::path::PathBuf {
+        self.root.join(Self::DIR).join(".lake/build/lib/lean")
+    }
+
+    /// Compile `Pkg/<name>.lean` and write its `.olean.hash` and `.trace`:
+    /// the source as Lake captions it (`./.lake/packages/pkg/./Pkg/X.lean`),
+    /// each import's `.olean` leaf, Lean's and the options' leaves.
+    fn build(&self, name: &str, imports: &[&str]) {
+        let lib = self.lib();
+        std::fs::create_dir_all(lib.join("Pkg")).unwrap();
+        let src = format!("Pkg/{name}.lean");
+        let out = Command::new(&lean().lean)
+            .current_dir(self.root.join(Self::DIR))
+            .env("LEAN_PATH", &lib)
+            .arg("-o")
+            .arg(lib.join(format!("Pkg/{name}.olean")))
+            .arg("-i")
+            .arg(lib.join(format!("Pkg/{name}.ilean")))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let olean = std::fs::read(lib.join(format!("Pkg/{name}.olean"))).unwrap();
+        self.write_hash(name, lean_runtime::bytes_hash(&olean));
+        let text = std::fs::read_to_string(self.root.join(Self::DIR).join(&src)).unwrap();
+        self.write_trace(name, lean_runtime::text_hash(&text), imports);
+    }
+
+    fn write_hash(&self, name: &str, hash: u64) {
+        std::fs::write(
+            self.lib().join(format!("Pkg/{name}.olean.hash")),
+            format!("{hash:016x}"),
+        )
+        .unwrap();
+    }
+
+    fn write_trace(&self, name: &str, source_hash: u64, imports: &[&str]) {
+        let hex = |h: u64| format!("{h:016x}");
+        let mut dep = lean_runtime::mix(1723, source_hash);
+        let imported: Vec<Value> = imports
+            .iter()
+            .map(|i| {
+                let olean = format!("./{}/.lake/build/lib/lean/Pkg/{i}.olean", Self::DIR);
+                let h = std::fs::read_to_string(self.lib().join(format!("Pkg/{i}.olean.hash")))
+                    .unwrap();
+                let h = u64::from_str_radix(h.trim(), 16).unwrap();
+                dep = lean_runtime::mix(dep, h);
+                json!([format!("Pkg.{i}"), [[olean, hex(h)]]])
+            })
+            .collect();
+        let lean_hash = lean_runtime::mix(1723, lean_runtime::string_hash("4.35.0"));
+        dep = lean_runtime::mix(dep, lean_hash);
+        let trace = json!({
+            "schemaVersion": "2025-09-10",
+            "depHash": hex(dep),
+            "inputs": [
+                [format!("./{}/./Pkg/{name}.lean", Self::DIR), hex(source_hash)],
+                [format!("Pkg.{name}:setup"), imported],
+                ["Lean 4.35.0", hex(lean_hash)],
+                ["options", []],
+            ],
+            "outputs": { "o": [hex(source_hash)] },
+            "log": [],
+            "synthetic": false,
+        });
+        std::fs::write(
+            self.lib().join(format!("Pkg/{name}.trace")),
+            serde_json::to_string_pretty(&trace).unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn write_source(&self, name: &str, text: &str) {
+        let dir = self.root.join(Self::DIR).join("Pkg");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.lean")), text).unwrap();
+    }
+}
+
+fn failures_of<'a>(r: &'a Value, reason: &str) -> Vec<&'a str> {
+    r["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["reason"] == reason)
+        .map(|f| f["detail"].as_str().unwrap())
+        .collect()
+}
+
+/// Issue 24: a package module is taken from its build only while what Lake
+/// recorded of it (its source's hash, its imports' `.olean` hashes) still
+/// holds; else the verdict names it stale, and without a trace it is refused.
+#[test]
+fn a_package_module_is_used_only_while_its_lake_trace_matches_its_sources() {
+    let w = common::lean::TempDir::new("verify-pkg-ws");
+    let root = w.path().to_string_lossy().into_owned();
+    std::fs::write(
+        w.path().join("lean-toolchain"),
+        "leanprover/lean4:v4.35.0\n",
+    )
+    .unwrap();
+    let pkg = Package {
+        root: w.path().to_path_buf(),
+    };
+    pkg.write_source(
+        "Base",
+        "prelude\r\ninductive Pkg.PTrue : Prop where\r\n  | intro\r\n",
+    );
+    pkg.write_source(
+        "Lemma",
+        "prelude\nimport Pkg.Base\ntheorem Pkg.lemma : Pkg.PTrue := Pkg.PTrue.intro\n",
+    );
+    pkg.build("Base", &[]);
+    pkg.build("Lemma", &["Base"]);
+    std::fs::create_dir_all(w.path().join("Use")).unwrap();
+    std::fs::write(
+        w.path().join("Use/Main.lean"),
+        "prelude\nimport Pkg.Lemma\ntheorem Use.t : Pkg.PTrue := Pkg.lemma\n",
+    )
+    .unwrap();
+    let mut mcp = spawn();
+    let path = "Use/Main.lean";
+    let v = sync(&mut mcp, &root, path);
+
+    // Everything Lake recorded holds (Base's source has CRLF line ends,
+    // which Lake hashes as LF): certified from the package's .oleans.
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], true, "{r}");
+    assert_eq!(r["tier"], "rebuilt", "{r}");
+    let base_text = "prelude\ninductive Pkg.PTrue : Prop where\n  | intro\n";
+    assert_eq!(
+        r["provenance"]["packages"],
+        json!([
+            {
+                "module": "Pkg.Base",
+                "path": ".lake/packages/pkg/Pkg/Base.lean",
+                "olean": ".lake/packages/pkg/.lake/build/lib/lean/Pkg/Base.olean",
+                "lake_hash": format!("{:016x}", lean_runtime::text_hash(base_text)),
+            },
+            {
+                "module": "Pkg.Lemma",
+                "path": ".lake/packages/pkg/Pkg/Lemma.lean",
+                "olean": ".lake/packages/pkg/.lake/build/lib/lean/Pkg/Lemma.olean",
+                "lake_hash": format!("{:016x}", lean_runtime::text_hash(&std::fs::read_to_string(w.path().join(".lake/packages/pkg/Pkg/Lemma.lean")).unwrap())),
+            },
+        ]),
+        "{r}"
+    );
+
+    // The package's source edited after Lake built it (a false statement
+    // the stale .olean does not hold): stale, named; nothing is built.
+    let lemma = w.path().join(".lake/packages/pkg/Pkg/Lemma.lean");
+    let honest = std::fs::read_to_string(&lemma).unwrap();
+    pkg.write_source(
+        "Lemma",
+        "prelude\nimport Pkg.Base\ntheorem Pkg.lemma : Pkg.PTrue := sorry\n",
+    );
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(r["tier"], "none", "{r}");
+    assert_eq!(reasons(&r), ["package_stale"], "{r}");
+    let stale = failures_of(&r, "package_stale");
+    assert!(
+        stale[0].starts_with("Pkg.Lemma (.lake/packages/pkg/.lake/build/lib/lean/Pkg/Lemma.olean) is stale: its source .lake/packages/pkg/Pkg/Lemma.lean changed"),
+        "{r}"
+    );
+    std::fs::write(&lemma, &honest).unwrap();
+
+    // An import rebuilt since (Base's .olean.hash is Lake's record of the
+    // .olean now): the importer Lemma is stale, Base is not.
+    let base_olean = pkg.lib().join("Pkg/Base.olean");
+    let real = lean_runtime::bytes_hash(&std::fs::read(&base_olean).unwrap());
+    pkg.write_hash("Base", real ^ 1);
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(reasons(&r), ["package_stale"], "{r}");
+    let stale = failures_of(&r, "package_stale");
+    assert_eq!(stale.len(), 1, "{r}");
+    assert!(
+        stale[0].starts_with("Pkg.Lemma ")
+            && stale[0].contains("built against ./.lake/packages/pkg/.lake/build/lib/lean/Pkg/Base.olean, which changed since"),
+        "{r}"
+    );
+    pkg.write_hash("Base", real);
+
+    // No trace: refused, saying what is missing; an old-format trace (a bare
+    // hash) records no inputs: refused too.
+    let trace = pkg.lib().join("Pkg/Lemma.trace");
+    let kept = std::fs::read(&trace).unwrap();
+    std::fs::remove_file(&trace).unwrap();
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["package_unchecked"], "{r}");
+    assert!(
+        failures_of(&r, "package_unchecked")[0].contains(
+            "has no readable Lake trace .lake/packages/pkg/.lake/build/lib/lean/Pkg/Lemma.trace"
+        ),
+        "{r}"
+    );
+    std::fs::write(&trace, "1234567").unwrap();
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(reasons(&r), ["package_unchecked"], "{r}");
+    assert!(
+        failures_of(&r, "package_unchecked")[0].contains("its inputs are not recorded"),
+        "{r}"
+    );
+    std::fs::write(&trace, kept).unwrap();
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], true, "restored: {r}");
+}
+
+/// Issue 24: the fresh build elaborates as Lake's does: the lakefile's
+/// `leanOptions` reach it (and its cache key: the module cached without them
+/// is not reused), an option that lets declarations skip the kernel is a
+/// hatch, and an argument that is not an option is refused.
+#[test]
+fn the_lakefiles_options_reach_the_fresh_build_and_a_kernel_bypass_is_refused() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let lakefile = copy.read("lakefile.toml");
+    let path = "Opt/Main.lean";
+    copy.write(
+        path,
+        "prelude\nimport Fix.Basic\ntheorem Opt.t {a : α} : Eq a a := Eq.refl a\n",
+    );
+    let mut mcp = spawn();
+    let v = sync(&mut mcp, &root, path);
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], true, "autoImplicit is on by default: {r}");
+
+    copy.write(
+        "lakefile.toml",
+        &format!("{lakefile}\n[leanOptions]\nautoImplicit = false\n"),
+    );
+    let r = verify(&mut mcp, &root, path, v, json!({}));
+    assert_eq!(r["certified"], false, "{r}");
+    assert_eq!(reasons(&r), ["build_failed"], "{r}");
+    let detail = failures_of(&r, "build_failed")[0];
+    assert!(
+        detail.starts_with("Opt.Main does not compile") && detail.contains("α"),
+        "{r}"
+    );
+
+    for (setting, reason, says) in [
+        (
+            "[leanOptions]\ndebug.skipKernelTC = true\n",
+            "hatch",
+            "lakefile.toml sets debug.skipKernelTC=true: declarations would skip the kernel's check",
+        ),
+        (
+            "[leanOptions]\n\"debug.skipKernelTC\" = \"yes\"\n",
+            "hatch",
+            "lakefile.toml sets debug.skipKernelTC=yes: declarations would skip the kernel's check",
+        ),
+        (
+            "moreLeanArgs = [\"--load-dynlib=evil.so\"]\n",
+            "build_failed",
+            "lakefile.toml passes \"--load-dynlib=evil.so\" in moreLeanArgs: a fresh build passes only `-Dname=value` options",
+        ),
+    ] {
+        copy.write("lakefile.toml", &format!("{setting}{lakefile}"));
+        let r = verify(&mut mcp, &root, path, v, json!({}));
+        assert_eq!(r["certified"], false, "{setting}: {r}");
+        assert_eq!(r["tier"], "none", "not built: {r}");
+        assert_eq!(failures_of(&r, reason), [says], "{r}");
+    }
+}
+
+/// Issue 24: an unchanged re-verify is answered from the verdict cache
+/// (nothing built or run), and any change of its whole key misses: the
+/// request, an imported source, the file itself; a failed build is never
+/// kept.
+#[test]
+fn an_unchanged_reverify_is_cached_and_any_change_of_its_key_misses() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let path = "Ver/Good.lean";
+    let mut mcp = spawn();
+    let v = sync(&mut mcp, &root, path);
+    let named = json!({ "declarations": [{ "name": "Ver.no_axioms" }] });
+    let timed = |mcp: &mut Mcp, v: u64, extra: Value| {
+        let t = std::time::Instant::now();
+        let r = verify(mcp, &root, path, v, extra);
+        (r, t.elapsed())
+    };
+    let (first, _) = timed(&mut mcp, v, named.clone());
+    assert_eq!(first["certified"], true, "{first}");
+    assert!(first["provenance"].get("cached").is_none(), "{first}");
+    // The same request, nothing built (every module reused), checks run:
+    // the figure the cache saves.
+    let (other, checked) = timed(
+        &mut mcp,
+        v,
+        json!({ "declarations": [{ "name": "Ver.no_axioms" }], "allowed_axioms": ["propext"] }),
+    );
+    assert!(
+        other["provenance"].get("cached").is_none(),
+        "another request: {other}"
+    );
+    assert_eq!(other["provenance"]["rebuilt"], 0, "{other}");
+    let (again, cached) = timed(&mut mcp, v, named.clone());
+    assert_eq!(again["provenance"]["cached"], true, "{again}");
+    for field in ["certified", "tier", "failures", "declarations", "hatches"] {
+        assert_eq!(again[field], first[field], "{field}: {again}");
+    }
+    assert_eq!(again["provenance"]["rebuilt"], 0, "{again}");
+    eprintln!(
+        "lean_verify unchanged: checks run {} ms, from the cache {} ms",
+        checked.as_millis(),
+        cached.as_millis()
+    );
+
+    // An imported source edited on disk (the file's version unchanged).
+    let clean = copy.read("Ver/Clean.lean");
+    copy.write(
+        "Ver/Clean.lean",
+        &format!("{clean}\ntheorem Ver.more : True := True.intro\n"),
+    );
+    let r = verify(&mut mcp, &root, path, v, named.clone());
+    assert!(r["provenance"].get("cached").is_none(), "{r}");
+    assert!(
+        r["provenance"]["rebuilt"].as_u64().unwrap() >= 2,
+        "Clean and Good: {r}"
+    );
+    // Broken: the verdict changes, and a failed build is not kept.
+    copy.write(
+        "Ver/Clean.lean",
+        &format!("{clean}\ntheorem Ver.broken : True := nope\n"),
+    );
+    for _ in 0..2 {
+        let r = verify(&mut mcp, &root, path, v, named.clone());
+        assert_eq!(reasons(&r), ["build_failed"], "{r}");
+        assert!(r["provenance"].get("cached").is_none(), "{r}");
+    }
+    copy.write("Ver/Clean.lean", &clean);
+    let r = verify(&mut mcp, &root, path, v, named.clone());
+    assert_eq!(r["provenance"]["cached"], true, "the first key again: {r}");
+
+    // The file itself: a new version is a new key.
+    let good = copy.read(path);
+    copy.write(
+        path,
+        &format!("{good}\ntheorem Ver.late : True := True.intro\n"),
+    );
+    let v2 = sync(&mut mcp, &root, path);
+    let r = verify(&mut mcp, &root, path, v2, named.clone());
+    assert!(r["provenance"].get("cached").is_none(), "{r}");
+    assert_eq!(r["certified"], true, "{r}");
 }

@@ -349,15 +349,15 @@ impl Runtime {
     /// on a killed process then get a `resourceLimit` error of kind `memory`
     /// (see [`memory_error`](super::server::memory_error)) instead of a crash.
     async fn check_memory(&self, limit: u64) {
-        let Some(session) = self.server_now() else {
+        let Some(server) = self.server_now() else {
             return;
         };
-        let client = Arc::clone(&session.client);
+        let client = Arc::clone(&server.client);
         let Ok(usage) = tokio::task::spawn_blocking(move || client.tree_usage()).await else {
             return;
         };
         self.memory_used().largest = usage.iter().map(|u| u.rss).max();
-        let server = session.client.pid();
+        let server_pid = server.client.pid();
         let mut killed = Vec::new();
         for process in usage.iter().filter(|u| u.rss > limit) {
             let kill = MemoryKill {
@@ -370,11 +370,11 @@ impl Runtime {
             // imports): that worker goes. Anything else is the server's (the
             // server itself, or Lake serving it): the whole tree goes, and
             // every call on it learns why.
-            let worker = (!process.server && process.seen.pid != server)
+            let worker = (!process.server && process.seen.pid != server_pid)
                 .then(|| worker_of(&usage, process))
                 .flatten();
             let Some(worker) = worker else {
-                session.memory_killed(MemoryKill {
+                server.memory_killed(MemoryKill {
                     server: true,
                     ..kill
                 });
@@ -385,7 +385,7 @@ impl Runtime {
                     process.seen.pid,
                     process.rss >> 20
                 );
-                session.client.kill().await;
+                server.client.kill().await;
                 return;
             };
             if killed.contains(&worker.seen.pid) {
@@ -407,7 +407,7 @@ impl Runtime {
                 process.seen.pid,
                 process.rss >> 20
             );
-            let client = Arc::clone(&session.client);
+            let client = Arc::clone(&server.client);
             let processes = [worker.seen, process.seen];
             let _ = tokio::task::spawn_blocking(move || {
                 for seen in processes {
@@ -454,7 +454,7 @@ impl Runtime {
             documents.sort_by(|a, b| a.path.cmp(&b.path));
             documents
         };
-        let session = self.server.try_lock().ok().and_then(|s| s.clone());
+        let server = self.server.try_lock().ok().and_then(|s| s.clone());
         let starts = self.starts.load(Ordering::Relaxed);
         let memory = {
             let memory = self.memory_used();
@@ -472,8 +472,8 @@ impl Runtime {
         RuntimeStats {
             root: self.root.display(),
             server_command: self.launcher.describe(&self.root),
-            pid: session.as_ref().map(|s| s.client.pid()),
-            alive: session.as_ref().is_some_and(|s| s.client.is_alive()),
+            pid: server.as_ref().map(|s| s.client.pid()),
+            alive: server.as_ref().is_some_and(|s| s.client.is_alive()),
             uptime_ms: self.created.elapsed().as_millis() as u64,
             idle_ms: if self.is_idle() {
                 self.last_used().elapsed().as_millis() as u64
@@ -485,7 +485,7 @@ impl Runtime {
             documents_open_in_lean: self.open_in_lean() as u64,
             memory,
             requests: self.requests.load(Ordering::Relaxed),
-            lsp_requests: session.as_ref().map(|s| s.client.stats().requests),
+            lsp_requests: server.as_ref().map(|s| s.client.stats().requests),
             starts,
             restarts: starts.saturating_sub(1),
             failed_starts: self.failed_starts.load(Ordering::Relaxed),

@@ -186,7 +186,7 @@ impl Runtimes {
         let clients: Vec<_> = runtimes
             .iter()
             .filter_map(|rt| rt.server_now())
-            .map(|session| session.client)
+            .map(|server| server.client)
             .collect();
         let largest_rss = tokio::task::spawn_blocking(move || {
             clients

@@ -24,7 +24,7 @@ pub struct Bound<'c> {
     pub rt: RuntimeUse,
     pub doc: DocUse,
     pub state: DocState,
-    pub session: LeanServer,
+    pub server: LeanServer,
     /// The call: its waits on Lean forward the file's progress.
     pub sink: &'c dyn ProgressSink,
     /// The file on disk as resolving the call's path found it.
@@ -124,13 +124,13 @@ async fn bind<'c>(
         return Err(version_mismatch(&doc, version, current.version));
     }
     let reported = doc.snapshot();
-    let session = rt.server().await?;
-    let state = ensure_open(&session, &doc, version).await?;
+    let server = rt.server().await?;
+    let state = ensure_open(&server, &doc, version).await?;
     Ok(Bound {
         rt,
         doc,
         state,
-        session,
+        server,
         sink,
         seen: seen.as_ref().map(DiskStamp::of),
         reported,
@@ -151,7 +151,7 @@ async fn ensure_open(server: &LeanServer, doc: &Doc, version: u64) -> Result<Doc
 /// A document pinned at a version, for requests whose answers must belong to
 /// that version (user documents and shadow documents alike).
 pub struct Target<'a> {
-    pub session: &'a LeanServer,
+    pub server: &'a LeanServer,
     pub doc: &'a Doc,
     pub version: u64,
     /// The call whose progress shows the document elaborating while Lean
@@ -166,7 +166,7 @@ impl Target<'_> {
     /// has).
     pub async fn request_verbatim<R: Request>(&self, params: R::Params) -> Result<Value> {
         let answer = self
-            .waiting(self.session.request_verbatim::<R>(params))
+            .waiting(self.server.request_verbatim::<R>(params))
             .await?;
         self.still_pinned()?;
         Ok(answer)
@@ -196,7 +196,7 @@ impl Target<'_> {
         &self,
         params: R::Params,
     ) -> Result<R::Result> {
-        self.waiting(self.session.request_typed::<R>(params)).await
+        self.waiting(self.server.request_typed::<R>(params)).await
     }
 
     /// Wait for `request`; a worker that stops meanwhile does not leave the
@@ -205,7 +205,7 @@ impl Target<'_> {
         let mut progress = self
             .sink
             .map(|sink| Forwarder::for_wait(sink, self.doc, self.version));
-        Wait::new(self.session, self.doc, self.version)
+        Wait::new(self.server, self.doc, self.version)
             .forwarding(progress.as_mut())
             .answer(request)
             .await
@@ -246,7 +246,7 @@ impl Target<'_> {
 impl Bound<'_> {
     pub fn target(&self) -> Target<'_> {
         Target {
-            session: &self.session,
+            server: &self.server,
             doc: &self.doc,
             version: self.state.version,
             sink: Some(self.sink),

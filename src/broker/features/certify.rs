@@ -7,7 +7,9 @@
 //! The closure is read here (off the runtime): each import is parsed by the
 //! lexer (`«…»` components), and resolved only to a source inside the root
 //! (no `..`, no link out of it), to a module of the toolchain's own library,
-//! or to a package's build layout under `.lake/packages`. Every build runs
+//! or to a package's build layout under `.lake/packages`, taken only while
+//! what Lake recorded of the module holds (`check_package`, reading the
+//! package's source for its imports). Every build runs
 //! the toolchain's `lean -o -i` with a search path of the private folder's
 //! modules, the packages' and (implicitly) the toolchain's library: never the
 //! workspace's own `.olean`s, which are only compared with what was built.
@@ -24,14 +26,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::lake_trace;
 use crate::broker::engine::compiler::{self, RunError, Toolchain};
+use crate::lean_source::lakefile::{self, LeanSettings};
 use crate::lean_source::lexer::{self, LexemeKind};
 use crate::lean_source::outline;
 use crate::safe_fs::{self, Dir, Existing, FsError};
 use crate::sha256;
 
-/// Modules one verify may build, far past a real workspace's closure.
-pub const MAX_MODULES: usize = 2_000;
+/// Modules one import closure may hold (workspace, package and toolchain
+/// modules), past a Mathlib closure (about 8,000 in 2026).
+pub const MAX_MODULES: usize = 20_000;
 
 /// Built modules the private cache keeps; past it, the least recently built
 /// ones not in use go.
@@ -48,8 +53,33 @@ pub enum Origin {
     Workspace { rel: PathBuf, text: Arc<str> },
     /// The toolchain's own library.
     Toolchain,
-    /// Another Lake package's build layout: its `lib/lean` folder.
-    Package { lib: PathBuf },
+    /// Another Lake package's build layout: its `lib/lean` folder, and
+    /// what its Lake trace says of the module.
+    Package { lib: PathBuf, check: PackageCheck },
+}
+
+/// A package module's build checked against its sources as Lake records
+/// them (`features::lake_trace`).
+#[derive(Debug, Clone)]
+pub struct PackageCheck {
+    /// The module's `.olean`, absolute.
+    pub olean: PathBuf,
+    /// Its source, relative to the root, once found.
+    pub source: Option<PathBuf>,
+    /// Lake's hash of the `.olean` (its `.olean.hash`), once read.
+    pub olean_hash: Option<u64>,
+    pub status: PackageStatus,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PackageStatus {
+    /// Every recorded input (the source, each import's `.olean`) is what the
+    /// package holds now: `hash` is Lake's hash of the source.
+    Matches { hash: u64 },
+    /// A recorded input changed since Lake built the module: which.
+    Stale(String),
+    /// What Lake records cannot be read or does not say: why.
+    Unchecked(String),
 }
 
 /// One module of the closure.
@@ -62,11 +92,36 @@ pub struct Node {
 
 /// The import closure of the file, dependencies first, the file last; or
 /// why it cannot be built.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Closure {
     pub order: Vec<Node>,
     /// Imports refused or not found, one sentence each.
     pub refused: Vec<String>,
+    /// What the workspace's lakefile sets for elaboration, or why it cannot
+    /// be read.
+    pub settings: Result<LeanSettings, String>,
+    /// Each workspace and package module's cache key ([`keys`]), once
+    /// computed.
+    pub keys: HashMap<String, String>,
+}
+
+/// Read the workspace package's lakefile settings (`lakefile.lean` first, as
+/// Lake does; none without a lakefile). Blocking.
+pub fn lakefile_settings(root: &Path) -> Result<LeanSettings, String> {
+    for name in ["lakefile.lean", "lakefile.toml"] {
+        let path = root.join(name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let bytes = read_lake_file(&path).map_err(|e| format!("{name} cannot be read: {e}"))?;
+        let text = String::from_utf8_lossy(&bytes);
+        return if name.ends_with(".toml") {
+            lakefile::toml_settings(&text)
+        } else {
+            Ok(lakefile::lean_settings(&text))
+        };
+    }
+    Ok(LeanSettings::default())
 }
 
 impl Closure {
@@ -110,7 +165,12 @@ pub fn closure(root: &Path, lib: &Path, module: &str, rel: &Path, text: &str) ->
         root: &canonical_root,
         lib,
         packages: &packages,
-        out: Closure::default(),
+        out: Closure {
+            order: Vec::new(),
+            refused: Vec::new(),
+            settings: lakefile_settings(&canonical_root),
+            keys: HashMap::new(),
+        },
         done: HashSet::new(),
         on_path: HashSet::new(),
     };
@@ -254,16 +314,18 @@ impl Walk<'_> {
             let lib = package.join(".lake/build/lib/lean");
             if lib.join(&rel).with_extension("olean").is_file() {
                 let real = lib.canonicalize().unwrap_or(lib.clone());
-                if !real.starts_with(&packages_dir) {
+                let real_package = package.canonicalize().unwrap_or(package.clone());
+                if !real.starts_with(&packages_dir) || !real.starts_with(&real_package) {
                     return Err(format!(
                         "import {name} (in {from}) is refused: package {} is a link out of the workspace",
                         package.display()
                     ));
                 }
+                let (check, imports) = check_package(self.root, &real_package, &real, &rel);
                 return Ok(Node {
                     name: name.to_string(),
-                    origin: Origin::Package { lib: real },
-                    imports: Vec::new(),
+                    origin: Origin::Package { lib: real, check },
+                    imports,
                 });
             }
         }
@@ -273,11 +335,169 @@ impl Walk<'_> {
     }
 }
 
+/// Read a small file of Lake's (a trace, a `.hash`) without following a link.
+fn read_lake_file(path: &Path) -> Result<Vec<u8>, FsError> {
+    safe_fs::read_regular_blocking(
+        path,
+        safe_fs::Links::Refuse,
+        safe_fs::DEFAULT_MAX_FILE_BYTES,
+        safe_fs::Oversize::Refuse,
+    )
+    .map(|c| c.bytes)
+}
+
+/// A path Lake recorded (relative to the workspace root, where Lake runs,
+/// or absolute), resolved without leaving `inside`.
+fn recorded_path(root: &Path, inside: &Path, caption: &str) -> Result<PathBuf, String> {
+    let path = Path::new(caption);
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        root.join(path)
+    };
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("{caption} cannot be found ({e})"))?;
+    if !real.starts_with(inside) {
+        return Err(format!("{caption} is outside {}", inside.display()));
+    }
+    Ok(real)
+}
+
+/// Lake's hash of an `.olean`: its `.hash` file, else the bytes' hash (what
+/// Lake's `fetchFileHash` does when it trusts `.hash` files, its default).
+fn olean_hash(olean: &Path) -> Result<u64, String> {
+    let hash_file = PathBuf::from(format!("{}.hash", olean.display()));
+    match read_lake_file(&hash_file) {
+        Ok(bytes) => lake_trace::parse_hash_file(&String::from_utf8_lossy(&bytes))
+            .ok_or_else(|| format!("{} is not a hash Lake wrote", hash_file.display())),
+        Err(_) => {
+            let bytes = safe_fs::read_regular_blocking(
+                olean,
+                safe_fs::Links::Refuse,
+                4 * 1024 * 1024 * 1024,
+                safe_fs::Oversize::Refuse,
+            )
+            .map_err(|e| format!("{} cannot be read: {e}", olean.display()))?;
+            Ok(lake_trace::bytes_hash(&bytes.bytes))
+        }
+    }
+}
+
+/// Check a package module's build against what Lake recorded (its `.trace`):
+/// the source's hash and every import `.olean`'s hash must be the package's
+/// current ones. Also the module's imports, read from that source. Blocking.
+fn check_package(
+    root: &Path,
+    package: &Path,
+    lib: &Path,
+    rel: &Path,
+) -> (PackageCheck, Vec<String>) {
+    let olean = lib.join(rel).with_extension("olean");
+    let mut check = PackageCheck {
+        olean: olean.clone(),
+        source: None,
+        olean_hash: None,
+        status: PackageStatus::Unchecked(String::new()),
+    };
+    let shown = |p: &Path| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let trace_file = lib.join(rel).with_extension("trace");
+    let unchecked = |why: String| PackageStatus::Unchecked(why);
+    let trace = match read_lake_file(&trace_file) {
+        Ok(bytes) => lake_trace::Trace::parse(&bytes),
+        Err(e) => {
+            check.status = unchecked(format!(
+                "has no readable Lake trace {} ({e}): build the package with `lake build`",
+                shown(&trace_file)
+            ));
+            return (check, Vec::new());
+        }
+    };
+    let trace = match trace {
+        Ok(t) => t,
+        Err(why) => {
+            check.status = unchecked(format!("its trace {} {why}", shown(&trace_file)));
+            return (check, Vec::new());
+        }
+    };
+    let source_rel = rel
+        .with_extension("lean")
+        .to_string_lossy()
+        .replace('\\', "/");
+    let Some((caption, recorded)) = trace.input_ending_with(&source_rel) else {
+        check.status = unchecked(format!(
+            "its trace {} records no source {source_rel}",
+            shown(&trace_file)
+        ));
+        return (check, Vec::new());
+    };
+    let source = match recorded_path(root, package, caption) {
+        Ok(p) => p,
+        Err(why) => {
+            check.status = PackageStatus::Stale(format!("its recorded source {why}"));
+            return (check, Vec::new());
+        }
+    };
+    check.source = Some(source.strip_prefix(root).unwrap_or(&source).to_path_buf());
+    let text = match read_lake_file(&source) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            check.status = PackageStatus::Stale(format!("its source cannot be read: {e}"));
+            return (check, Vec::new());
+        }
+    };
+    let imports = header(&text).unwrap_or_default();
+    match olean_hash(&olean) {
+        Ok(h) => check.olean_hash = Some(h),
+        Err(why) => {
+            check.status = unchecked(why);
+            return (check, imports);
+        }
+    }
+    let hash = lake_trace::text_hash(&text);
+    if hash != recorded {
+        check.status = PackageStatus::Stale(format!(
+            "its source {} changed since Lake built it (Lake's hash of it {}, recorded {})",
+            shown(&source),
+            lake_trace::hex(hash),
+            lake_trace::hex(recorded)
+        ));
+        return (check, imports);
+    }
+    for (caption, recorded) in trace.leaves.iter().filter(|(c, _)| c.ends_with(".olean")) {
+        let now = recorded_path(root, root, caption).and_then(|p| olean_hash(&p));
+        match now {
+            Ok(h) if h == *recorded => {}
+            Ok(h) => {
+                check.status = PackageStatus::Stale(format!(
+                    "it was built against {caption}, which changed since (hash {}, recorded {})",
+                    lake_trace::hex(h),
+                    lake_trace::hex(*recorded)
+                ));
+                return (check, imports);
+            }
+            Err(why) => {
+                check.status =
+                    PackageStatus::Stale(format!("it was built against {caption}: {why}"));
+                return (check, imports);
+            }
+        }
+    }
+    check.status = PackageStatus::Matches { hash };
+    (check, imports)
+}
+
 /// The private cache folder of this process (0700), created on first use;
 /// those of servers that are gone are removed then.
+static CACHE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
 fn cache_dir() -> Result<Dir, FsError> {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let path = DIR.get_or_init(|| {
+    let path = CACHE_DIR.get_or_init(|| {
         remove_orphans();
         std::env::temp_dir().join(safe_fs::random_name(&format!(
             "{CACHE_PREFIX}{}-",
@@ -310,6 +530,71 @@ fn remove_orphans() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// What the lakefile passes `lean` for a workspace module (the caller
+/// checked that it can be passed: a module whose settings cannot is not
+/// built).
+fn lake_args(closure: &Closure, module: &str) -> Vec<String> {
+    closure
+        .settings
+        .as_ref()
+        .ok()
+        .and_then(|s| s.args_for(module).ok())
+        .unwrap_or_default()
+}
+
+/// The cache key of every workspace and package module of the closure: the
+/// SHA-256 of its whole source closure. A workspace module's is its text, the
+/// lakefile's arguments for it, the Lean version, the toolchain and its
+/// imports' keys; a package module's is Lake's hash of its `.olean` and its
+/// imports' keys, so a rebuilt dependency below it changes it. Pure (the
+/// texts were read with the closure).
+pub fn keys(tc: &Toolchain, closure: &Closure) -> HashMap<String, String> {
+    let mut keys: HashMap<String, String> = HashMap::new();
+    let origins: HashMap<&str, &Origin> = closure
+        .order
+        .iter()
+        .map(|n| (n.name.as_str(), &n.origin))
+        .collect();
+    for node in &closure.order {
+        let mut text = match &node.origin {
+            Origin::Toolchain => continue,
+            Origin::Package { check, .. } => format!(
+                "lean-beam-verify package 1\n{}\n{:?}\n",
+                node.name, check.olean_hash
+            ),
+            Origin::Workspace { text, .. } => format!(
+                "lean-beam-verify 2\n{}\n{}\n{}\n{}\n{:?}\n",
+                tc.version,
+                tc.lib.display(),
+                node.name,
+                sha256::hex(text.as_bytes()),
+                lake_args(closure, &node.name)
+            ),
+        };
+        for import in &node.imports {
+            let line = match origins.get(import.as_str()) {
+                Some(Origin::Workspace { .. }) | Some(Origin::Package { .. }) => {
+                    format!("{import} {}\n", keys.get(import).map_or("", String::as_str))
+                }
+                _ => format!("t {import}\n"),
+            };
+            text.push_str(&line);
+        }
+        keys.insert(node.name.clone(), sha256::hex(text.as_bytes()));
+    }
+    keys
+}
+
+/// Where the fresh build of a workspace module of the closure is (or will
+/// be) in this process's cache: `<cache>/<key>/<rel>.<ext>`.
+pub fn fresh_artifact(closure: &Closure, node: &Node, ext: &str) -> Option<PathBuf> {
+    let Origin::Workspace { rel, .. } = &node.origin else {
+        return None;
+    };
+    let key = closure.keys.get(&node.name)?;
+    Some(CACHE_DIR.get()?.join(key).join(rel).with_extension(ext))
 }
 
 /// What a fresh build made.
@@ -364,14 +649,13 @@ pub async fn build(
     .await
     .map_err(|e| BuildError::Setup(e.to_string()))?;
     let cache = Arc::new(cache);
-    let mut keys: HashMap<String, String> = HashMap::new();
     let mut built = Built::default();
     let packages: Vec<String> = {
         let mut libs: Vec<String> = closure
             .order
             .iter()
             .filter_map(|n| match &n.origin {
-                Origin::Package { lib } => Some(lib.to_string_lossy().into_owned()),
+                Origin::Package { lib, .. } => Some(lib.to_string_lossy().into_owned()),
                 _ => None,
             })
             .collect();
@@ -379,11 +663,6 @@ pub async fn build(
         libs.dedup();
         libs
     };
-    let origins: HashMap<&str, &Origin> = closure
-        .order
-        .iter()
-        .map(|n| (n.name.as_str(), &n.origin))
-        .collect();
     // Lean finds a module in the first search-path folder holding its first
     // component, so the modules of one verify share one folder: a view of
     // hard links to the cached artifacts, removed with the `Built`.
@@ -404,64 +683,45 @@ pub async fn build(
         let Origin::Workspace { rel, text } = &node.origin else {
             continue;
         };
-        let mut closure_text = format!(
-            "lean-beam-verify 1\n{}\n{}\n{}\n{}\n",
-            tc.version,
-            tc.lib.display(),
-            node.name,
-            sha256::hex(text.as_bytes())
-        );
-        for import in &node.imports {
-            let line = match origins.get(import.as_str()) {
-                Some(Origin::Workspace { .. }) => {
-                    format!(
-                        "w {import} {}\n",
-                        keys.get(import).map_or("", String::as_str)
-                    )
-                }
-                Some(Origin::Package { lib }) => {
-                    let olean = lib
-                        .join(lexer::name_components(import).iter().collect::<PathBuf>())
-                        .with_extension("olean");
-                    let stamp = std::fs::metadata(&olean)
-                        .map(|m| {
-                            use std::os::unix::fs::MetadataExt;
-                            format!("{} {} {}", m.len(), m.mtime(), m.mtime_nsec())
-                        })
-                        .unwrap_or_default();
-                    format!("p {import} {stamp}\n")
-                }
-                _ => format!("t {import}\n"),
-            };
-            closure_text.push_str(&line);
-        }
-        let key = sha256::hex(closure_text.as_bytes());
-        keys.insert(node.name.clone(), key.clone());
+        let key = closure.keys.get(&node.name).cloned().unwrap_or_default();
         let dir = cache.path().join(&key);
-        let olean = dir.join(rel).with_extension("olean");
         built.dirs.insert(node.name.clone(), dir.clone());
-        if olean.is_file() {
-            built.reused += 1;
-            link(&dir, &view, rel).await?;
-            continue;
-        }
-        // Stage: a fresh folder with a copy of the source, compiled there,
-        // renamed to its key when done.
-        let (cache2, rel2, text2) = (Arc::clone(&cache), rel.clone(), Arc::clone(text));
+        // Stage, unless built already: a fresh folder with a copy of the
+        // source, compiled there, renamed to its key when done.
+        let (cache2, rel2, text2, key2) = (
+            Arc::clone(&cache),
+            rel.clone(),
+            Arc::clone(text),
+            key.clone(),
+        );
         let staged = safe_fs::off_runtime(cache.path(), "stage a module in", move || {
-            stage(&cache2, &rel2, &text2)
+            let done = cache2
+                .path()
+                .join(&key2)
+                .join(&rel2)
+                .with_extension("olean");
+            if done.is_file() {
+                return Ok(None);
+            }
+            stage(&cache2, &rel2, &text2).map(Some)
         })
         .await
         .map_err(|e| BuildError::Setup(e.to_string()))?;
+        let Some(staged) = staged else {
+            built.reused += 1;
+            link(&dir, &view, rel).await?;
+            continue;
+        };
         let lean_path = search.clone();
         let out = staged.join(rel).with_extension("olean");
-        let args = vec![
+        let mut args = lake_args(closure, &node.name);
+        args.extend([
             "-o".to_string(),
             out.to_string_lossy().into_owned(),
             "-i".to_string(),
             out.with_extension("ilean").to_string_lossy().into_owned(),
             rel.to_string_lossy().into_owned(),
-        ];
+        ]);
         let left = deadline.saturating_duration_since(Instant::now());
         let env = vec![("LEAN_PATH".to_string(), lean_path)];
         let run =
@@ -477,7 +737,12 @@ pub async fn build(
             Err(e) => return Err(BuildError::Setup(format!("{}: {e:?}", tc.lean.display()))),
         };
         if !output.status.success() {
-            let _ = std::fs::remove_dir_all(&staged);
+            let gone = staged.clone();
+            let _ = safe_fs::off_runtime(cache.path(), "remove a failed build in", move || {
+                let _ = std::fs::remove_dir_all(&gone);
+                Ok(())
+            })
+            .await;
             let mut text = compiler::tail(&output.stdout);
             text.push_str(&compiler::tail(&output.stderr));
             return Err(BuildError::Failed {
@@ -503,7 +768,7 @@ pub async fn build(
     built.lean_path = search;
     let (prune_cache, keep) = (
         Arc::clone(&cache),
-        keys.into_values().collect::<HashSet<_>>(),
+        closure.keys.values().cloned().collect::<HashSet<_>>(),
     );
     // Pruning is housekeeping: a failure leaves the cache as it was.
     let _ = safe_fs::off_runtime(cache.path(), "prune the verify cache in", move || {

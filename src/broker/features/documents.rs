@@ -244,7 +244,7 @@ impl Runtimes {
     }
 }
 
-/// What a completed sync answers (seed: "Stable Result Shapes"): complete
+/// What a completed sync answers: complete
 /// counts, readiness and progress; the items in scope when asked for.
 fn sync_result(rt: &Runtime, doc: &Doc, synced: &Synced, options: SyncOptions) -> SyncResult {
     let diags = synced.snapshot.diagnostics.items();

@@ -8,6 +8,7 @@ pub(super) mod goals;
 pub(super) mod handle_edit;
 pub(super) mod heartbeats;
 pub(super) mod inspect;
+pub(super) mod lake_trace;
 pub(super) mod probe;
 pub(super) mod report;
 pub(super) mod run_code;

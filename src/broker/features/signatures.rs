@@ -13,41 +13,9 @@ use serde_json::{Value, json};
 use crate::broker::engine::concurrent::join_all;
 use crate::broker::engine::snapshot::Bound;
 use crate::broker::error::{Error, Result};
+use crate::lean_source::header::{Header, Keyword};
 use crate::lean_source::lexer::{LexemeKind, lex};
 use crate::lean_source::text::LineIndex;
-
-/// Words that start a declaration or a scope.
-const DECLARATION_WORDS: &[&str] = &[
-    "def",
-    "theorem",
-    "lemma",
-    "abbrev",
-    "instance",
-    "structure",
-    "class",
-    "inductive",
-    "axiom",
-    "opaque",
-    "example",
-    "namespace",
-    "section",
-    "macro_rules",
-    "macro",
-    "syntax",
-    "elab",
-    "notation",
-    "infix",
-    "infixl",
-    "infixr",
-    "prefix",
-    "postfix",
-    "declare_syntax_cat",
-    "initialize",
-    "builtin_initialize",
-];
-
-/// Scopes have no type, so no signature.
-const SCOPES: &[&str] = &["namespace", "section"];
 
 /// Hover requests in flight at once, so that a long file does not queue
 /// thousands of requests at Lean in one go.
@@ -58,36 +26,7 @@ const HOVERS_AT_ONCE: usize = 64;
 /// modifiers (`private`, `noncomputable`) are skipped; `class inductive` is
 /// one kind. With it, the byte offset of its first word in `header`.
 pub fn declaration_kind(header: &str) -> Option<(String, usize)> {
-    let lexemes = lex(header);
-    let mut words = Vec::new();
-    let mut bracket_depth = 0usize;
-    let mut in_attribute = false;
-    for (i, lexeme) in lexemes.iter().enumerate() {
-        let spelling = &header[lexeme.start..lexeme.end];
-        match lexeme.kind {
-            LexemeKind::Symbol if spelling == "@" => {
-                let opens = lexemes
-                    .get(i + 1)
-                    .is_some_and(|next| &header[next.start..next.end] == "[");
-                in_attribute |= opens;
-            }
-            LexemeKind::Symbol if spelling == "[" && in_attribute => bracket_depth += 1,
-            LexemeKind::Symbol if spelling == "]" && in_attribute => {
-                bracket_depth = bracket_depth.saturating_sub(1);
-                in_attribute = bracket_depth > 0;
-            }
-            LexemeKind::Word if !in_attribute => words.push((spelling, lexeme.start)),
-            _ => {}
-        }
-    }
-    let at = words
-        .iter()
-        .position(|(w, _)| DECLARATION_WORDS.contains(w))?;
-    let (kind, offset) = words[at];
-    if kind == "class" && words.get(at + 1).is_some_and(|(w, _)| *w == "inductive") {
-        return Some(("class inductive".into(), offset));
-    }
-    Some((kind.into(), offset))
+    Header::parse(header).map(|h| (h.keyword.word().to_string(), h.keyword_at))
 }
 
 /// An `example` has no name: Lean selects its keyword instead.
@@ -186,7 +125,12 @@ fn collect(
         };
         let (kind, keyword_at) = found.map_or((None, None), |(k, at)| (Some(k), at));
         let mut hover_at = Vec::new();
-        if !kind.as_deref().is_some_and(|k| SCOPES.contains(&k)) {
+        // Scopes have no type, so no signature.
+        if !kind
+            .as_deref()
+            .and_then(Keyword::of)
+            .is_some_and(Keyword::opens_scope)
+        {
             hover_at.extend(name);
             hover_at.extend(keyword_at.map(|at| {
                 let (line, character) = index.position(text, at);

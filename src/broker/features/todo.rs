@@ -126,7 +126,7 @@ impl Runtimes {
             bound.disk_changed()
         );
         waited?;
-        bound.session.settle().await;
+        bound.server.settle().await;
         let snapshot = bound.doc.snapshot();
         if snapshot.version != pinned.version {
             return Err(snapshot::version_mismatch(
@@ -195,7 +195,7 @@ impl Runtimes {
                 continue;
             }
             let message = diagnostics::message(diagnostic);
-            let kind = if message.starts_with("unsolved goals") {
+            let kind = if diagnostics::unsolved_goals(diagnostic).is_some() {
                 TodoItemKind::IncompleteProof
             } else if message.starts_with("don't know how to synthesize placeholder") {
                 TodoItemKind::Hole

@@ -20,19 +20,21 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::certify::{self, BuildError, Closure, Origin};
+use super::certify::{self, BuildError, Closure, Origin, PackageStatus};
+use super::lake_trace;
 use crate::broker::ask::{Declaration, Verify};
 use crate::broker::engine::checkpoint;
-use crate::broker::engine::compiler::Toolchain;
+use crate::broker::engine::compiler::{self, Toolchain};
 use crate::broker::engine::runtime::Runtime;
 use crate::broker::engine::runtimes::Runtimes;
+use crate::broker::engine::workspace::Root;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::hatches::{self, Hit};
 use crate::lean_source::lexer::{self, LexemeKind};
 use crate::results::{
-    CheckedDeclaration, FailureReason, HatchHit, ImportedSource, Provenance, Range, ReferenceCheck,
-    Tier, VerifyFailure, VerifyResult,
+    CheckedDeclaration, FailureReason, HatchHit, ImportedSource, PackageModule, Provenance, Range,
+    ReferenceCheck, Tier, VerifyFailure, VerifyResult,
 };
 use crate::safe_fs::{self, FsError};
 use crate::sha256;
@@ -220,15 +222,51 @@ fn check_module(module: &str, targets: &[Declaration]) -> (String, Vec<Question>
 }
 
 /// SHA-256 of a file, or `None` when it cannot be read (off the runtime).
+/// Remembered by the file's identity and change times (device, inode,
+/// size, modification and status-change times, which no write leaves as
+/// they were), so a repeat verify reads no unchanged `.olean` again.
 fn file_sha256(path: &Path) -> Option<String> {
-    safe_fs::read_regular_blocking(
+    use std::os::unix::fs::MetadataExt;
+    static KNOWN: std::sync::Mutex<Vec<(PathBuf, [i64; 7], String)>> =
+        std::sync::Mutex::new(Vec::new());
+    const MAX_KNOWN: usize = 4_096;
+    let stamp = |m: &std::fs::Metadata| {
+        [
+            m.dev() as i64,
+            m.ino() as i64,
+            m.len() as i64,
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        ]
+    };
+    let before = std::fs::symlink_metadata(path).ok().map(|m| stamp(&m));
+    if let Some(b) = before {
+        let known = crate::util::lock(&KNOWN);
+        if let Some((_, _, hash)) = known.iter().find(|(p, st, _)| p == path && *st == b) {
+            return Some(hash.clone());
+        }
+    }
+    let read = safe_fs::read_regular_blocking(
         path,
         safe_fs::Links::Refuse,
         4 * 1024 * 1024 * 1024,
         safe_fs::Oversize::Refuse,
     )
-    .ok()
-    .map(|c| sha256::hex(&c.bytes))
+    .ok()?;
+    let hash = sha256::hex(&read.bytes);
+    let after = std::fs::symlink_metadata(path).ok().map(|m| stamp(&m));
+    // Kept only when nothing changed while it was read.
+    if let (Some(b), true) = (before, before == after) {
+        let mut known = crate::util::lock(&KNOWN);
+        known.retain(|(p, _, _)| p != path);
+        if known.len() >= MAX_KNOWN {
+            known.remove(0);
+        }
+        known.push((path.to_path_buf(), b, hash.clone()));
+    }
+    Some(hash)
 }
 
 impl Runtimes {
@@ -276,16 +314,30 @@ impl Runtimes {
 
         let (tc, disk_changed) = tokio::join!(toolchain(self, &bound.rt), bound.disk_changed());
         let tc = tc?;
-        let closure = {
-            let (root_path, lib, module, rel, text) = (
+        let (closure, checker) = {
+            let (root_path, tc2, module, rel, text) = (
                 root.path().to_path_buf(),
-                tc.lib.clone(),
+                tc.clone(),
                 module.clone(),
                 rel.clone(),
                 text.to_string(),
             );
             let read = tokio::task::spawn_blocking(move || {
-                certify::closure(&root_path, &lib, &module, &rel, &text)
+                let mut closure = certify::closure(&root_path, &tc2.lib, &module, &rel, &text);
+                closure.keys = certify::keys(&tc2, &closure);
+                // The replay's checker, with what identifies its build (a
+                // replaced checker is a new key).
+                let checker = tc2.lean.with_file_name("leanchecker");
+                let checker = std::fs::metadata(&checker)
+                    .ok()
+                    .filter(|m| m.is_file())
+                    .map(|m| {
+                        use std::os::unix::fs::MetadataExt;
+                        let stamp =
+                            format!("{} {} {} {}", m.ino(), m.len(), m.mtime(), m.mtime_nsec());
+                        (checker, stamp)
+                    });
+                (closure, checker)
             });
             tokio::time::timeout(safe_fs::TIME_LIMIT * 3, read)
                 .await
@@ -300,18 +352,81 @@ impl Runtimes {
         for why in &closure.refused {
             fail(FailureReason::ImportRefused, why.clone());
         }
+        let mut packages = Vec::new();
+        let shown_path = |p: &Path| {
+            p.strip_prefix(root.path())
+                .unwrap_or(p)
+                .to_string_lossy()
+                .into_owned()
+        };
         for node in &closure.order {
-            if let Origin::Package { lib } = &node.origin {
-                fail(
-                    FailureReason::PackageUnchecked,
+            let Origin::Package { check, .. } = &node.origin else {
+                continue;
+            };
+            match &check.status {
+                PackageStatus::Matches { hash } => packages.push(PackageModule {
+                    module: node.name.clone(),
+                    path: check
+                        .source
+                        .as_deref()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    olean: shown_path(&check.olean),
+                    lake_hash: lake_trace::hex(*hash),
+                }),
+                PackageStatus::Stale(why) => fail(
+                    FailureReason::PackageStale,
                     format!(
-                        "{} comes from the package build in {}, which this server does not check against its sources",
+                        "{} ({}) is stale: {why}",
                         node.name,
-                        lib.display()
+                        shown_path(&check.olean)
                     ),
-                );
+                ),
+                PackageStatus::Unchecked(why) => fail(
+                    FailureReason::PackageUnchecked,
+                    format!("{} ({}) {why}", node.name, shown_path(&check.olean)),
+                ),
             }
         }
+        // The lakefile's settings: passed to the fresh build as Lake passes
+        // them, unless they cannot be, or they let declarations skip the
+        // kernel (a hatch, as in a source).
+        let mut settings_hold = true;
+        match &closure.settings {
+            Err(why) => {
+                settings_hold = false;
+                fail(FailureReason::BuildFailed, why.clone());
+            }
+            Ok(settings) => {
+                for why in &settings.unread {
+                    settings_hold = false;
+                    fail(FailureReason::BuildFailed, why.clone());
+                }
+                for (name, value) in settings.all_options() {
+                    if hatches::option_bypasses_kernel(&name, &value) {
+                        settings_hold = false;
+                        fail(
+                            FailureReason::Hatch,
+                            format!(
+                                "{} sets {name}={value}: declarations would skip the kernel's check",
+                                settings.file
+                            ),
+                        );
+                    }
+                }
+                if let Some(why) = closure
+                    .workspace()
+                    .find_map(|(n, _, _)| settings.args_for(&n.name).err())
+                {
+                    settings_hold = false;
+                    fail(FailureReason::BuildFailed, why);
+                }
+            }
+        }
+        let packages_hold = closure.order.iter().all(|n| match &n.origin {
+            Origin::Package { check, .. } => matches!(check.status, PackageStatus::Matches { .. }),
+            _ => true,
+        });
 
         // The source scan: every workspace source of the closure.
         let mut found: Vec<HatchHit> = Vec::new();
@@ -340,88 +455,51 @@ impl Runtimes {
         let mut checked: Vec<CheckedDeclaration> = Vec::new();
         let mut counts = (0, 0);
         let mut stale = BTreeSet::new();
-        if closure.refused.is_empty() {
-            match certify::build(&tc, &closure, bound.rt.timeouts.sync).await {
-                Err(BuildError::Failed { module: m, output }) => fail(
-                    FailureReason::BuildFailed,
-                    format!("{m} does not compile: {}", output.trim()),
-                ),
-                Err(BuildError::TimedOut { module: m, limit }) => fail(
-                    FailureReason::BuildFailed,
-                    format!(
-                        "building {m} took longer than {} s (LEAN_BEAM_SYNC_TIMEOUT_SECS)",
-                        limit.as_secs()
-                    ),
-                ),
-                Err(BuildError::Setup(why)) => return Err(Error::Unexpected(why)),
-                Ok(built) => {
-                    counts = (built.rebuilt, built.reused);
-                    stale = self.stale_oleans(&root, &closure, &built).await;
-                    let targets = if named.is_empty() {
-                        let file_node = closure.order.last().expect("the file");
-                        let ilean = built.artifact(file_node, "ilean").and_then(|p| {
-                            safe_fs::read_regular_blocking(
-                                &p,
-                                safe_fs::Links::Refuse,
-                                safe_fs::DEFAULT_MAX_FILE_BYTES,
-                                safe_fs::Oversize::Refuse,
-                            )
-                            .ok()
-                        });
-                        match ilean.as_ref().and_then(|c| certify::declarations(&c.bytes)) {
-                            Some(names) => {
-                                // A name Lean prints that is not one name
-                                // to the lexer (a component a macro made
-                                // that cannot be quoted) is never pasted.
-                                let (ok, odd): (Vec<String>, Vec<String>) =
-                                    names.into_iter().partition(|n| check_name(n).is_ok());
-                                for n in odd {
-                                    fail(
-                                        FailureReason::UnknownDeclaration,
-                                        format!(
-                                            "{n:?}: a declaration whose name cannot be written as one Lean name"
-                                        ),
-                                    );
-                                }
-                                ok.into_iter()
-                                    .map(|name| Declaration {
-                                        name,
-                                        reference: None,
-                                    })
-                                    .collect()
-                            }
-                            None => {
-                                return Err(Error::Unexpected(format!(
-                                    "the fresh build of {module} left no readable .ilean"
-                                )));
-                            }
-                        }
-                    } else {
-                        named.clone()
-                    };
-                    if targets.is_empty() {
-                        fail(
-                            FailureReason::NoDeclarations,
-                            format!("Lean reports no declarations in {shown}"),
-                        );
-                    }
-                    let limit = bound.rt.timeouts.request;
-                    let (check_text, questions) = check_module(&module, &targets);
-                    let messages = certify::check(&tc, &built.lean_path, check_text, limit)
-                        .await
-                        .map_err(Error::Unexpected)?;
-                    checked = answers(&targets, &questions, &messages, &mut fail);
-                    self.judge_axioms(&tc, &closure, &allowed, &mut checked, &mut fail)
-                        .await?;
-                    tier = Tier::Rebuilt;
-                    if let Some(replayed) = replay(&tc, &closure, &built, limit).await {
-                        match replayed {
-                            Ok(()) => tier = Tier::Replayed,
-                            Err(why) => fail(FailureReason::CheckFailed, why),
-                        }
+        let mut cached = false;
+        if closure.refused.is_empty() && packages_hold && settings_hold {
+            let replays = checker.as_ref().map(|(_, stamp)| stamp.as_str());
+            let key = verdict_key(&root, &module, &closure, replays, &named, &allowed);
+            let hit = match key.as_deref().and_then(verdicts::get) {
+                // Answered before for this very key; the workspace's own
+                // `.olean`s are compared again (they may have been written
+                // since), which needs the fresh ones still in the cache.
+                Some(v) => self.stale_oleans(&root, &closure).await.map(|s| (v, s)),
+                None => None,
+            };
+            let verdict = match hit {
+                Some((v, s)) => {
+                    cached = true;
+                    stale = s;
+                    Verdict {
+                        rebuilt: 0,
+                        reused: closure.workspace().count() as u32,
+                        ..(*v).clone()
                     }
                 }
+                None => {
+                    let ask = Fresh {
+                        tc: &tc,
+                        closure: &closure,
+                        checker: checker.as_ref().map(|(path, _)| path.as_path()),
+                        named: &named,
+                        allowed: &allowed,
+                        module: &module,
+                        shown: &shown,
+                    };
+                    let (v, s) = self.fresh_verdict(&bound.rt, &root, &ask).await?;
+                    stale = s;
+                    if let (Some(key), true) = (&key, v.cacheable()) {
+                        verdicts::put(key.clone(), v.clone());
+                    }
+                    v
+                }
+            };
+            for f in &verdict.failures {
+                fail(f.reason, f.detail.clone());
             }
+            checked = verdict.checked;
+            tier = verdict.tier;
+            counts = (verdict.rebuilt, verdict.reused);
         }
         if disk_changed {
             fail(
@@ -456,9 +534,11 @@ impl Runtimes {
                 source_sha256: sha256::hex(text.as_bytes()),
                 disk_changed,
                 imports,
+                packages,
                 stale: stale.contains(&module),
                 rebuilt: counts.0,
                 reused: counts.1,
+                cached,
                 lean_version: Some(tc.version.clone()),
                 server: crate::identity::server_info(),
             },
@@ -466,40 +546,148 @@ impl Runtimes {
     }
 
     /// The workspace modules whose own `.olean` is missing or differs from
-    /// the fresh build (by content hash).
-    async fn stale_oleans(
-        &self,
-        root: &crate::broker::engine::workspace::Root,
-        closure: &Closure,
-        built: &certify::Built,
-    ) -> BTreeSet<String> {
-        let pairs: Vec<(String, PathBuf, PathBuf)> = closure
-            .workspace()
-            .filter_map(|(n, rel, _)| {
-                let fresh = built.artifact(n, "olean")?;
-                let own = root
-                    .path()
-                    .join(".lake/build/lib/lean")
-                    .join(rel)
-                    .with_extension("olean");
-                Some((n.name.clone(), own, fresh))
-            })
-            .collect();
+    /// the fresh build (by content hash); `None` when a fresh one is not in
+    /// the cache (pruned, or never built).
+    async fn stale_oleans(&self, root: &Root, closure: &Closure) -> Option<BTreeSet<String>> {
+        let mut pairs: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+        for (n, rel, _) in closure.workspace() {
+            let fresh = certify::fresh_artifact(closure, n, "olean")?;
+            let own = root
+                .path()
+                .join(".lake/build/lib/lean")
+                .join(rel)
+                .with_extension("olean");
+            pairs.push((n.name.clone(), own, fresh));
+        }
         let compare = tokio::task::spawn_blocking(move || {
-            pairs
-                .into_iter()
-                .filter(|(_, own, fresh)| {
-                    let own = file_sha256(own);
-                    own.is_none() || own != file_sha256(fresh)
-                })
-                .map(|(name, _, _)| name)
-                .collect::<BTreeSet<_>>()
+            let mut stale = BTreeSet::new();
+            for (name, own, fresh) in pairs {
+                let fresh = file_sha256(&fresh)?;
+                if file_sha256(&own).as_ref() != Some(&fresh) {
+                    stale.insert(name);
+                }
+            }
+            Some(stale)
         });
         tokio::time::timeout(safe_fs::TIME_LIMIT * 6, compare)
             .await
             .ok()
             .and_then(|r| r.ok())
-            .unwrap_or_default()
+            .flatten()
+    }
+
+    /// The verdict of a fresh build: the build, the check module, the axiom
+    /// origins, the replay; and the workspace `.olean`s that are stale.
+    async fn fresh_verdict(
+        &self,
+        rt: &Runtime,
+        root: &Root,
+        ask: &Fresh<'_>,
+    ) -> Result<(Verdict, BTreeSet<String>)> {
+        let mut failures = Vec::new();
+        let mut fail =
+            |reason: FailureReason, detail: String| failures.push(VerifyFailure { reason, detail });
+        let (tc, closure) = (ask.tc, ask.closure);
+        let mut verdict = Verdict {
+            failures: Vec::new(),
+            checked: Vec::new(),
+            tier: Tier::None,
+            rebuilt: 0,
+            reused: 0,
+        };
+        let mut stale = BTreeSet::new();
+        match certify::build(tc, closure, rt.timeouts.sync).await {
+            Err(BuildError::Failed { module: m, output }) => fail(
+                FailureReason::BuildFailed,
+                format!("{m} does not compile: {}", output.trim()),
+            ),
+            Err(BuildError::TimedOut { module: m, limit }) => fail(
+                FailureReason::BuildFailed,
+                format!(
+                    "building {m} took longer than {} s (LEAN_BEAM_SYNC_TIMEOUT_SECS)",
+                    limit.as_secs()
+                ),
+            ),
+            Err(BuildError::Setup(why)) => return Err(Error::Unexpected(why)),
+            Ok(built) => {
+                verdict.rebuilt = built.rebuilt;
+                verdict.reused = built.reused;
+                stale = self.stale_oleans(root, closure).await.unwrap_or_default();
+                let targets = if ask.named.is_empty() {
+                    let file_node = closure.order.last().expect("the file");
+                    let ilean = match built.artifact(file_node, "ilean") {
+                        Some(p) => {
+                            let at = p.clone();
+                            safe_fs::off_runtime(&at, "read the fresh .ilean", move || {
+                                safe_fs::read_regular_blocking(
+                                    &p,
+                                    safe_fs::Links::Refuse,
+                                    safe_fs::DEFAULT_MAX_FILE_BYTES,
+                                    safe_fs::Oversize::Refuse,
+                                )
+                            })
+                            .await
+                            .ok()
+                        }
+                        None => None,
+                    };
+                    match ilean.as_ref().and_then(|c| certify::declarations(&c.bytes)) {
+                        Some(names) => {
+                            // A name Lean prints that is not one name to the
+                            // lexer (a component a macro made that cannot be
+                            // quoted) is never pasted.
+                            let (ok, odd): (Vec<String>, Vec<String>) =
+                                names.into_iter().partition(|n| check_name(n).is_ok());
+                            for n in odd {
+                                fail(
+                                    FailureReason::UnknownDeclaration,
+                                    format!(
+                                        "{n:?}: a declaration whose name cannot be written as one Lean name"
+                                    ),
+                                );
+                            }
+                            ok.into_iter()
+                                .map(|name| Declaration {
+                                    name,
+                                    reference: None,
+                                })
+                                .collect()
+                        }
+                        None => {
+                            return Err(Error::Unexpected(format!(
+                                "the fresh build of {} left no readable .ilean",
+                                ask.module
+                            )));
+                        }
+                    }
+                } else {
+                    ask.named.to_vec()
+                };
+                if targets.is_empty() {
+                    fail(
+                        FailureReason::NoDeclarations,
+                        format!("Lean reports no declarations in {}", ask.shown),
+                    );
+                }
+                let limit = rt.timeouts.request;
+                let (check_text, questions) = check_module(ask.module, &targets);
+                let messages = certify::check(tc, &built.lean_path, check_text, limit)
+                    .await
+                    .map_err(Error::Unexpected)?;
+                verdict.checked = answers(&targets, &questions, &messages, &mut fail);
+                self.judge_axioms(tc, closure, ask.allowed, &mut verdict.checked, &mut fail)
+                    .await?;
+                verdict.tier = Tier::Rebuilt;
+                if let Some(checker) = ask.checker {
+                    match replay(checker, closure, &built, limit).await {
+                        Ok(()) => verdict.tier = Tier::Replayed,
+                        Err(why) => fail(FailureReason::CheckFailed, why),
+                    }
+                }
+            }
+        }
+        verdict.failures = failures;
+        Ok((verdict, stale))
     }
 
     /// Sorry, axioms outside the allowlist, and allowed axioms that are not
@@ -655,44 +843,126 @@ fn answers(
 }
 
 /// The kernel replay of every workspace module of the closure with the
-/// toolchain's `leanchecker`, where it ships one (`None` when it does not).
+/// toolchain's `leanchecker` (where it ships one).
 async fn replay(
-    tc: &Toolchain,
+    checker: &Path,
     closure: &Closure,
     built: &certify::Built,
     limit: Duration,
-) -> Option<std::result::Result<(), String>> {
-    let checker = tc.lean.with_file_name("leanchecker");
-    if !checker.is_file() {
-        return None;
-    }
+) -> std::result::Result<(), String> {
     let modules: Vec<String> = closure
         .workspace()
         .map(|(n, _, _)| n.name.clone())
         .collect();
     let env = vec![("LEAN_PATH".to_string(), built.lean_path.clone())];
-    let run = crate::broker::engine::compiler::run_program(
-        &checker,
-        &modules,
-        &env,
-        &std::env::temp_dir(),
-        None,
-        limit,
-    )
-    .await;
-    Some(match run {
+    let run =
+        compiler::run_program(checker, &modules, &env, &std::env::temp_dir(), None, limit).await;
+    match run {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(format!(
             "the kernel replay ({}) failed: {}{}",
             checker.display(),
-            crate::broker::engine::compiler::tail(&o.stdout),
-            crate::broker::engine::compiler::tail(&o.stderr)
+            compiler::tail(&o.stdout),
+            compiler::tail(&o.stderr)
         )),
         Err(e) => Err(format!(
             "the kernel replay ({}) did not run: {e:?}",
             checker.display()
         )),
-    })
+    }
+}
+
+/// What a fresh verdict needs.
+struct Fresh<'a> {
+    tc: &'a Toolchain,
+    closure: &'a Closure,
+    checker: Option<&'a Path>,
+    named: &'a [Declaration],
+    allowed: &'a [String],
+    module: &'a str,
+    shown: &'a str,
+}
+
+/// What a fresh build and its checks concluded: the part of a verdict that
+/// is a function of its key alone.
+#[derive(Debug, Clone)]
+struct Verdict {
+    failures: Vec<VerifyFailure>,
+    checked: Vec<CheckedDeclaration>,
+    tier: Tier,
+    rebuilt: u32,
+    reused: u32,
+}
+
+impl Verdict {
+    /// Kept for a repeat only when it rests on a whole build and check: not
+    /// a build that failed or timed out, nor a check or replay that did not
+    /// answer (which a busy machine can cause).
+    fn cacheable(&self) -> bool {
+        self.tier != Tier::None
+            && !self
+                .failures
+                .iter()
+                .any(|f| f.reason == FailureReason::CheckFailed)
+    }
+}
+
+/// The whole key of a verdict: the root, the file's module and its cache key
+/// (which covers every module of its closure: sources, the lakefile's
+/// arguments, packages' `.olean` hashes, the Lean version and toolchain),
+/// the kernel replay's checker (which file, which build of it), and the request (declarations with their
+/// references, allowed axioms). `None` when the file has no key.
+fn verdict_key(
+    root: &Root,
+    module: &str,
+    closure: &Closure,
+    replays: Option<&str>,
+    named: &[Declaration],
+    allowed: &[String],
+) -> Option<String> {
+    let file_key = closure.keys.get(module)?;
+    let request = serde_json::json!({
+        "declarations": named
+            .iter()
+            .map(|d| serde_json::json!([d.name, d.reference]))
+            .collect::<Vec<_>>(),
+        "allowed_axioms": allowed,
+    });
+    let text = format!(
+        "lean-beam-verdict 1\n{}\n{module}\n{file_key}\n{replays:?}\n{request}\n",
+        root.path().display()
+    );
+    Some(sha256::hex(text.as_bytes()))
+}
+
+/// This process's verdicts by key, the most recently used last, at most
+/// [`MAX_VERDICTS`].
+mod verdicts {
+    use std::sync::{Arc, Mutex};
+
+    use super::Verdict;
+
+    pub const MAX_VERDICTS: usize = 256;
+
+    static VERDICTS: Mutex<Vec<(String, Arc<Verdict>)>> = Mutex::new(Vec::new());
+
+    pub fn get(key: &str) -> Option<Arc<Verdict>> {
+        let mut all = crate::util::lock(&VERDICTS);
+        let at = all.iter().position(|(k, _)| k == key)?;
+        let entry = all.remove(at);
+        let v = Arc::clone(&entry.1);
+        all.push(entry);
+        Some(v)
+    }
+
+    pub fn put(key: String, verdict: Verdict) {
+        let mut all = crate::util::lock(&VERDICTS);
+        all.retain(|(k, _)| *k != key);
+        if all.len() >= MAX_VERDICTS {
+            all.remove(0);
+        }
+        all.push((key, Arc::new(verdict)));
+    }
 }
 
 #[cfg(test)]

@@ -205,13 +205,13 @@ pub(super) struct Asker<'a> {
 /// Elaborate `exec` in `slot` and record whether its header imported.
 pub(super) async fn elaborate_in(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     mut slot: SlotGuard,
     exec: Exec,
 ) -> Result<Elaborated> {
     let (version, snap) = shadow::elaborate(
-        session,
+        server,
         rt.timeouts.sync,
         asker.sink,
         asker.shown,
@@ -234,7 +234,7 @@ pub(super) async fn elaborate_in(
 /// its import line), again on the whole shadow.
 pub(super) async fn elaborate_step(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     slot: SlotGuard,
     exec: Exec,
@@ -242,7 +242,7 @@ pub(super) async fn elaborate_step(
     max_heartbeats: Option<u64>,
 ) -> Result<Elaborated> {
     let sentinel = exec.sentinel.is_some();
-    let done = elaborate_in(rt, session, asker, slot, exec).await?;
+    let done = elaborate_in(rt, server, asker, slot, exec).await?;
     let Some(key) = done.exec.base else {
         return Ok(done);
     };
@@ -256,14 +256,14 @@ pub(super) async fn elaborate_step(
         step,
         sentinel,
     );
-    elaborate_in(rt, session, asker, done.slot, whole).await
+    elaborate_in(rt, server, asker, done.slot, whole).await
 }
 
 /// Run `step` in a shadow slot of `doc` (the document it probes), its
 /// messages told apart from the document's own `baseline` diagnostics.
 pub(super) async fn run_on_document(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     doc: &Doc,
     sink: &dyn ProgressSink,
     step: Step,
@@ -275,7 +275,7 @@ pub(super) async fn run_on_document(
         sink,
         shown: &doc.path.shown,
     };
-    let mut ran = run_step(rt, session, asker, &pool, &step, baseline.items(), budget).await?;
+    let mut ran = run_step(rt, server, asker, &pool, &step, baseline.items(), budget).await?;
     ran.step = Some(step);
     Ok(ran)
 }
@@ -292,7 +292,7 @@ pub(super) async fn run_on_document(
 /// abandoned (Lean is told to stop, see [`shadow::elaborate`]).
 pub(super) async fn run_step(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
@@ -307,7 +307,7 @@ pub(super) async fn run_step(
     let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
     let slot = pool.acquire(&exec.text).await;
     let started = std::time::Instant::now();
-    let run = interpret(rt, session, asker, pool, slot, exec, step, baseline, budget);
+    let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
         Some(limit) => match tokio::time::timeout(limit, run).await {
@@ -421,7 +421,7 @@ const UNKNOWN_TACTIC: &str = "unknown tactic";
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn interpret(
     rt: &Runtime,
-    session: &LeanServer,
+    server: &LeanServer,
     asker: Asker<'_>,
     pool: &Pool,
     slot: SlotGuard,
@@ -431,7 +431,7 @@ pub(super) async fn interpret(
     budget: Budget,
 ) -> Result<Ran> {
     let mut done =
-        elaborate_step(rt, session, asker, slot, exec, step, budget.max_heartbeats).await?;
+        elaborate_step(rt, server, asker, slot, exec, step, budget.max_heartbeats).await?;
     let mut read = read_elaborated(&done, step, baseline);
     if read.reading.sentinel_failed {
         if let Some(at) = done.exec.sentinel {
@@ -448,7 +448,7 @@ pub(super) async fn interpret(
             let line_start = exec.text[..at].rfind('\n').map_or(0, |i| i + 1);
             exec.text.truncate(line_start);
             exec.sentinel = None;
-            done = elaborate_in(rt, session, asker, slot, exec).await?;
+            done = elaborate_in(rt, server, asker, slot, exec).await?;
             read = read_elaborated(&done, step, baseline);
         }
     }
@@ -461,7 +461,7 @@ pub(super) async fn interpret(
     } = done;
     let crashed = crashed(&snap, &exec.text);
     if crashed {
-        slot.close_after_crash(session);
+        slot.close_after_crash(server);
     }
     let Read { index, reading, .. } = read;
     let proof_state = match step.mode {
@@ -469,7 +469,7 @@ pub(super) async fn interpret(
         _ if blocked => None,
         Mode::Proof => {
             let target = Target {
-                session,
+                server,
                 doc: slot.doc(),
                 version,
                 sink: None,

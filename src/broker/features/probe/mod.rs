@@ -299,13 +299,13 @@ impl Runtimes {
         let taken = self
             .take_handle(workspace, path, handle, taking, Lean::Start)
             .await?;
-        let session = taken
+        let server = taken
             .server
             .ok_or_else(|| Error::Unexpected("no Lean server after starting one".into()))?;
         Ok(FromHandle {
             rt: taken.rt,
             doc: taken.doc,
-            session,
+            server,
             state: taken.state,
             doc_state: taken.doc_state,
         })
@@ -422,7 +422,7 @@ impl Start<'_> {
     ) -> Result<Ran> {
         let step = self.step(candidate)?;
         let bound = &self.bound;
-        run_on_document(&bound.rt, &bound.session, &bound.doc, sink, step, budget).await
+        run_on_document(&bound.rt, &bound.server, &bound.doc, sink, step, budget).await
     }
 
     /// A handle continuing after `step` (a tactic or command step).
@@ -432,7 +432,7 @@ impl Start<'_> {
             file: bound.doc.path.file.clone(),
             shown: bound.doc.path.shown.clone(),
             version: bound.state.version,
-            generation: bound.session.generation,
+            generation: bound.server.generation,
             // Handles share the snapshot's text instead of copying the prefix.
             shadow: Shadow::sharing(std::sync::Arc::clone(&bound.state.text), &step.shadow),
             indent: step.indent,
@@ -481,7 +481,7 @@ pub struct Origin {
 pub struct FromHandle {
     rt: RuntimeUse,
     doc: DocUse,
-    session: LeanServer,
+    server: LeanServer,
     state: HandleState,
     doc_state: DocState,
 }
@@ -547,7 +547,7 @@ impl FromHandle {
             placement: state.placement,
             expected: None,
         };
-        run_on_document(&self.rt, &self.session, &self.doc, sink, step, budget).await
+        run_on_document(&self.rt, &self.server, &self.doc, sink, step, budget).await
     }
 
     /// A handle continuing after `text`.

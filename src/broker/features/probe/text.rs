@@ -2,6 +2,7 @@
 //! positions and ranges read from Lean.
 
 use super::*;
+use crate::lean_source::header;
 
 /// Lay out a multi-line step at column `indent`: its first line there, and
 /// every later line at `indent` plus its indentation relative to the first
@@ -56,12 +57,7 @@ pub(super) fn block_column(line: &str) -> usize {
     let indent = line.len() - line.trim_start().len();
     let rest = line.trim_start();
     let first_word = rest.split_whitespace().next().unwrap_or("");
-    let declaration = ["theorem", "lemma", "def", "example", "instance", "abbrev"];
-    let modifier = ["private", "protected", "noncomputable"];
-    let header = indent == 0
-        || rest.starts_with("@[")
-        || declaration.contains(&first_word)
-        || modifier.contains(&first_word);
+    let header = indent == 0 || header::starts_declaration(rest);
     let opener = if rest.starts_with('|') || ["case", "next"].contains(&first_word) {
         line.find("=>").map(|i| i + "=>".len())
     } else if rest.starts_with('·') {
