@@ -45,7 +45,8 @@ goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is L
 maxHeartbeats in thousands, timeout_ms a wall-clock limit from when a shadow slot is free. Results are \
 bounded: a field past 6,000 characters is cut in the middle (a marker gives its length), a \
 result past 64 KiB (or the max_result_bytes a tool with Lean text takes) is cut further, and \
-`truncated` then says what was cut. \
+`truncated` then says what was cut; edit text (newText) is never cut: an edit too large to return \
+whole is an editTooLarge error. \
 The server never \
 writes .lean files. Without _meta.progressToken, a call still running after 2 s sends one \
 `beam.status` log at level notice.";

@@ -248,3 +248,40 @@ fn unknown_ambiguous_and_conflicting_addresses_are_clear_errors() {
         "{todo}"
     );
 }
+
+/// Edit text is never cut by the output caps (issue 28's brief, item 2): a
+/// handle edit past the 6,000-character field cap comes back whole, and one
+/// past the result cap is refused as too large, never returned partial.
+#[test]
+fn a_long_handle_edit_comes_back_whole_or_not_at_all() {
+    let (_copy, mut mcp, root, v) = start();
+    let first = mcp.call(
+        "lean_run_at_handle",
+        args(
+            &root,
+            v,
+            json!({"declaration": "Other.one", "at": "start", "text": "skip"}),
+        ),
+    );
+    let long = format!("skip -- {}", "x".repeat(7_000));
+    let next = mcp.call(
+        "lean_run_with",
+        json!({"workspace": ws(&root), "path": FILE, "handle": first["next_handle"], "text": long}),
+    );
+    let handle = next["next_handle"].clone();
+    assert!(handle.is_string(), "{next}");
+    let edit = mcp.call(
+        "lean_handle_edit",
+        json!({"workspace": ws(&root), "path": FILE, "handle": handle}),
+    );
+    let text = edit["edit"]["newText"].as_str().unwrap();
+    assert!(text.contains(&long), "cut: {} characters", text.len());
+    assert!(edit.get("truncated").is_none(), "{edit}");
+
+    let refused = mcp.call_err(
+        "lean_handle_edit",
+        json!({"workspace": ws(&root), "path": FILE, "handle": handle, "max_result_bytes": 4_000}),
+    );
+    assert_eq!(refused["code"], "resourceLimit", "{refused}");
+    assert_eq!(refused["data"]["reason"], "editTooLarge", "{refused}");
+}
