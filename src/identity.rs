@@ -34,13 +34,19 @@ probe and range), try several candidate texts in one lean_run_batch call at an i
 the first closed one over the item's range, then lean_sync again. Every Lean tool takes a \
 workspace {\"root\": \"/absolute/project/path\"}; pass the same one each time; a `path` is \
 relative to that root, or absolute; a `version` is one lean_sync or lean_update returned; a \
-handle's calls take the path of the file it was cut from. Goals \
+handle's calls take the path of the file it was cut from. Instead of line and character, \
+lean_goals, lean_term_goal, lean_run_at, lean_run_at_handle and lean_run_batch take declaration: \
+\"Ns.name\" (read from the synced text; a unique last part suffices): its first sorry or hole, \
+or with at: \"start\" the first token of its proof (after := and by), \"end\" just after its \
+last token; the result echoes the name and place in `declaration`. lean_todo's declaration \
+limits it to that declaration. Goals \
 come as Lean prints them (`pretty`); pass structured_goals: true for their parts (hyps, target, \
 goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is Lean's \
 maxHeartbeats in thousands, timeout_ms a wall-clock limit from when a shadow slot is free. Results are \
 bounded: a field past 6,000 characters is cut in the middle (a marker gives its length), a \
 result past 64 KiB (or the max_result_bytes a tool with Lean text takes) is cut further, and \
-`truncated` then says what was cut. \
+`truncated` then says what was cut; edit text (newText) is never cut: an edit too large to return \
+whole is an editTooLarge error. \
 The server never \
 writes .lean files. Without _meta.progressToken, a call still running after 2 s sends one \
 `beam.status` log at level notice.";

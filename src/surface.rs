@@ -57,7 +57,16 @@ pub fn structured(result: &impl Serialize, limit: Limit) -> ToolOutcome {
         )
     })?;
     if let Limit::Bytes(limit) = limit {
-        budget::bound(&mut value, limit);
+        budget::bound(&mut value, limit).map_err(|e| {
+            ToolError::new(
+                ErrorCode::ResourceLimit,
+                format!(
+                    "the edit is too large to return whole: the result is {} bytes with every other field cut, past its cap of {} (edit text is never cut); pass a larger max_result_bytes",
+                    e.bytes, e.limit
+                ),
+            )
+            .with_data(serde_json::json!({ "reason": "editTooLarge", "bytes": e.bytes, "limit": e.limit }))
+        })?;
     }
     Ok(value)
 }

@@ -461,7 +461,8 @@ const CORE_INTENT: &[&str] = &[
     // stays in `all` until core's descriptions are shortened.
     "lean_run_at",
     "lean_run_batch",
-    "lean_run_at_handle",
+    // lean_run_at_handle left core when the proof-loop tools took
+    // `declaration` (issue 28): a one-text lean_run_batch returns its handle.
     "lean_run_with",
     "lean_run_with_linear",
     "lean_release",

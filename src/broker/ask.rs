@@ -2,6 +2,7 @@
 //! pinned version, a handle to continue, budgets, options of each intent),
 //! in one module. The results are `crate::results`; the errors `error`.
 
+pub use crate::lean_source::declarations::Spot;
 use crate::results::TodoItemKind;
 
 /// Options of a sync.

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+pub use crate::lean_source::declarations::Unresolved;
 use crate::lean_source::text::PositionError;
 use crate::lsp::LeanErrorCode;
 use crate::lsp::LspError;
@@ -73,6 +74,8 @@ pub enum Error {
     /// `what` it is (e.g. "declaration name \"a b\"") and the `rule` it
     /// breaks, which says what to give instead.
     Argument { what: String, rule: &'static str },
+    /// A `declaration` argument that names no single place of the pinned text.
+    Declaration { name: String, problem: Unresolved },
     /// The source file of `path` (as results name it) cannot be read.
     Source {
         path: String,

@@ -33,8 +33,9 @@ pub use engine::launch::{Launcher, Limits, Timeouts};
 pub use engine::workspace::Root;
 pub use error::{
     Error, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, Result, SaveError,
-    SourceProblem,
+    SourceProblem, Unresolved,
 };
+pub use features::documents::Located;
 pub use features::probe::{FromHandle, Origin, Ran, Start, verdict};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 
@@ -232,6 +233,16 @@ impl Broker {
         self.runtimes
             .code_action_resolve(sink, pinned, code_action)
             .await
+    }
+
+    pub async fn declaration(
+        &self,
+        sink: &dyn ProgressSink,
+        pinned: &Pinned<'_>,
+        name: &str,
+        spot: Option<Spot>,
+    ) -> Result<Located> {
+        self.runtimes.declaration(sink, pinned, name, spot).await
     }
 
     pub async fn todo(

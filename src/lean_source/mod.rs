@@ -2,6 +2,7 @@
 //! escape hatches, lakefiles, positions and text placement. A leaf: nothing
 //! here imports from the rest of the crate (tests/import_cycles.rs).
 
+pub(crate) mod declarations;
 pub(crate) mod hatches;
 pub(crate) mod header;
 pub(crate) mod lakefile;

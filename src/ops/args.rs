@@ -2,7 +2,8 @@
 //! versions, the enums the broker has its own of, and the two-valued
 //! flags as the broker's named choices.
 
-use crate::broker::{self, After, At, Pinned, References, Signatures};
+use crate::broker::{self, After, At, Broker, Pinned, References, Signatures, Spot};
+use crate::results::DeclarationAt;
 use crate::surface::*;
 
 impl From<DiagnosticScope> for broker::DiagnosticScope {
@@ -45,20 +46,109 @@ macro_rules! positioned {
 }
 
 positioned!(
-    LeanRunAtArgs,
-    LeanRunAtHandleArgs,
     LeanHoverArgs,
     LeanSignatureHelpArgs,
     LeanCompletionsArgs,
     LeanDefinitionArgs,
     LeanReferencesArgs,
-    LeanGoalsArgs,
-    LeanTermGoalArgs,
 );
 
 /// The position a call names.
 pub fn at(args: &impl Positioned) -> At<'_> {
     args.position()
+}
+
+impl From<DeclSpot> for Spot {
+    fn from(spot: DeclSpot) -> Self {
+        match spot {
+            DeclSpot::Start => Spot::Start,
+            DeclSpot::End => Spot::End,
+        }
+    }
+}
+
+/// What a proof-loop call names its place with: `line` and `character`, or
+/// `declaration` (with `at`), of a pinned version.
+pub struct Address<'a> {
+    pub pinned: Pinned<'a>,
+    pub line: Option<u64>,
+    pub character: Option<u64>,
+    pub declaration: Option<&'a str>,
+    pub at: Option<DeclSpot>,
+}
+
+/// The arguments of the tools that take a position or a declaration.
+pub trait Addressed {
+    fn address(&self) -> Address<'_>;
+}
+
+macro_rules! addressed {
+    ($($args:ty),* $(,)?) => {$(
+        impl Addressed for $args {
+            fn address(&self) -> Address<'_> {
+                Address {
+                    pinned: pinned(&self.workspace, &self.path, self.version),
+                    line: self.line,
+                    character: self.character,
+                    declaration: self.declaration.as_deref(),
+                    at: self.at,
+                }
+            }
+        }
+    )*};
+}
+
+addressed!(
+    LeanRunAtArgs,
+    LeanRunAtHandleArgs,
+    LeanGoalsArgs,
+    LeanTermGoalArgs
+);
+
+fn invalid(message: &str) -> ToolError {
+    ToolError::new(ErrorCode::InvalidParams, message)
+}
+
+impl<'a> Address<'a> {
+    /// The position named, a declaration resolved in the pinned version
+    /// (its first `sorry` or hole, or `at` the start or end of its proof),
+    /// with the declaration to echo.
+    pub async fn resolve(
+        &self,
+        broker: &Broker,
+        ctx: &CallContext,
+    ) -> Result<(At<'a>, Option<DeclarationAt>), ToolError> {
+        let at = |line, character| At {
+            workspace: self.pinned.workspace,
+            path: self.pinned.path,
+            version: self.pinned.version,
+            line,
+            character,
+        };
+        match (self.line, self.character, self.declaration) {
+            (Some(line), Some(character), None) if self.at.is_none() => {
+                Ok((at(line, character), None))
+            }
+            (None, None, Some(name)) => {
+                let spot = self.at.map_or(Spot::Gap, Spot::from);
+                let found = broker
+                    .declaration(ctx, &self.pinned, name, Some(spot))
+                    .await?;
+                let place = at(found.at.line.into(), found.at.character.into());
+                Ok((place, Some(found.at)))
+            }
+            (None, None, None) => Err(invalid(
+                "name a place: line and character, or declaration (with at, optionally)",
+            )),
+            (_, _, Some(_)) => Err(invalid(
+                "give either line and character or declaration, not both",
+            )),
+            (_, _, None) if self.at.is_some() => Err(invalid(
+                "at goes with declaration, not with line and character",
+            )),
+            _ => Err(invalid("give both line and character")),
+        }
+    }
 }
 
 /// A document version a call names.
@@ -95,17 +185,22 @@ pub fn signatures(add: bool) -> Signatures {
     }
 }
 
-/// `lean_todo`'s range, kinds and suggestion wish.
-pub fn todo(args: &LeanTodoArgs) -> broker::Todo<'_> {
+/// `lean_todo`'s range (or, given, a declaration's), kinds and suggestion wish.
+pub fn todo(args: &LeanTodoArgs, range: Option<((u32, u32), (u32, u32))>) -> broker::Todo<'_> {
+    let wide = |(line, character): (u32, u32)| (u64::from(line), u64::from(character));
     broker::Todo {
         pinned: pinned(&args.workspace, &args.path, args.version),
-        start: (
-            args.start_line.unwrap_or(0),
-            args.start_character.unwrap_or(0),
+        start: range.map_or(
+            (
+                args.start_line.unwrap_or(0),
+                args.start_character.unwrap_or(0),
+            ),
+            |(start, _)| wide(start),
         ),
-        end: args
-            .end_line
-            .map(|line| (line, args.end_character.unwrap_or(u64::MAX))),
+        end: range.map(|(_, end)| wide(end)).or_else(|| {
+            args.end_line
+                .map(|line| (line, args.end_character.unwrap_or(u64::MAX)))
+        }),
         kinds: args
             .kinds
             .iter()

@@ -8,7 +8,8 @@ use std::task::Poll;
 
 use serde_json::json;
 
-use crate::broker::{self, At, Broker, Budget, Continue, FromHandle, Ran, Start, Taking};
+use super::args::{Address, pinned};
+use crate::broker::{self, Broker, Budget, Continue, FromHandle, Ran, Start, Taking};
 use crate::results::{
     BatchMode, BatchResult, Candidate, Goal, GoalDiff, GoalForm, HypsDiff, Outcome,
 };
@@ -17,29 +18,34 @@ use crate::surface::{CallContext, ErrorCode, LeanRunBatchArgs, ToolError};
 /// At most this many candidates in one call.
 pub const MAX_CANDIDATES: usize = 32;
 
-/// Where the candidates go: a position of a pinned version, or a handle.
+/// Where the candidates go: a position (or declaration) of a pinned
+/// version, or a handle.
 enum From<'a> {
-    Position(At<'a>),
+    Position(Address<'a>),
     Handle { path: &'a str, handle: &'a str },
 }
 
 impl<'a> From<'a> {
     /// The place the arguments name: a position or a handle, never both.
     fn of(args: &'a LeanRunBatchArgs) -> Result<Self, ToolError> {
-        match (&args.handle, args.version, args.line, args.character) {
-            (Some(handle), None, None, None) => Ok(From::Handle {
+        let positional = args.line.is_some()
+            || args.character.is_some()
+            || args.declaration.is_some()
+            || args.at.is_some();
+        match (&args.handle, args.version) {
+            (Some(handle), None) if !positional => Ok(From::Handle {
                 path: &args.path,
                 handle,
             }),
-            (None, Some(version), Some(line), Some(character)) => Ok(From::Position(At {
-                workspace: &args.workspace.root,
-                path: &args.path,
-                version,
-                line,
-                character,
+            (None, Some(version)) => Ok(From::Position(Address {
+                pinned: pinned(&args.workspace, &args.path, version),
+                line: args.line,
+                character: args.character,
+                declaration: args.declaration.as_deref(),
+                at: args.at,
             })),
             _ => Err(invalid(
-                "give either version, line and character (a position) or handle, not both"
+                "give either version with line and character (a position) or declaration, or handle, not both"
                     .to_owned(),
             )),
         }
@@ -216,8 +222,13 @@ pub async fn run_batch(
             "texts holds {total} candidates; give 1 to {MAX_CANDIDATES}"
         )));
     }
+    let mut declaration = None;
     let place = match From::of(batch)? {
-        From::Position(at) => Place::At(broker.probe_at(ctx, &at, Continue::NoHandles).await?),
+        From::Position(address) => {
+            let (at, named) = address.resolve(broker, ctx).await?;
+            declaration = named;
+            Place::At(broker.probe_at(ctx, &at, Continue::NoHandles).await?)
+        }
         From::Handle { path, handle } => Place::With(
             broker
                 .probe_from_handle(&batch.workspace.root, path, handle, Taking::Keep)
@@ -392,6 +403,7 @@ pub async fn run_batch(
         Place::With(from) => (from.origin(), None, from.disk_changed().await),
     };
     Ok(BatchResult {
+        declaration,
         workspace: origin.workspace,
         path: origin.path,
         version: origin.version,

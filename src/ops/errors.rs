@@ -92,6 +92,7 @@ impl From<broker::Error> for ToolError {
             E::Argument { what, rule } => {
                 ToolError::new(ErrorCode::InvalidParams, format!("{what} {rule}"))
             }
+            E::Declaration { name, problem } => declaration_error(&name, problem),
             E::Source { path, problem } => source_error(&path, problem),
             E::Fs(error) => fs_error(&error),
             E::ResourceLimit(limit) => resource_limit(limit),
@@ -290,6 +291,58 @@ fn position_error(error: &broker::PositionError, line_text: Option<String>) -> T
         format!("position outside the document: {error}"),
     )
     .with_data(data)
+}
+
+/// A `declaration` argument that names no single place: the close or the
+/// matching names in `data.matches`, best first.
+fn declaration_error(name: &str, problem: broker::Unresolved) -> ToolError {
+    use broker::Unresolved as U;
+    let listed = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (reason, message, matches) = match problem {
+        U::Unknown { close } if close.is_empty() => (
+            "unknownDeclaration",
+            format!(
+                "no declaration {name:?} in this version (names are read from the synced text; lean_document_symbols lists them)"
+            ),
+            close,
+        ),
+        U::Unknown { close } => (
+            "unknownDeclaration",
+            format!(
+                "no declaration {name:?} in this version; close: {}",
+                listed(&close)
+            ),
+            close,
+        ),
+        U::Ambiguous { matches } => (
+            "ambiguousDeclaration",
+            format!(
+                "declaration {name:?} is ambiguous: give one of {} in full",
+                listed(&matches)
+            ),
+            matches,
+        ),
+        U::NoGap { name: full } => (
+            "noSorry",
+            format!(
+                "declaration `{full}` has no sorry or hole: pass at \"start\" or \"end\", or a line and character"
+            ),
+            vec![full],
+        ),
+        U::NoProof { name: full } => (
+            "noProof",
+            format!("declaration `{full}` has no `:=` proof to go to: pass a line and character"),
+            vec![full],
+        ),
+    };
+    ToolError::new(ErrorCode::InvalidParams, message)
+        .with_data(json!({ "reason": reason, "declaration": name, "matches": matches }))
 }
 
 /// A source file that cannot be read: `path` as results name it.

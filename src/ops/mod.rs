@@ -20,7 +20,7 @@ use crate::replica::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
 use crate::surface::*;
-use args::{at, pinned};
+use args::{Addressed, at, pinned};
 
 /// What each operation answers: its tool's typed result, or a tool error.
 type Answer<T> = Result<T, ToolError>;
@@ -96,11 +96,15 @@ impl Operations for Beam {
 
     async fn lean_run_at(&self, ctx: &CallContext, args: LeanRunAtArgs) -> Answer<RunResult> {
         let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
+        let (place, declaration) = args.address().resolve(&self.broker, ctx).await?;
         let ran = self
             .broker
-            .run_at(ctx, &at(&args), &args.text, budget, Continue::NoHandles)
+            .run_at(ctx, &place, &args.text, budget, Continue::NoHandles)
             .await?;
-        Ok(run_goals(ran, args.structured_goals))
+        Ok(RunResult {
+            declaration,
+            ..run_goals(ran, args.structured_goals)
+        })
     }
 
     async fn lean_run_at_handle(
@@ -109,11 +113,15 @@ impl Operations for Beam {
         args: LeanRunAtHandleArgs,
     ) -> Answer<RunResult> {
         let budget = Budget::new(args.max_heartbeats, args.timeout_ms);
+        let (place, declaration) = args.address().resolve(&self.broker, ctx).await?;
         let ran = self
             .broker
-            .run_at(ctx, &at(&args), &args.text, budget, Continue::WithHandles)
+            .run_at(ctx, &place, &args.text, budget, Continue::WithHandles)
             .await?;
-        Ok(run_goals(ran, args.structured_goals))
+        Ok(RunResult {
+            declaration,
+            ..run_goals(ran, args.structured_goals)
+        })
     }
 
     async fn lean_run_batch(
@@ -200,9 +208,13 @@ impl Operations for Beam {
     }
 
     async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> Answer<GoalsResult> {
-        let mut goals = self.broker.goals(ctx, &at(&args), args.mode.into()).await?;
+        let (place, declaration) = args.address().resolve(&self.broker, ctx).await?;
+        let mut goals = self.broker.goals(ctx, &place, args.mode.into()).await?;
         GoalForm::of(args.structured_goals).apply(goals.goals.iter_mut());
-        Ok(goals)
+        Ok(GoalsResult {
+            declaration,
+            ..goals
+        })
     }
 
     async fn lean_term_goal(
@@ -210,13 +222,39 @@ impl Operations for Beam {
         ctx: &CallContext,
         args: LeanTermGoalArgs,
     ) -> Answer<TermGoalResult> {
-        let mut goal = self.broker.term_goal(ctx, &at(&args)).await?;
+        let (place, declaration) = args.address().resolve(&self.broker, ctx).await?;
+        let mut goal = self.broker.term_goal(ctx, &place).await?;
         GoalForm::of(args.structured_goals).apply(goal.goal.iter_mut());
-        Ok(goal)
+        Ok(TermGoalResult {
+            declaration,
+            ..goal
+        })
     }
 
     async fn lean_todo(&self, ctx: &CallContext, args: LeanTodoArgs) -> Answer<TodoResult> {
-        Ok(self.broker.todo(ctx, &args::todo(&args)).await?)
+        let Some(name) = args.declaration.as_deref() else {
+            return Ok(self.broker.todo(ctx, &args::todo(&args, None)).await?);
+        };
+        if args.start_line.is_some()
+            || args.start_character.is_some()
+            || args.end_line.is_some()
+            || args.end_character.is_some()
+        {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                "give either a range (start_line…end_character) or declaration, not both",
+            ));
+        }
+        let doc = pinned(&args.workspace, &args.path, args.version);
+        let found = self.broker.declaration(ctx, &doc, name, None).await?;
+        let todo = self
+            .broker
+            .todo(ctx, &args::todo(&args, Some((found.start, found.end))))
+            .await?;
+        Ok(TodoResult {
+            declaration: Some(found.at),
+            ..todo
+        })
     }
 
     async fn lean_code_action_resolve(

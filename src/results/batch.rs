@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Goal, RunMessage, WorkspaceEcho};
+use super::{DeclarationAt, Goal, RunMessage, WorkspaceEcho};
 
 /// What became of one candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -109,6 +109,9 @@ pub struct BatchResult {
     pub path: String,
     /// The user document version the candidates ran against.
     pub version: u64,
+    /// The declaration named instead of a position, and where it resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<DeclarationAt>,
     /// The addressed line (from a position).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_text: Option<String>,

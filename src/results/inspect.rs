@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{DocHead, Goal, Position, Range, WorkspaceEcho};
+use super::{DeclarationAt, DocHead, Goal, Position, Range, WorkspaceEcho};
 
 /// `lean_hover`: the type and docstring Lean shows at a position.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -99,6 +99,9 @@ pub enum GoalSource {
 pub struct GoalsResult {
     #[serde(flatten)]
     pub head: DocHead,
+    /// The declaration named instead of a position, and where it resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<DeclarationAt>,
     pub mode: GoalsSide,
     /// The position whose goals answer `mode` (the tactic's start or end).
     pub position: Position,
@@ -112,6 +115,9 @@ pub struct GoalsResult {
 pub struct TermGoalResult {
     #[serde(flatten)]
     pub head: DocHead,
+    /// The declaration named instead of a position, and where it resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<DeclarationAt>,
     /// The expected type as a goal; left out where Lean has no term.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goal: Option<Goal>,
@@ -196,6 +202,9 @@ pub struct Probe {
 pub struct TodoResult {
     #[serde(flatten)]
     pub head: DocHead,
+    /// The declaration named instead of a position, and where it resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<DeclarationAt>,
     pub range: Range,
     pub items: Vec<TodoItem>,
 }

@@ -171,6 +171,18 @@ impl Position {
     }
 }
 
+/// The declaration a call named instead of a position, and the place it
+/// resolved to in the pinned version (its first `sorry` or hole, or the
+/// start or end of its proof; for `lean_todo`, the declaration's start).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct DeclarationAt {
+    /// Its full name.
+    pub name: String,
+    /// The resolved place: 0-based line, UTF-16 character.
+    pub line: u32,
+    pub character: u32,
+}
+
 /// A range of a document (`end` exclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Range {

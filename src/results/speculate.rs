@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Goal, GoalSource, Outcome, Range, Severity, WorkspaceEcho};
+use super::{DeclarationAt, Goal, GoalSource, Outcome, Range, Severity, WorkspaceEcho};
 
 /// One message Lean gave about a step (or, marked `before_step`, about the
 /// text before it). `range` is in the user's file and only there: present
@@ -53,6 +53,9 @@ pub struct ProofState {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunResult {
     pub workspace: WorkspaceEcho,
+    /// The declaration named instead of a position, and where it resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<DeclarationAt>,
     /// The addressed line (`lean_run_at*`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_text: Option<String>,

@@ -62,7 +62,39 @@ fn elide(s: &str, cap: usize) -> Option<String> {
     ))
 }
 
-/// Cut every string of `value` longer than `cap` characters; the count.
+/// The key of edit text (LSP `TextEdit.newText`, in handle edits, code
+/// actions and completions): an agent writes it into its file, so it is
+/// never cut; a marker there would land in the source.
+const EDIT_TEXT: &str = "newText";
+
+/// Whether `value` holds edit text anywhere.
+fn holds_edit(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().any(holds_edit),
+        Value::Object(map) => map.contains_key(EDIT_TEXT) || map.values().any(holds_edit),
+        _ => false,
+    }
+}
+
+/// Whether `items` are the edits of one change (`TextEdit`s, or a code
+/// action's per-document `edits`): dropping some would leave a partial edit.
+fn is_one_change(items: &[Value]) -> bool {
+    items.iter().any(|item| {
+        item.as_object()
+            .is_some_and(|m| m.contains_key(EDIT_TEXT) || m.contains_key("edits"))
+    })
+}
+
+/// A result whose edit text alone passes its byte cap: never returned cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EditTooLarge {
+    /// The result's size with its other fields cut.
+    pub bytes: usize,
+    pub limit: usize,
+}
+
+/// Cut every string of `value` longer than `cap` characters, edit text
+/// aside; the count.
 fn elide_all(value: &mut Value, cap: usize) -> usize {
     match value {
         Value::String(s) => match elide(s, cap) {
@@ -73,7 +105,11 @@ fn elide_all(value: &mut Value, cap: usize) -> usize {
             None => 0,
         },
         Value::Array(items) => items.iter_mut().map(|v| elide_all(v, cap)).sum(),
-        Value::Object(map) => map.values_mut().map(|v| elide_all(v, cap)).sum(),
+        Value::Object(map) => map
+            .iter_mut()
+            .filter(|(k, _)| k.as_str() != EDIT_TEXT)
+            .map(|(_, v)| elide_all(v, cap))
+            .sum(),
         _ => 0,
     }
 }
@@ -84,6 +120,8 @@ fn shorten_longest_list(value: &mut Value) -> usize {
     /// The JSON pointer and length of the longest list under `value`.
     fn longest(value: &Value, at: String, best: &mut Option<(String, usize)>) {
         let children: Box<dyn Iterator<Item = (String, &Value)>> = match value {
+            // The edits of one change are kept whole, or not returned.
+            Value::Array(items) if is_one_change(items) => return,
             Value::Array(items) => {
                 if best.as_ref().is_none_or(|(_, n)| items.len() > *n) {
                     *best = Some((at.clone(), items.len()));
@@ -121,8 +159,9 @@ fn size(value: &Value) -> usize {
 
 /// Bound a tool's structured result: fields to [`FIELD_CHARS`], the whole
 /// to `limit` bytes (the server's cap when `None`), and `truncated` added
-/// when anything was cut.
-pub fn bound(value: &mut Value, limit: Option<u64>) {
+/// when anything was cut. Edit text is never cut: a result that holds edit
+/// text and cannot fit without cutting it is [`EditTooLarge`].
+pub fn bound(value: &mut Value, limit: Option<u64>) -> Result<(), EditTooLarge> {
     let limit = limit.map_or_else(result_bytes, |l| {
         usize::try_from(l)
             .unwrap_or(usize::MAX)
@@ -147,6 +186,12 @@ pub fn bound(value: &mut Value, limit: Option<u64>) {
             }
             items += dropped;
         }
+        if size(value) + 96 > limit && holds_edit(value) {
+            return Err(EditTooLarge {
+                bytes: size(value),
+                limit,
+            });
+        }
     }
     if fields + items > 0 {
         if let Value::Object(map) = value {
@@ -162,6 +207,7 @@ pub fn bound(value: &mut Value, limit: Option<u64>) {
             );
         }
     }
+    Ok(())
 }
 
 /// Declare `truncated` in a tool's output schema.
@@ -189,7 +235,7 @@ mod tests {
     fn a_long_field_keeps_its_head_and_tail_around_its_length() {
         let long = format!("{}{}", "a".repeat(5_000), "b".repeat(5_000));
         let mut value = json!({ "message": long, "short": "kept" });
-        bound(&mut value, None);
+        bound(&mut value, None).unwrap();
         let cut = value["message"].as_str().unwrap();
         assert!(cut.starts_with(&"a".repeat(3_000)), "{}", &cut[..40]);
         assert!(cut.ends_with(&"b".repeat(3_000)));
@@ -207,7 +253,7 @@ mod tests {
     fn a_result_within_its_budget_is_untouched_and_unflagged() {
         let mut value = json!({ "goals": [{ "pretty": "⊢ True" }], "n": 3 });
         let before = value.clone();
-        bound(&mut value, Some(2_000));
+        bound(&mut value, Some(2_000)).unwrap();
         assert_eq!(value, before);
     }
 
@@ -218,7 +264,7 @@ mod tests {
             .collect();
         let mut value = json!({ "path": "A.lean", "items": items });
         let original = size(&value);
-        bound(&mut value, Some(20_000));
+        bound(&mut value, Some(20_000)).unwrap();
         assert!(size(&value) <= 20_000, "{}", size(&value));
         let note = &value["truncated"];
         assert_eq!(note["bytes"], original);
@@ -240,8 +286,44 @@ mod tests {
     #[test]
     fn no_cap_goes_below_the_minimum() {
         let mut value = json!({ "text": "y".repeat(3_000) });
-        bound(&mut value, Some(1));
+        bound(&mut value, Some(1)).unwrap();
         assert_eq!(value["truncated"]["limit"], MIN_RESULT_BYTES);
         assert!(size(&value) <= MIN_RESULT_BYTES, "{}", size(&value));
+    }
+
+    /// A text edit with `text` as its new text, beside a long message.
+    fn edit_result(text: &str) -> Value {
+        json!({
+            "message": "m".repeat(20_000),
+            "edit": {"range": {}, "newText": text},
+            "code_action": {"edit": {"changes": {"file:///A.lean": [
+                {"range": {}, "newText": "a"}, {"range": {}, "newText": "b"},
+                {"range": {}, "newText": "c"}
+            ]}}},
+        })
+    }
+
+    #[test]
+    fn edit_text_is_never_cut_by_the_field_cap() {
+        let long = "x".repeat(FIELD_CHARS * 2);
+        let mut value = edit_result(&long);
+        bound(&mut value, None).unwrap();
+        assert_eq!(value["edit"]["newText"], long.as_str());
+        assert!(value["message"].as_str().unwrap().contains("elided"));
+        assert_eq!(value["truncated"]["fields"], 1);
+    }
+
+    #[test]
+    fn the_edits_of_one_change_are_kept_whole_or_refused() {
+        // Room for the edits once the message is cut: all three stay.
+        let mut value = edit_result("e");
+        bound(&mut value, Some(2_000)).unwrap();
+        let edits = &value["code_action"]["edit"]["changes"]["file:///A.lean"];
+        assert_eq!(edits.as_array().unwrap().len(), 3, "{value}");
+        // An edit past the cap: refused, never cut.
+        let mut value = edit_result(&"y".repeat(30_000));
+        let refused = bound(&mut value, Some(20_000)).unwrap_err();
+        assert_eq!(refused.limit, 20_000);
+        assert!(refused.bytes > 30_000, "{refused:?}");
     }
 }

@@ -13,6 +13,7 @@ mod bounds;
 mod broker;
 mod completions;
 mod contract;
+mod declarations;
 mod faults;
 mod handle_edit;
 mod inspect;

@@ -4,7 +4,7 @@
 //! document's [`DocEdit`] guard) is kept here and in the functions that
 //! require the guard, never by `ops`.
 
-use crate::broker::ask::{DiagnosticScope, Mode, SyncOptions};
+use crate::broker::ask::{DiagnosticScope, Mode, Pinned, Spot, SyncOptions};
 use crate::broker::engine::checkpoint;
 use crate::broker::engine::diagnostics::{self};
 use crate::broker::engine::document::{Doc, DocEdit};
@@ -13,17 +13,66 @@ use crate::broker::engine::runtime::{Runtime, RuntimeUse};
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::sync::{self, Synced};
 use crate::broker::engine::workspace::{self, DocPath};
-use crate::broker::error::Result;
+use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
+use crate::lean_source::declarations;
 use crate::results::{
-    CloseResult, DropReason, DropResult, SaveResult, SaveSync, SyncDiagnostics, SyncResult,
-    UpdateResult,
+    CloseResult, DeclarationAt, DropReason, DropResult, SaveResult, SaveSync, SyncDiagnostics,
+    SyncResult, UpdateResult,
 };
 
 /// What agents must tell their users about a successful save.
 const CHECKPOINT_NOTE: &str = "Development checkpoint from the accepted source: modules importing it see it. It is not a CI or clean `lake build` result; run `lake build` from clean artifacts for that.";
 
+/// A declaration of a pinned version that a call named: the place it
+/// resolved to (echoed) and its range.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub at: DeclarationAt,
+    pub start: (u32, u32),
+    pub end: (u32, u32),
+}
+
 impl Runtimes {
+    /// The declaration `name` of a pinned version and the place `spot` in
+    /// it; without a spot, its start (`lean_todo` takes its range).
+    pub async fn declaration(
+        &self,
+        sink: &dyn ProgressSink,
+        pinned: &Pinned<'_>,
+        name: &str,
+        spot: Option<Spot>,
+    ) -> Result<Located> {
+        let bound = self
+            .bind(sink, pinned.workspace, pinned.path, pinned.version)
+            .await?;
+        let text = &*bound.state.text;
+        let unresolved = |problem| Error::Declaration {
+            name: name.to_owned(),
+            problem,
+        };
+        let (found, offset) = match spot {
+            Some(spot) => declarations::resolve(text, name, spot).map_err(unresolved)?,
+            None => {
+                let found = declarations::find(&declarations::declarations(text), name)
+                    .map_err(unresolved)?;
+                let start = found.start;
+                (found, start)
+            }
+        };
+        let index = &bound.state.index;
+        let (line, character) = index.position(text, offset);
+        Ok(Located {
+            at: DeclarationAt {
+                name: found.name,
+                line,
+                character,
+            },
+            start: index.position(text, found.start),
+            end: index.position(text, found.end),
+        })
+    }
+
     /// The runtime of a document (created if absent), its use recorded.
     async fn locate(&self, workspace: &str, path: &str) -> Result<(RuntimeUse, DocPath)> {
         let workspace::Resolved {

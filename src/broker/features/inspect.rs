@@ -312,6 +312,7 @@ impl Runtimes {
             return Err(failed);
         }
         Ok(GoalsResult {
+            declaration: None,
             head: head(&bound, Some(line), disk_changed),
             mode: match mode {
                 GoalsMode::Before => GoalsSide::Before,

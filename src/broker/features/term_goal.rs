@@ -29,6 +29,7 @@ impl Runtimes {
             )
         });
         Ok(TermGoalResult {
+            declaration: None,
             head: head(&bound, Some(at.line), disk_changed),
             goal,
             range,

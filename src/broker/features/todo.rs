@@ -299,6 +299,7 @@ impl Runtimes {
             })
             .collect();
         Ok(TodoResult {
+            declaration: None,
             head,
             range: Range::new(range_start, range_end),
             items,

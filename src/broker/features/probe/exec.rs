@@ -314,6 +314,7 @@ pub(super) async fn run_step(
             Ok(ran) => ran,
             Err(_) => Ok(Ran {
                 result: RunResult {
+                    declaration: None,
                     workspace: rt.root.descriptor(),
                     line_text: None,
                     outcome: Outcome::Timeout,
@@ -339,6 +340,7 @@ pub(super) async fn run_step(
         // opens on a new worker at its next use.
         Err(error) if error.lost_worker() => Ok(Ran {
             result: RunResult {
+                declaration: None,
                 workspace: rt.root.descriptor(),
                 line_text: None,
                 outcome: Outcome::Crashed,
@@ -520,6 +522,7 @@ pub(super) async fn interpret(
         Mode::Command => None,
     };
     let mut result = RunResult {
+        declaration: None,
         workspace: rt.root.descriptor(),
         line_text: None,
         outcome: Outcome::Closed,

@@ -468,6 +468,7 @@ mod tests {
 
     fn result(success: bool, goals: usize, sorry: bool) -> RunResult {
         RunResult {
+            declaration: None,
             workspace: crate::results::WorkspaceEcho {
                 root: String::new(),
             },
