@@ -285,3 +285,48 @@ fn a_long_handle_edit_comes_back_whole_or_not_at_all() {
     assert_eq!(refused["code"], "resourceLimit", "{refused}");
     assert_eq!(refused["data"]["reason"], "editTooLarge", "{refused}");
 }
+
+/// A term in place of a `sorry` under `exact` is judged by the type `exact`
+/// expects: Lean reports the mismatch at `exact`, before the term's place,
+/// and that error is the candidate's (it read as `closed` once: `h : Eq a b`
+/// for `⊢ Eq b a`). Every probe tool gives the same verdict.
+#[test]
+fn a_term_of_the_wrong_type_under_exact_fails_in_every_probe_tool() {
+    let (_copy, mut mcp, root, v) = start();
+    // `theorem two … := by` / `  exact sorry`: the `sorry` at (10, 8).
+    let at = |text: &str| args(&root, v, json!({"line": 10, "character": 8, "text": text}));
+    let wrong = mcp.call("lean_run_at", at("h"));
+    assert_eq!(wrong["outcome"], "failed", "{wrong}");
+    let message = &wrong["messages"][0];
+    assert!(
+        message["text"].as_str().unwrap().contains("Type mismatch"),
+        "{wrong}"
+    );
+    assert_eq!(
+        message["range"]["start"],
+        json!({"line": 10, "character": 2}),
+        "placed at `exact` in the user's file: {wrong}"
+    );
+    let right = mcp.call("lean_run_at", at("Eq.symm h"));
+    assert_eq!(right["outcome"], "closed", "{right}");
+    let batch = mcp.call(
+        "lean_run_batch",
+        args(
+            &root,
+            v,
+            json!({"line": 10, "character": 8, "texts": ["h", "Eq.refl a", "Eq.symm h"]}),
+        ),
+    );
+    let outcomes: Vec<&Value> = batch["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["outcome"])
+        .collect();
+    assert_eq!(
+        outcomes,
+        [&json!("failed"), &json!("failed"), &json!("closed")],
+        "{batch}"
+    );
+    assert_eq!(batch["first_closed"], 2, "{batch}");
+}

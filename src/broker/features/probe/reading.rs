@@ -171,15 +171,24 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
         } else if (frame.blocked || out_of_heartbeats) && severity == ERROR {
             entry.before_step = true;
             entry.range = in_users_file;
-        } else if severity == ERROR || known {
-            if severity == ERROR && !known {
-                if let Some(goals) = diagnostics::unsolved_goals(d) {
-                    reading
-                        .unsolved
-                        .extend(goals.split("\n\n").map(goals::plain_goal));
-                }
-            }
+        } else if known {
+            // The user's own version says the same there.
             continue;
+        } else if severity == ERROR {
+            // New before the step: the text before it is the user's, so the
+            // step made it. Lean's unsolved-goals report at the block's start
+            // is what the step leaves; any other error fails the step (a term
+            // step's enclosing `exact` reports its type mismatch at `exact`,
+            // before the parenthesis: skipped, it read as closed).
+            if let Some(goals) = diagnostics::unsolved_goals(d) {
+                reading
+                    .unsolved
+                    .extend(goals.split("\n\n").map(goals::plain_goal));
+                continue;
+            }
+            reading.success = false;
+            entry.before_step = true;
+            entry.range = in_users_file;
         } else {
             entry.before_step = true;
             entry.range = in_users_file;
@@ -434,6 +443,46 @@ mod tests {
         let r = read(&items, &f);
         assert!(r.messages[0].unplaced, "{:?}", r.messages);
         assert_eq!(r.messages[0].range, None);
+    }
+
+    #[test]
+    fn a_new_error_before_a_term_step_fails_it() {
+        // `exact (h)` with `h : Eq a b` for `⊢ Eq b a`: Lean reports the type
+        // mismatch at `exact` (10, 2), before the parenthesis at (10, 8).
+        let mut f = frame(&[]);
+        f.placement = Placement {
+            anchor: (10, 8),
+            text: (10, 9),
+            origin: (10, 8),
+            resume: Some(((10, 11), (10, 13))),
+        };
+        f.start = (10, 9);
+        f.begin = (10, 8);
+        f.declaration = (9, 0);
+        let mismatch = diag(
+            ERROR,
+            (10, 2),
+            (10, 11),
+            "Type mismatch\n  h\nhas type\n  Eq a b\nbut is expected to have type\n  Eq b a",
+        );
+        let r = read(std::slice::from_ref(&mismatch), &f);
+        assert!(!r.success, "{r:?}");
+        assert_eq!(r.messages.len(), 1, "{r:?}");
+        assert!(r.messages[0].before_step && r.messages[0].text.starts_with("Type mismatch"));
+        // The same error in the user's own version (its end after the
+        // parenthesis maps to (10, 13) there) is the user's, not the step's.
+        let user = [json!({
+            "severity": ERROR, "message": diagnostics::message(&mismatch),
+            "range": {"start": {"line": 10, "character": 2}, "end": {"line": 10, "character": 13}},
+        })];
+        let r = read(
+            &[mismatch],
+            &Frame {
+                baseline: &user,
+                ..f
+            },
+        );
+        assert!(r.success && r.messages.is_empty(), "{r:?}");
     }
 
     #[test]
