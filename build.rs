@@ -1,22 +1,125 @@
-//! Generates `$OUT_DIR/operations.rs` from `operations.toml` (see codegen/).
+//! Generates `$OUT_DIR/operations.rs` from `operations.toml` (see codegen/),
+//! and `$OUT_DIR/catalog.rs`: each tool's tools/list entry with its
+//! `outputSchema`, rendered here once rather than by every server start.
+//!
+//! The output schemas are derived from the result types with schemars, so
+//! the result types are compiled into this script too: `src/results` is a
+//! leaf of plain data (serde, schemars, serde_json and nothing of the
+//! crate), and `src/surface/budget.rs` adds the `truncated` note. Both are
+//! the very files the server compiles, so what a tool returns and what it
+//! advertises cannot drift apart (`surface::tests` also compares the
+//! rendered catalog with one derived at run time).
 
 use std::path::PathBuf;
 
+use serde_json::Value;
+
+#[allow(dead_code)]
+#[path = "src/results/mod.rs"]
+mod results;
+
+#[allow(dead_code)]
+#[path = "src/surface/budget.rs"]
+mod budget;
+
 fn main() {
     println!("cargo::rerun-if-changed=operations.toml");
+    println!("cargo::rerun-if-changed=src/results");
+    println!("cargo::rerun-if-changed=src/surface/budget.rs");
     let source = std::fs::read_to_string("operations.toml").expect("read operations.toml");
-    let code = match lean_beam_codegen::generate(&source) {
-        Ok(code) => code,
-        Err(err) => {
-            // The build stops here with the table entry named.
-            eprintln!("{err}");
+    let stop = |err: lean_beam_codegen::TableError| -> ! {
+        // The build stops here with the table entry named.
+        eprintln!("{err}");
+        println!("cargo::error={err}");
+        std::process::exit(1);
+    };
+    let code = lean_beam_codegen::generate(&source).unwrap_or_else(|err| stop(err));
+    let table = lean_beam_codegen::table::read(&source).unwrap_or_else(|err| stop(err));
+    record_build_identity();
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    std::fs::write(out.join("operations.rs"), code).expect("write operations.rs");
+    std::fs::write(out.join("catalog.rs"), catalog_entries(&table)).expect("write catalog.rs");
+}
+
+/// `CATALOG_ENTRIES`: each tool's tools/list entry as JSON text, in table
+/// order: the table's entry (name, description, input schema, annotations)
+/// with the `outputSchema` of its result type after its `inputSchema`.
+fn catalog_entries(table: &lean_beam_codegen::table::Table) -> String {
+    let Value::Array(entries) = lean_beam_codegen::schema::catalog(table) else {
+        unreachable!("the catalog is an array")
+    };
+    let mut code = format!(
+        "/// Each tool's tools/list entry (with its `outputSchema`) as JSON text, in\n\
+         /// table order; rendered by build.rs.\n\
+         pub const CATALOG_ENTRIES: [&str; {}] = [\n",
+        entries.len()
+    );
+    for (entry, tool) in entries.into_iter().zip(&table.tool) {
+        let Value::Object(entry) = entry else {
+            unreachable!("a catalog entry is an object")
+        };
+        let mut output = output_schema(&tool.result).unwrap_or_else(|| {
+            let err = format!(
+                "operations.toml: tool `{}`: result type `{}` is not one of build.rs's result types \
+                 (add it to `output_schema` there)",
+                tool.name, tool.result
+            );
             println!("cargo::error={err}");
             std::process::exit(1);
+        });
+        budget::declare(&mut output);
+        let mut with_output = serde_json::Map::new();
+        for (key, value) in entry {
+            let after_input = key == "inputSchema";
+            with_output.insert(key, value);
+            if after_input {
+                with_output.insert("outputSchema".into(), output.clone());
+            }
         }
-    };
-    record_build_identity();
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("operations.rs");
-    std::fs::write(out, code).expect("write operations.rs");
+        let text = serde_json::to_string(&Value::Object(with_output)).expect("an entry serializes");
+        code.push_str(&format!("    {text:?},\n"));
+    }
+    code.push_str("];\n");
+    code
+}
+
+/// The output schema of the result type the table names `name`.
+fn output_schema(name: &str) -> Option<Value> {
+    macro_rules! by_name {
+        ($($ty:ident),* $(,)?) => {
+            match name {
+                $(stringify!($ty) => Some(results::output_schema::<results::$ty>()),)*
+                _ => None,
+            }
+        };
+    }
+    by_name!(
+        BatchResult,
+        CloseResult,
+        CloseSaveResult,
+        CodeActionResult,
+        CompletionsResult,
+        DocumentSymbolsResult,
+        DropResult,
+        FeedbackResult,
+        GoalsResult,
+        HandleEditResult,
+        HoverResult,
+        LocationsResult,
+        ReleaseResult,
+        RunCodeResult,
+        RunResult,
+        SaveResult,
+        SignatureHelpResult,
+        StatsResult,
+        SyncResult,
+        TermGoalResult,
+        TodoResult,
+        UpdateResult,
+        VerifyResult,
+        VersionResult,
+        WorkspaceSymbolsResult,
+    )
 }
 
 /// Facts for `beam_version`'s build identity.

@@ -20,16 +20,22 @@ of wall time per call from the client's write to the parsed answer.
   2. lean_sync of an unchanged file vs one waitForDiagnostics round trip,
      target ratio <= 1.10 and < 1 ms added (lean_sync answers an unchanged
      file whose report Lean finished without a round trip)
-  3. RSS of the lean-beam-mcp process itself with 3 workspaces open (Lean
-     processes excluded), target < 30 MB
+  3. RSS of the lean-beam-mcp process itself (Lean processes excluded) after
+     the runs of 1, 2 and 4 with one workspace open, target < 12 MiB, and
+     with 3 workspaces open, target < 30 MB
   4. hover and goals (lean_goals vs $/lean/rpc/call getInteractiveGoals), >= 200
-     calls each, target ratio <= 1.05 and < 200 us added
+     calls each, target ratio <= 1.05 and < 200 us added; hover's target over
+     the forwarder's floor: < 40 us added (issue 29)
 
 For 2 and 4 a third client shows this machine's floor: the direct client
 through examples/forward.rs, a forwarder that only copies bytes both ways (the
 two extra pipe hops any server in between pays), interleaved with the others.
 
-Usage: scripts/bench-lean.py [--calls N] [--rounds N] [--no-build]
+With --baseline OTHER_BINARY a second lean-beam-mcp (another build) joins
+the interleaved turns of 2 and 4 and the RSS figure, and the ratios
+(this / baseline) are printed: two builds compared in one run.
+
+Usage: scripts/bench-lean.py [--calls N] [--rounds N] [--no-build] [--baseline PATH]
 """
 
 import argparse
@@ -244,6 +250,16 @@ def compare(name, mcp_us, direct_us, ratio_target, added_target_us, label="MCP")
             "ratio": ratio, "added_us": added, "paired_added_us": paired, "load": os.getloadavg()}
 
 
+def versus(name, new_us, old_us):
+    """This build against the baseline build, same turns."""
+    n, o = statistics.median(new_us), statistics.median(old_us)
+    paired = statistics.median(a - b for a, b in zip(new_us, old_us))
+    print(f"{'  this build / baseline: ' + name:<44} median {n:10.1f} us / {o:10.1f} us = {n / o:5.3f}"
+          f"   (paired difference {paired:8.1f} us)", flush=True)
+    return {"name": f"versus baseline: {name}", "new_median_us": n, "old_median_us": o, "ratio": n / o,
+            "paired_us": paired}
+
+
 def interleave(count, *fns):
     """Time each of `fns` `count` times, call by call, in turns; returns one
     list of microseconds per function."""
@@ -262,6 +278,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=15, help="full elaborations per file")
     parser.add_argument("--no-build", action="store_true", help="use the existing release binary")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--baseline", help="another lean-beam-mcp binary, measured side by side")
     args = parser.parse_args()
     lean, binary, forwarder = setup(not args.no_build)
     basic, second, long = fixture("basic"), fixture("second"), fixture("long")
@@ -270,21 +287,25 @@ def main():
           flush=True)
 
     mcp = Mcp(binary, lean)
+    base = Mcp(args.baseline, lean) if args.baseline else None
+    mcps = [mcp] + ([base] if base else [])
     direct = {basic: DirectLsp(lean, basic), long: DirectLsp(lean, long)}
     forwarded = DirectLsp(lean, basic, forwarder)
     results = []
     try:
         # Warm up both sides: server started, imports loaded, files elaborated.
-        for root, rel in [(basic, "Fix/Errors.lean"), (basic, "Fix/Goals.lean"), (long, "Long.lean")]:
-            mcp.call("lean_sync", {"workspace": {"root": root}, "path": rel})
+        # The long workspace is opened after the one-workspace RSS figure.
+        for client in mcps:
+            for root, rel in [(basic, "Fix/Errors.lean"), (basic, "Fix/Goals.lean")]:
+                client.call("lean_sync", {"workspace": {"root": root}, "path": rel})
         versions = {}
         for root, rel in [(basic, "Fix/Errors.lean"), (basic, "Fix/Goals.lean"), (long, "Long.lean")]:
             versions[(root, rel)] = 1
             direct[root].open(rel, 1)
         forwarded.open("Fix/Goals.lean", 1)
 
-        # 1. Time to diagnostics: a full elaboration.
-        for root, rel, rounds in [(basic, "Fix/Errors.lean", args.rounds * 2), (long, "Long.lean", args.rounds)]:
+        # 1. Time to diagnostics: a full elaboration (Long.lean after 3).
+        for root, rel, rounds in [(basic, "Fix/Errors.lean", args.rounds * 2)]:
             def mcp_fn(root=root, rel=rel):
                 mcp.call("lean_refresh", {"workspace": {"root": root}, "path": rel})
 
@@ -299,27 +320,38 @@ def main():
         goals_uri = uri_of(os.path.join(basic, "Fix/Goals.lean"))
         sync_args = {"workspace": {"root": basic}, "path": "Fix/Goals.lean"}
         wait_params = {"uri": goals_uri, "version": versions[(basic, "Fix/Goals.lean")]}
-        m, d, f = interleave(
+        m, d, f, *b = interleave(
             args.calls,
             lambda: mcp.call("lean_sync", sync_args),
             lambda: direct[basic].request("textDocument/waitForDiagnostics", wait_params),
             lambda: forwarded.request("textDocument/waitForDiagnostics", wait_params),
+            *([lambda: base.call("lean_sync", sync_args)] if base else []),
         )
         results.append(compare("lean_sync unchanged vs waitForDiagnostics", m, d, 1.10, 1000))
         results.append(compare("  floor: waitForDiagnostics via forwarder", f, d, 1.10, None, "fwd"))
+        if base:
+            results.append(compare("  baseline: lean_sync unchanged", b[0], d, 1.10, 1000, "old"))
+            results.append(versus("lean_sync unchanged", m, b[0]))
 
         # 4. Hover and goals.
         version = mcp.call("lean_sync", sync_args)["version"]
         hover_args = dict(sync_args, version=version, line=11, character=34)
+        base_hover_args = dict(hover_args, version=base.call("lean_sync", sync_args)["version"]) if base else None
         hover_params = {"textDocument": {"uri": goals_uri}, "position": {"line": 11, "character": 34}}
-        m, d, f = interleave(
+        m, d, f, *b = interleave(
             args.calls,
             lambda: mcp.call("lean_hover", hover_args),
             lambda: direct[basic].request("textDocument/hover", hover_params),
             lambda: forwarded.request("textDocument/hover", hover_params),
+            *([lambda: base.call("lean_hover", base_hover_args)] if base else []),
         )
         results.append(compare("hover Fix/Goals.lean 11:34", m, d, 1.05, 200))
         results.append(compare("  floor: hover via forwarder", f, d, 1.05, None, "fwd"))
+        results.append(compare("  hover over the forwarder's floor", m, f, 1.05, 40, "MCP"))
+        if base:
+            results.append(compare("  baseline: hover", b[0], d, 1.05, 200, "old"))
+            results.append(compare("  baseline: hover over the forwarder's floor", b[0], f, 1.05, 40, "old"))
+            results.append(versus("hover", m, b[0]))
 
         goals_args = dict(sync_args, version=version, line=15, character=4, mode="after")
         first = mcp.call("lean_goals", goals_args)
@@ -355,8 +387,37 @@ def main():
             if calls_since_keepalive[0] % 100 == 0:
                 direct[basic].notify("$/lean/rpc/keepAlive", {"uri": goals_uri, "sessionId": session})
 
-        m, d = interleave(args.calls, lambda: mcp.call("lean_goals", goals_args), direct_goals)
+        base_goals_args = dict(goals_args, version=base_hover_args["version"]) if base else None
+        m, d, *b = interleave(
+            args.calls,
+            lambda: mcp.call("lean_goals", goals_args),
+            direct_goals,
+            *([lambda: base.call("lean_goals", base_goals_args)] if base else []),
+        )
         results.append(compare("goals Fix/Goals.lean 15:4 after (RPC)", m, d, 1.05, 200))
+        if base:
+            results.append(compare("  baseline: goals", b[0], d, 1.05, 200, "old"))
+            results.append(versus("goals", m, b[0]))
+
+        # 3. RSS of the server process after the runs, one workspace open.
+        for client, label in [(mcp, "")] + ([(base, " (baseline)")] if base else []):
+            rss = client.rss_kib()
+            print(f"{'RSS of lean-beam-mcp, 1 workspace open' + label:<44} {rss / 1024:.2f} MiB "
+                  f"(target < 12 MiB: {'ok' if rss < 12 * 1024 else 'MISSED'}; after the runs above)", flush=True)
+            figures["rss_one_workspace_kib" + ("_baseline" if label else "")] = rss
+
+        # 1, continued: the long file.
+        mcp.call("lean_sync", {"workspace": {"root": long}, "path": "Long.lean"})
+        for root, rel, rounds in [(long, "Long.lean", args.rounds)]:
+            def mcp_fn(root=root, rel=rel):
+                mcp.call("lean_refresh", {"workspace": {"root": root}, "path": rel})
+
+            def direct_fn(root=root, rel=rel):
+                versions[(root, rel)] += 1
+                direct[root].reopen(rel, versions[(root, rel)])
+
+            m, d = interleave(rounds, mcp_fn, direct_fn)
+            results.append(compare(f"time to diagnostics {rel} (full elaboration)", m, d, 1.05, None))
 
         # 3. RSS of the server process with 3 workspaces open.
         mcp.call("lean_sync", {"workspace": {"root": second}, "path": "Sec/Main.lean"})
@@ -367,7 +428,8 @@ def main():
               f"(target < 30 MB: {'ok' if rss * 1024 < 30e6 else 'MISSED'}; Lean processes excluded)", flush=True)
         figures["rss_kib"] = rss
     finally:
-        mcp.close()
+        for client in mcps:
+            client.close()
         for client in [*direct.values(), forwarded]:
             client.close()
     figures["results"] = results

@@ -3,19 +3,28 @@
 
   * beam_version round trip: median and p99 of 10,000 sequential modern
     tools/call requests (after a warm-up), each timed from write to response;
+  * tools/list round trip: median of 2,000 sequential modern tools/list
+    requests (the whole catalog, output schemas included), write to the
+    answer's last byte;
   * cold start: process start -> first tools/list answer, median of 20 runs;
   * idle RSS: VmRSS from /proc after start-up and one tools/list, and again
     after the 10,000 calls.
+
+With --baseline OTHER_BINARY both binaries run side by side in one run: the
+round trips alternate call by call between two live servers, the cold starts
+run by run, so machine load hits both alike; the ratios (this / baseline) are
+printed after the figures.
 
 Wall-clock figures depend on what else the machine runs, so the script also
 prints load-independent ones: the server's CPU time and context switches per
 round trip (from /proc), the CPU time of a cold start (from wait4), the same
 cold start measured with `cat` (the harness's own cost), and the load average.
 
-Figures are printed against the targets of issue 2. This is a measurement, not
+Figures are printed against the targets of issue 29 (item 5). This is a measurement, not
 a test: it exits 0 whatever the figures (non-zero only if the server misbehaves).
 
-Usage: scripts/bench-stdio.py [--binary PATH] [--build] [--calls N] [--starts N]
+Usage: scripts/bench-stdio.py [--binary PATH] [--baseline PATH] [--build] [--calls N]
+                              [--list-calls N] [--starts N]
 The default binary is target/release/lean-beam-mcp (--build runs
 `cargo build --release` first).
 """
@@ -39,9 +48,10 @@ META = {
 }
 
 TARGETS = {
-    "round_trip_median_us": 100.0,
-    "cold_start_ms": 20.0,
-    "idle_rss_mb": 15.0,
+    "round_trip_median_us": 40.0,
+    "tools_list_median_us": 100.0,
+    "cold_start_ms": 5.0,
+    "idle_rss_mb": 12.0,
 }
 
 
@@ -126,92 +136,140 @@ def check(answer: bytes, id_: int) -> None:
         raise SystemExit(f"bench-stdio: unexpected answer {answer[:200]!r}")
 
 
-def round_trips(binary: Path, calls: int) -> dict:
-    server = Server(binary)
-    check(server.ask(tools_list(0)), 0)
-    idle_kb = server.rss_kb()
-    for i in range(1, 501):  # warm-up
-        check(server.ask(beam_version(i)), i)
-    times = []
+def timed_calls(servers: list[Server], make, first_id: int, calls: int, check_every: int) -> list[list[float]]:
+    """`calls` sequential requests to each server, alternating server by
+    server (the order reversed every other call); microseconds per call."""
+    times: list[list[float]] = [[] for _ in servers]
     clock = time.perf_counter_ns
-    cpu0, switches0 = server.cpu_seconds(), server.context_switches()
-    for i in range(1000, 1000 + calls):
-        request = beam_version(i)
-        start = clock()
-        answer = server.ask(request)
-        times.append((clock() - start) / 1000.0)
-        if i % 1000 == 0:
-            check(answer, i)
-    cpu1, switches1 = server.cpu_seconds(), server.context_switches()
-    after_kb = server.rss_kb()
-    server.close()
-    times.sort()
-    return {
-        "median_us": statistics.median(times),
-        "p99_us": percentile(times, 0.99),
-        "max_us": times[-1],
-        "cpu_per_call_us": 1e6 * (cpu1 - cpu0) / calls,
-        "switches_per_call": (switches1 - switches0) / calls,
-        "idle_kb": idle_kb,
-        "after_kb": after_kb,
-    }
+    order = list(range(len(servers)))
+    for i in range(first_id, first_id + calls):
+        request = make(i)
+        for j in (order if i % 2 == 0 else order[::-1]):
+            start = clock()
+            answer = servers[j].ask(request)
+            times[j].append((clock() - start) / 1000.0)
+            if i % check_every == 0:
+                check(answer, i)
+    return times
 
 
-def cold_starts(binary: Path | list[str], runs: int, verify: bool = True) -> tuple[list[float], list[float]]:
-    walls, cpus = [], []
+def round_trips(binaries: list[Path], calls: int, list_calls: int) -> list[dict]:
+    servers = [Server(binary) for binary in binaries]
+    figures = []
+    for server in servers:
+        answer = server.ask(tools_list(0))
+        check(answer, 0)
+        figures.append({"idle_kb": server.rss_kb(), "list_bytes": len(answer)})
+    for i in range(1, 501):  # warm-up
+        for server in servers:
+            check(server.ask(beam_version(i)), i)
+    before = [(s.cpu_seconds(), s.context_switches()) for s in servers]
+    version_times = timed_calls(servers, beam_version, 1000, calls, 1000)
+    after = [(s.cpu_seconds(), s.context_switches()) for s in servers]
+    list_times = timed_calls(servers, tools_list, 1000 + calls, list_calls, 100)
+    for server, fig, times, lists, (cpu0, sw0), (cpu1, sw1) in zip(
+        servers, figures, version_times, list_times, before, after
+    ):
+        times.sort()
+        fig.update({
+            "median_us": statistics.median(times),
+            "p99_us": percentile(times, 0.99),
+            "max_us": times[-1],
+            "cpu_per_call_us": 1e6 * (cpu1 - cpu0) / calls,
+            "switches_per_call": (sw1 - sw0) / calls,
+            "list_median_us": statistics.median(lists),
+            "list_p90_us": percentile(sorted(lists), 0.9),
+            "after_kb": server.rss_kb(),
+        })
+        server.close()
+    return figures
+
+
+def cold_starts(binaries: list, runs: int, verify: bool = True) -> list[tuple[list[float], list[float]]]:
+    """Cold starts of each binary, run by run in turns."""
+    results = [([], []) for _ in binaries]
     for i in range(runs):
-        start = time.perf_counter_ns()
-        server = Server(binary)
-        answer = server.ask(tools_list(i))
-        walls.append((time.perf_counter_ns() - start) / 1e6)
-        if verify:
-            check(answer, i)
-        cpus.append(1e3 * server.close())
-    return walls, cpus
+        for j in (range(len(binaries)) if i % 2 == 0 else reversed(range(len(binaries)))):
+            start = time.perf_counter_ns()
+            server = Server(binaries[j])
+            answer = server.ask(tools_list(i))
+            results[j][0].append((time.perf_counter_ns() - start) / 1e6)
+            if verify:
+                check(answer, i)
+            results[j][1].append(1e3 * server.close())
+    return results
 
 
 def verdict(value: float, target: float) -> str:
     return "ok  " if value < target else "MISS"
 
 
+def report(binary: Path, rt: dict, walls: list[float], cpus: list[float], calls: int, list_calls: int) -> None:
+    idle_mb = rt["idle_kb"] / 1024.0
+    after_mb = rt["after_kb"] / 1024.0
+    cold_ms = statistics.median(walls)
+    print(f"lean-beam-mcp over stdio ({binary})")
+    print(f"  beam_version round trip, {calls} sequential calls:")
+    print(f"    median {rt['median_us']:8.1f} us   target < {TARGETS['round_trip_median_us']:.0f} us   "
+          f"{verdict(rt['median_us'], TARGETS['round_trip_median_us'])}")
+    print(f"    p99    {rt['p99_us']:8.1f} us   (max {rt['max_us']:.1f} us)")
+    print(f"    server CPU {rt['cpu_per_call_us']:.1f} us and {rt['switches_per_call']:.2f} context switches per call")
+    print(f"  tools/list round trip ({rt['list_bytes']} bytes), {list_calls} sequential calls:")
+    print(f"    median {rt['list_median_us']:8.1f} us   target < {TARGETS['tools_list_median_us']:.0f} us  "
+          f"{verdict(rt['list_median_us'], TARGETS['tools_list_median_us'])}   (p90 {rt['list_p90_us']:.1f} us)")
+    print(f"  cold start -> first tools/list answer, median of {len(walls)}:")
+    print(f"    median {cold_ms:8.2f} ms   target < {TARGETS['cold_start_ms']:.0f} ms    "
+          f"{verdict(cold_ms, TARGETS['cold_start_ms'])}   (min {min(walls):.2f}, max {max(walls):.2f})")
+    print(f"    server CPU per run (start, answer, EOF shutdown): median {statistics.median(cpus):.2f} ms")
+    print("  RSS:")
+    print(f"    idle   {idle_mb:8.2f} MiB  (after start-up and one tools/list)")
+    print(f"    after {calls} + {list_calls} calls {after_mb:.2f} MiB   target < {TARGETS['idle_rss_mb']:.0f} MiB  "
+          f"{verdict(after_mb, TARGETS['idle_rss_mb'])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", type=Path, default=REPO / "target" / "release" / "lean-beam-mcp")
+    parser.add_argument("--baseline", type=Path, help="another build, measured side by side")
     parser.add_argument("--build", action="store_true", help="run cargo build --release first")
     parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--list-calls", type=int, default=2_000)
     parser.add_argument("--starts", type=int, default=20)
     args = parser.parse_args()
 
     if args.build:
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=REPO, check=True)
-    if not args.binary.is_file():
-        raise SystemExit(f"bench-stdio: {args.binary} not found; run `cargo build --release` or pass --build")
+    binaries = [args.binary] + ([args.baseline] if args.baseline else [])
+    for binary in binaries:
+        if not binary.is_file():
+            raise SystemExit(f"bench-stdio: {binary} not found; run `cargo build --release` or pass --build")
 
-    rt = round_trips(args.binary, args.calls)
-    walls, cpus = cold_starts(args.binary, args.starts)
+    load0 = os.getloadavg()
+    rts = round_trips(binaries, args.calls, args.list_calls)
+    starts = cold_starts(binaries, args.starts)
     # The harness's own cost: the same spawn, write and read against `cat`.
-    cat_walls, _ = cold_starts(["cat"], args.starts, verify=False)
-    cold_ms = statistics.median(walls)
-    idle_mb = rt["idle_kb"] / 1024.0
-    load = os.getloadavg()
+    (cat_walls, _), = cold_starts([["cat"]], args.starts, verify=False)
+    load1 = os.getloadavg()
 
-    print(f"lean-beam-mcp over stdio ({args.binary})")
-    print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs "
+    print(f"load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at start, "
+          f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} at end, on {os.cpu_count()} CPUs "
           "(wall-clock figures include waiting for a CPU)")
-    print(f"  beam_version round trip, {args.calls} sequential calls:")
-    print(f"    median {rt['median_us']:8.1f} us   target < {TARGETS['round_trip_median_us']:.0f} us   "
-          f"{verdict(rt['median_us'], TARGETS['round_trip_median_us'])}")
-    print(f"    p99    {rt['p99_us']:8.1f} us   (max {rt['max_us']:.1f} us)")
-    print(f"    server CPU {rt['cpu_per_call_us']:.1f} us and {rt['switches_per_call']:.2f} context switches per call")
-    print(f"  cold start -> first tools/list answer, median of {args.starts}:")
-    print(f"    median {cold_ms:8.2f} ms   target < {TARGETS['cold_start_ms']:.0f} ms    "
-          f"{verdict(cold_ms, TARGETS['cold_start_ms'])}   (min {min(walls):.2f}, max {max(walls):.2f})")
-    print(f"    server CPU per run (start, answer, EOF shutdown): median {statistics.median(cpus):.2f} ms")
-    print(f"    harness baseline with `cat`: median {statistics.median(cat_walls):.2f} ms")
-    print("  RSS:")
-    print(f"    idle   {idle_mb:8.2f} MB   target < {TARGETS['idle_rss_mb']:.0f} MB    "
-          f"{verdict(idle_mb, TARGETS['idle_rss_mb'])}")
-    print(f"    after {args.calls} calls {rt['after_kb'] / 1024.0:.2f} MB")
+    for binary, rt, (walls, cpus) in zip(binaries, rts, starts):
+        report(binary, rt, walls, cpus, args.calls, args.list_calls)
+    print(f"harness baseline, the cold start with `cat`: median {statistics.median(cat_walls):.2f} ms")
+    if args.baseline:
+        new, old = rts
+        (new_walls, new_cpus), (old_walls, old_cpus) = starts
+        print(f"ratios, {args.binary.name} / baseline {args.baseline}:")
+        for name, a, b in [
+            ("beam_version median", new["median_us"], old["median_us"]),
+            ("beam_version server CPU per call", new["cpu_per_call_us"], old["cpu_per_call_us"]),
+            ("tools/list median", new["list_median_us"], old["list_median_us"]),
+            ("cold start median", statistics.median(new_walls), statistics.median(old_walls)),
+            ("cold start server CPU", statistics.median(new_cpus), statistics.median(old_cpus)),
+            ("RSS after the calls", new["after_kb"], old["after_kb"]),
+        ]:
+            print(f"  {name:<36} {a:10.2f} / {b:10.2f} = {a / b:5.3f}")
 
 
 if __name__ == "__main__":

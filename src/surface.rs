@@ -320,43 +320,39 @@ pub mod lenient {
     whole_vec!(vec_integer, i64, integer);
 }
 
+mod rendered {
+    include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
+}
+
 /// The `tools` array of a tools/list result: the table's catalog with each
 /// tool's `outputSchema` (derived from its result type) after its
-/// `inputSchema`. Built and serialized once, on first use.
+/// `inputSchema`. Rendered at build time (`build.rs`), so a start derives,
+/// parses and serializes nothing: the entries are only joined, once.
 pub fn catalog_json() -> &'static str {
-    static CATALOG: LazyLock<String> = LazyLock::new(|| {
-        let Value::Array(entries) =
-            serde_json::from_str(INPUT_CATALOG_JSON).expect("the generated catalog is JSON")
-        else {
-            unreachable!("the generated catalog is an array")
-        };
-        let tools: Vec<Value> = entries
-            .into_iter()
-            .zip(Tool::ALL)
-            .map(|(entry, tool)| {
-                let Value::Object(entry) = entry else {
-                    unreachable!("a catalog entry is an object")
-                };
-                let mut with_output = Map::new();
-                for (key, value) in entry {
-                    let after_input = key == "inputSchema";
-                    with_output.insert(key, value);
-                    if after_input {
-                        let mut output = tool.output_schema();
-                        budget::declare(&mut output);
-                        with_output.insert("outputSchema".into(), output);
-                    }
-                }
-                Value::Object(with_output)
-            })
-            .collect();
-        serde_json::to_string(&tools).expect("the catalog serializes")
-    });
+    static CATALOG: LazyLock<String> = LazyLock::new(|| catalog_of(Tool::ALL));
     &CATALOG
 }
 
-/// Warm the validators and the catalog so the first call pays nothing
-/// (start-up, not per call).
+/// The `tools` array of the tools/list result of `tools`, in table order.
+pub(crate) fn catalog_of(tools: impl IntoIterator<Item = Tool>) -> String {
+    let entries: Vec<&str> = tools
+        .into_iter()
+        .map(|tool| rendered::CATALOG_ENTRIES[tool.index()])
+        .collect();
+    let mut catalog = String::with_capacity(entries.iter().map(|e| e.len() + 1).sum::<usize>() + 2);
+    catalog.push('[');
+    for (i, entry) in entries.into_iter().enumerate() {
+        if i > 0 {
+            catalog.push(',');
+        }
+        catalog.push_str(entry);
+    }
+    catalog.push(']');
+    catalog
+}
+
+/// Compile every validator now (benchmarks of the parse alone; the server
+/// compiles each tool's on its first call instead).
 pub fn warm() {
     ToolSet::all().warm();
 }

@@ -19,6 +19,60 @@ fn catalog() -> Vec<Value> {
     }
 }
 
+/// The served catalog is rendered by build.rs; this is the derivation a
+/// server start used to do: the table's catalog (`INPUT_CATALOG_JSON`) with
+/// each tool's output schema, derived now from its result type, after its
+/// `inputSchema`. The two texts are the same, byte for byte.
+#[test]
+fn the_rendered_catalog_is_the_one_derived_from_the_result_types() {
+    let Value::Array(entries) = serde_json::from_str(surface::INPUT_CATALOG_JSON).unwrap() else {
+        panic!("the table's catalog is not an array")
+    };
+    let derived: Vec<Value> = entries
+        .into_iter()
+        .zip(Tool::ALL)
+        .map(|(entry, tool)| {
+            let Value::Object(entry) = entry else {
+                panic!("{}: not an object", tool.name())
+            };
+            let mut with_output = serde_json::Map::new();
+            for (key, value) in entry {
+                let after_input = key == "inputSchema";
+                with_output.insert(key, value);
+                if after_input {
+                    let mut output = tool.output_schema();
+                    surface::budget::declare(&mut output);
+                    with_output.insert("outputSchema".into(), output);
+                }
+            }
+            Value::Object(with_output)
+        })
+        .collect();
+    let derived = serde_json::to_string(&derived).unwrap();
+    let served = surface::catalog_json();
+    if served != derived {
+        let at = served
+            .bytes()
+            .zip(derived.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(served.len().min(derived.len()));
+        let from = at.saturating_sub(80);
+        panic!(
+            "the rendered catalog differs from the derived one at byte {at}:\n  served:  {}\n  derived: {}",
+            &served[from..(at + 80).min(served.len())],
+            &derived[from..(at + 80).min(derived.len())]
+        );
+    }
+    // A tool set's catalog is the same entries, joined.
+    let core = lean_beam_mcp::surface::ToolSet::select("core").unwrap();
+    let listed: Vec<Value> = serde_json::from_str(core.catalog_json()).unwrap();
+    let expected: Vec<Value> = catalog()
+        .into_iter()
+        .filter(|entry| core.served(entry["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(listed, expected);
+}
+
 #[test]
 fn catalog_lists_30_tools_in_table_order() {
     let tools = catalog();

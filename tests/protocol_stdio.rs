@@ -1287,3 +1287,40 @@ fn stdout_carries_only_json_rpc_and_logs_go_to_stderr() {
     assert_eq!(s.transcript.len(), 4, "{:#?}", s.transcript);
     assert!(!s.stderr().is_empty(), "debug logging writes to stderr");
 }
+
+/// The server grows its stdout pipe so that a whole tools/list answer (and
+/// a result at its default cap) is handed to the client in one write,
+/// instead of in pieces of Linux's default 64 KiB, each waiting for the
+/// client to drain the last.
+#[cfg(target_os = "linux")]
+#[test]
+fn stdout_pipe_holds_a_whole_tools_list_answer() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::fd::AsRawFd;
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = modern(1, "tools/list", json!({})).to_string() + "\n";
+    stdin.write_all(line.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stdout);
+    let mut answer = String::new();
+    reader.read_line(&mut answer).unwrap();
+    let answer: Value = serde_json::from_str(&answer).expect("one JSON line");
+    assert_eq!(answer["id"], 1);
+    let bytes = answer.to_string().len();
+    // SAFETY: F_GETPIPE_SZ reads an int of the pipe the descriptor names.
+    let room = unsafe { libc::fcntl(reader.get_ref().as_raw_fd(), libc::F_GETPIPE_SZ) };
+    assert!(
+        usize::try_from(room).is_ok_and(|room| room > bytes),
+        "the stdout pipe holds {room} bytes, less than the {bytes}-byte tools/list answer"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

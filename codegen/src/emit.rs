@@ -340,7 +340,8 @@ pub fn emit(table: &Table) -> String {
     let catalog = serde_json::to_string(&schema::catalog(table)).expect("catalog json");
     let input_catalog_doc = "The `tools` array of a tools/list result as the table gives it \
         (names, descriptions, input schemas, annotations), serialized at build time; \
-        `surface::catalog_json` adds each tool's `outputSchema`, derived from its result type.";
+        build.rs renders each entry with its `outputSchema`, derived from its result type \
+        (`surface::catalog_json`).";
     let schemas: Vec<String> = table
         .tool
         .iter()

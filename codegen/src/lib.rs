@@ -16,8 +16,8 @@ pub fn generate(source: &str) -> Result<String, TableError> {
 }
 
 /// The tools/list `tools` array as pretty JSON, as the table gives it: the
-/// server adds each tool's `outputSchema` (derived from its result type) at
-/// run time, so the golden file holds more.
+/// server's build.rs adds each tool's `outputSchema` (derived from its result
+/// type), so the golden file holds more.
 pub fn catalog_pretty(source: &str) -> Result<String, TableError> {
     let table = table::read(source)?;
     Ok(serde_json::to_string_pretty(&schema::catalog(&table)).expect("catalog json") + "\n")

@@ -137,7 +137,9 @@ fn read(text: &str) -> Vec<Value> {
                 .any(|l| l.contains("trivial") || l.contains("sorry") || l.contains("oops"));
             if !settled {
                 let by = line.rfind("by").unwrap() as u32;
-                found.push(diagnostic(n, by, by + 2, 1, "unsolved goals\n⊢ True"));
+                let mut unsolved = diagnostic(n, by, by + 2, 1, "unsolved goals\n⊢ True");
+                unsolved["leanTags"] = serde_json::json!([1]);
+                found.push(unsolved);
             }
         }
     }
@@ -219,7 +221,7 @@ async fn sync_waits_for_the_elaboration_of_its_version() {
     let ws = Workspace::new();
     ws.write("A.lean", "def a := oops\n");
     let broker = Arc::new(broker(&lean));
-    let call = {
+    let mut call = {
         let (broker, ws) = (Arc::clone(&broker), ws.descriptor());
         tokio::spawn(async move {
             broker
@@ -228,8 +230,10 @@ async fn sync_waits_for_the_elaboration_of_its_version() {
                 .map(|r| r.diagnostics.counts.error)
         })
     };
-    lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics")
-        .await;
+    tokio::select! {
+        answer = &mut call => panic!("the sync answered before Lean elaborated: {answer:?}"),
+        _ = lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics") => {}
+    }
     assert!(
         !call.is_finished(),
         "the sync answered before Lean elaborated"

@@ -21,6 +21,8 @@ pub struct Process {
     program: String,
     /// Pid of the server = its process group id.
     pid: u32,
+    /// The server's `/proc/<pid>/stat`, kept open for [`Process::runs`].
+    watched: tree::Watched,
     /// Marks every process of this server's tree (see [`tree`]).
     tree_token: String,
     /// Set once the tree was swept after the server was reaped.
@@ -55,6 +57,7 @@ impl Process {
         let process = Process {
             program: cmd.program.display().to_string(),
             pid,
+            watched: tree::Watched::new(pid),
             tree_token,
             tree_swept: AtomicBool::new(false),
             group_gone: AtomicBool::new(false),
@@ -67,9 +70,10 @@ impl Process {
         self.pid
     }
 
-    /// Whether the server process still runs (not a zombie; one `/proc` read).
+    /// Whether the server process still runs (not a zombie, not killed;
+    /// one `pread` of its `/proc/<pid>/stat`, see [`tree::Watched`]).
     pub fn runs(&self) -> bool {
-        tree::runs(self.pid)
+        self.watched.runs()
     }
 
     /// SIGKILL the process group, unless it was reaped already (its id may

@@ -3,6 +3,7 @@
 //! envelope. Both the stdio and the HTTP transports feed it decoded lines and
 //! an `Outbound` channel.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,7 @@ use super::params::{check_tools_list, only_members, unknown_tool, validate_initi
 use super::session::{CancelOutcome, Limits, Session};
 use super::share::{RootShares, Share};
 use crate::context::{CallContext, Cancellation, Era, LogLevel, Outbound};
+use crate::fifo_timer::FifoTimer;
 use crate::identity;
 use crate::identity::SUPPORTED_MODERN;
 use crate::stats::Stats;
@@ -83,6 +85,9 @@ pub struct Dispatcher<O> {
     admitted: watch::Sender<usize>,
     config: Config,
     cached: Cached,
+    /// The status notice's delay: one clock for every call (see
+    /// [`FifoTimer`]).
+    status_timer: FifoTimer,
 }
 
 /// One admitted call, counted until it has finished.
@@ -121,7 +126,6 @@ pub enum Reply {
 
 impl<O: Handler + 'static> Dispatcher<O> {
     pub fn new(ops: Arc<O>, stats: Arc<Stats>, config: Config) -> Arc<Self> {
-        config.tools.warm();
         let cached = Cached::new(&config.tools);
         Arc::new(Self {
             ops,
@@ -130,6 +134,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
             root_shares: RootShares::new(config.max_in_flight_per_client),
             slots: Arc::new(Semaphore::new(config.max_in_flight)),
             admitted: watch::channel(0).0,
+            status_timer: FifoTimer::new(config.status_delay),
             config,
             cached,
         })
@@ -291,8 +296,9 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    /// Returns the serialized `result` of an immediate answer, `None` when the
-    /// answer comes later, or a JSON-RPC error.
+    /// Returns the serialized `result` of an immediate answer (the cached
+    /// ones borrowed: a tools/list answer is copied once, into its line),
+    /// `None` when the answer comes later, or a JSON-RPC error.
     async fn handle_request(
         self: &Arc<Self>,
         session: &Arc<Session>,
@@ -300,7 +306,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
         method: &str,
         params: Option<Map<String, Value>>,
         out: &Outbound,
-    ) -> Result<Option<String>, RpcError> {
+    ) -> Result<Option<Cow<'_, str>>, RpcError> {
         let modern = method == "server/discover" || era::is_modern(params.as_ref());
         if modern {
             if let Some(revision) = session.family().legacy_revision() {
@@ -313,17 +319,18 @@ impl<O: Handler + 'static> Dispatcher<O> {
             return match method {
                 "server/discover" => {
                     only_members(params.as_ref(), &["_meta"])?;
-                    Ok(Some(self.cached.modern_discover.clone()))
+                    Ok(Some(Cow::Borrowed(&self.cached.modern_discover)))
                 }
                 "tools/list" => {
                     check_tools_list(params.as_ref())?;
                     session.select_modern();
-                    Ok(Some(self.cached.modern_tools_list.clone()))
+                    Ok(Some(Cow::Borrowed(&self.cached.modern_tools_list)))
                 }
                 "tools/call" => {
                     session.select_modern();
                     self.start_call(session, id, params, Era::Modern, meta.log_level, out)
                         .await
+                        .map(|answer| answer.map(Cow::Owned))
                 }
                 "initialize" | "ping" | "logging/setLevel" => Err(RpcError::new(
                     jsonrpc::METHOD_NOT_FOUND,
@@ -356,7 +363,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
                 let requested = validate_initialize(params.as_ref())?;
                 let revision = era::negotiate_legacy(requested);
                 session.set_family(Family::LegacyInitializing(revision));
-                Ok(Some(self.initialize_result(revision)))
+                Ok(Some(Cow::Owned(self.initialize_result(revision))))
             }
             "initialize" => Err(RpcError::invalid_request(
                 "initialize was already received on this stream",
@@ -371,12 +378,13 @@ impl<O: Handler + 'static> Dispatcher<O> {
             }
             "tools/list" => {
                 check_tools_list(params.as_ref())?;
-                Ok(Some(self.cached.legacy_tools_list.clone()))
+                Ok(Some(Cow::Borrowed(&self.cached.legacy_tools_list)))
             }
             "tools/call" => {
                 let level = session.log_level();
                 self.start_call(session, id, params, Era::Legacy, Some(level), out)
                     .await
+                    .map(|answer| answer.map(Cow::Owned))
             }
             "logging/setLevel" => {
                 let level = params
@@ -397,10 +405,10 @@ impl<O: Handler + 'static> Dispatcher<O> {
         }
     }
 
-    fn empty_result(&self, era: Era) -> String {
+    fn empty_result(&self, era: Era) -> Cow<'_, str> {
         match era {
-            Era::Modern => self.cached.modern_empty.clone(),
-            _ => "{}".to_string(),
+            Era::Modern => Cow::Borrowed(&self.cached.modern_empty),
+            _ => Cow::Borrowed("{}"),
         }
     }
 
@@ -625,9 +633,10 @@ impl<O: Handler + 'static> Dispatcher<O> {
             if spec.status_notice == StatusNotice::Never {
                 return work.await;
             }
+            let status = self.status_timer.start();
             tokio::select! {
                 outcome = &mut work => return outcome,
-                () = tokio::time::sleep(self.config.status_delay) => {}
+                () = status.expired() => {}
             }
             let message = match &path {
                 Some(p) => format!("{} on {p} is still working.", ctx.tool.name),

@@ -96,12 +96,39 @@ pub fn process_stdio() -> (
     let output: Box<dyn AsyncWrite + Unpin + Send> = match std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
+        .inspect(|fd| widen_pipe(fd.as_fd()))
         .and_then(pipe::Sender::from_owned_fd)
     {
         Ok(pipe) => Box::new(pipe),
         Err(_) => Box::new(tokio::io::stdout()),
     };
     (input, output)
+}
+
+/// The room asked for in the stdout pipe: a whole tools/list answer (155 KB)
+/// or a result at its default cap (64 KiB, twice over: text and structured)
+/// fits, so the writer hands it over in one `write` instead of waiting for
+/// the client to drain Linux's default 64 KiB in pieces (a wake-up of each
+/// side per piece).
+const PIPE_BYTES: libc::c_int = 256 * 1024;
+
+/// Grow a pipe's buffer to [`PIPE_BYTES`]. Best effort: past the system's
+/// limits (`/proc/sys/fs/pipe-max-size`, the user's pipe pages) or on
+/// anything that is not a pipe, it stays as it was.
+fn widen_pipe(fd: std::os::fd::BorrowedFd<'_>) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_GETPIPE_SZ/F_SETPIPE_SZ take an int and touch no memory.
+        unsafe {
+            let now = libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ);
+            if (0..PIPE_BYTES).contains(&now) {
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
 }
 
 /// Serve one stream until EOF or until the output is closed.
@@ -115,9 +142,13 @@ where
     let (closed_tx, closed_rx) = watch::channel(false);
     let writer = tokio::spawn(async move {
         let mut output = BufWriter::new(output);
-        while let Some(line) = rx.recv().await {
-            let mut ok = output.write_all(line.as_bytes()).await.is_ok()
-                && output.write_all(b"\n").await.is_ok();
+        while let Some(mut line) = rx.recv().await {
+            // One write for the line and its newline: a line longer than the
+            // buffer goes straight to the pipe, and its newline apart would
+            // be a second write (and the client's read of the line a second
+            // wake-up). Lines are made with room to spare for it.
+            line.push('\n');
+            let mut ok = output.write_all(line.as_bytes()).await.is_ok();
             // Flush when nothing else is queued: batches bursts, never delays a lone reply.
             if ok && rx.is_empty() {
                 ok = output.flush().await.is_ok();

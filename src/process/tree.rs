@@ -120,6 +120,46 @@ pub fn runs(pid: u32) -> bool {
     }
 }
 
+/// A child of ours watched through its `/proc/<pid>/stat`, opened once:
+/// [`runs`] in one `pread` per look instead of an open, two reads and a
+/// close (a liveness check that every call on a Lean server makes). The
+/// descriptor names the process, not the number: once the child is reaped
+/// a read fails (`ESRCH`), so it counts as gone, as a failed open did.
+#[derive(Debug)]
+pub struct Watched {
+    pid: u32,
+    stat: Option<std::fs::File>,
+}
+
+impl Watched {
+    pub fn new(pid: u32) -> Self {
+        let stat = if cfg!(target_os = "linux") {
+            std::fs::File::open(format!("/proc/{pid}/stat")).ok()
+        } else {
+            None
+        };
+        Watched { pid, stat }
+    }
+
+    /// [`runs`] of the child.
+    pub fn runs(&self) -> bool {
+        use std::os::unix::fs::FileExt;
+        let Some(file) = &self.stat else {
+            return runs(self.pid);
+        };
+        let mut bytes = [0u8; 4096];
+        match file.read_at(&mut bytes, 0) {
+            // procfs hands out the whole line in one read when there is room.
+            Ok(n) if n < bytes.len() => std::str::from_utf8(&bytes[..n])
+                .ok()
+                .and_then(parse_stat)
+                .is_some_and(|stat| stat.runs()),
+            Ok(_) => runs(self.pid),
+            Err(_) => false,
+        }
+    }
+}
+
 /// What `/proc/<pid>/stat` and `/proc/<pid>/status` tell of a process's life.
 #[derive(Debug, Clone, Copy)]
 struct Stat {
@@ -198,7 +238,11 @@ fn proc_bytes(pid: u32, name: &str) -> Option<Vec<u8>> {
 /// The command name (field 2) may hold spaces and parentheses, so fields are
 /// counted after its last `)`.
 fn stat_file(pid: u32) -> Option<Stat> {
-    let stat = proc_file(pid, "stat")?;
+    parse_stat(&proc_file(pid, "stat")?)
+}
+
+/// The fields of a `/proc/<pid>/stat` line.
+fn parse_stat(stat: &str) -> Option<Stat> {
     let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
     // Fields 3 (state), 4 (ppid), 9 (flags), 22 (start time), 31 (the main
     // thread's pending signals).
@@ -374,6 +418,25 @@ mod tests {
         assert_eq!(find_with_arg(&token, &marker), None);
         child.wait().unwrap();
         assert!(!seen.is_running());
+    }
+
+    #[test]
+    fn a_watched_child_stops_running_the_moment_it_is_killed_and_when_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let watched = Watched::new(child.id());
+        assert!(watched.stat.is_some(), "the stat file is kept open");
+        assert!(watched.runs());
+        assert!(watched.runs(), "every look reads the file again");
+        child.kill().unwrap();
+        // As `runs`: killed counts as gone at once, before the exit.
+        assert!(!watched.runs(), "killed is not running");
+        child.wait().unwrap();
+        // Reaped: the kept descriptor reads nothing any more.
+        assert!(!watched.runs());
+        assert!(!runs(child.id()));
     }
 
     /// A sighting of a just-spawned child (with its start time).

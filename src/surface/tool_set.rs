@@ -79,20 +79,11 @@ impl ToolSet {
                 ..Self::all()
             });
         }
-        let Value::Array(entries) =
-            serde_json::from_str(full_catalog()).expect("the generated catalog is JSON")
-        else {
-            unreachable!("the generated catalog is an array")
-        };
-        let entries: Vec<Value> = entries
-            .into_iter()
-            .zip(Tool::ALL)
-            .filter(|(_, tool)| members[tool.index()])
-            .map(|(entry, _)| entry)
-            .collect();
         Ok(Self {
             members,
-            catalog: Arc::from(serde_json::to_string(&entries).expect("the catalog serializes")),
+            catalog: Arc::from(super::catalog_of(
+                Tool::ALL.into_iter().filter(|tool| members[tool.index()]),
+            )),
             spelling: Arc::from(spelling),
         })
     }
@@ -136,8 +127,8 @@ impl ToolSet {
         &self.catalog
     }
 
-    /// Compile the members' validators now, so the first call pays nothing
-    /// (the catalog of the set was built with it).
+    /// Compile the members' validators now (benchmarks; the server compiles
+    /// each on its tool's first call, so a start compiles none).
     pub fn warm(&self) {
         for tool in self.tools() {
             std::sync::LazyLock::force(&super::VALIDATORS[tool.index()]);

@@ -1,6 +1,7 @@
 //! Lean diagnostics as the broker keeps them: counts, scope filtering, log
 //! levels and save readiness.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::bases::DIR_PREFIX;
@@ -36,6 +37,23 @@ pub fn message(diagnostic: &Value) -> &str {
         .get("message")
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+/// Lean's "unsolved goals" error: the goals it lists (the message after its
+/// first line). Recognised by Lean's own tag, as Lean 4.35 sends it on every
+/// report of goals left unsolved (`leanTags: [1]`, no `code`; checked on the
+/// test server), not by the wording of the message.
+pub fn unsolved_goals(diagnostic: &Value) -> Option<&str> {
+    use crate::lsp::protocol::LeanDiagnosticTag;
+    let tagged = diagnostic
+        .get("leanTags")
+        .and_then(|tags| Vec::<LeanDiagnosticTag>::deserialize(tags).ok())
+        .is_some_and(|tags| tags.contains(&LeanDiagnosticTag::UNSOLVED_GOALS));
+    if !tagged || severity(diagnostic) != ERROR {
+        return None;
+    }
+    let message = message(diagnostic);
+    Some(message.split_once('\n').map_or("", |(_, goals)| goals))
 }
 
 /// Silent messages ("Goals accomplished!") are editor-only and dropped at
@@ -213,6 +231,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// "Unsolved goals" is Lean's tag, not the message's wording: the
+    /// message of Lean 4.35's report without its tag is another error.
+    #[test]
+    fn unsolved_goals_are_recognised_by_lean_s_tag() {
+        let reported = json!({"severity": 1, "leanTags": [1], "source": "Lean 4",
+                              "message": "unsolved goals\nh : T\n⊢ T"});
+        assert_eq!(unsolved_goals(&reported), Some("h : T\n⊢ T"));
+        let untagged = json!({"severity": 1, "message": "unsolved goals\nh : T\n⊢ T"});
+        assert_eq!(unsolved_goals(&untagged), None);
+        let other_tag = json!({"severity": 1, "leanTags": [2], "message": "unsolved goals\n⊢ T"});
+        assert_eq!(unsolved_goals(&other_tag), None);
+        let warning = json!({"severity": 2, "leanTags": [1], "message": "unsolved goals\n⊢ T"});
+        assert_eq!(unsolved_goals(&warning), None);
+    }
 
     /// The seed's visibility table fixes each Lean severity's log level: at
     /// minimum level `error` only errors show, at `warning` and `notice`

@@ -13,6 +13,7 @@ use super::docs::{Docs, route_events};
 use super::document::{Doc, DocState, KnownWorker, Notice};
 use super::launch::Launcher;
 use crate::broker::error::{Error, Limit, MemoryKill, Result};
+use crate::fifo_timer::FifoTimer;
 use crate::lean_source::text::minimal_change;
 use crate::lsp::{LspClient, LspError, ServerCommand, ServerEvent};
 use crate::util::lock;
@@ -39,8 +40,9 @@ pub struct LeanServer {
     admission: Arc<Admission>,
     /// Set when this server was killed for its memory.
     memory_kill: Arc<Mutex<Option<MemoryKill>>>,
-    /// The time limit of one request.
-    request_limit: Duration,
+    /// The time limit of one request: one clock for every request of
+    /// this server (see [`FifoTimer`]).
+    request_limit: Arc<FifoTimer>,
 }
 
 /// The documents a runtime may have open in Lean at once (each one a Lean
@@ -89,7 +91,7 @@ impl LeanServer {
             docs: Arc::clone(docs),
             admission: Arc::clone(admission),
             memory_kill: Arc::default(),
-            request_limit,
+            request_limit: Arc::new(FifoTimer::new(request_limit)),
         })
     }
 
@@ -111,11 +113,14 @@ impl LeanServer {
         method: &'static str,
         request: impl Future<Output = std::result::Result<T, LspError>>,
     ) -> Result<T> {
-        match tokio::time::timeout(self.request_limit, request).await {
-            Ok(result) => result.map_err(|e| memory_error(self, None, Error::lsp(method, e))),
-            Err(_) => Err(Error::Timeout {
+        let limit = self.request_limit.start();
+        tokio::select! {
+            // An answer that is there wins over the limit, as with `timeout`.
+            biased;
+            result = request => result.map_err(|e| memory_error(self, None, Error::lsp(method, e))),
+            () = limit.expired() => Err(Error::Timeout {
                 method,
-                limit: self.request_limit,
+                limit: self.request_limit.delay(),
             }),
         }
     }

@@ -5,19 +5,19 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::broker::ask::GoalsMode;
 use crate::broker::engine::snapshot::Target;
 use crate::broker::error::Result;
+use crate::log_warn;
 use crate::lsp::LeanErrorCode;
 use crate::lsp::protocol::{
-    DocumentPositionParams, GET_INTERACTIVE_GOALS, PlainGoal, RpcCall, RpcCallParams, RpcConnect,
-    RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams, RpcRelease, RpcReleaseParams, RpcSessionId,
-    collect_rpc_refs, flatten_tagged_text,
+    DocumentPositionParams, GET_INTERACTIVE_GOALS, InteractiveGoal, InteractiveGoals, PlainGoal,
+    RpcCall, RpcCallParams, RpcConnect, RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams,
+    RpcRelease, RpcReleaseParams, RpcSessionId, collect_rpc_refs, flatten_tagged_text,
 };
 use crate::results::{Goal, GoalParts, GoalSource, Hypothesis};
 use lsp_types::Position;
+use serde::Deserialize;
 
 /// Lean drops an RPC session that is not kept alive for about 30 s.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -88,42 +88,21 @@ fn byte_of_utf16(s: &str, units: usize) -> usize {
 
 /// One interactive goal (`Lean.Widget.InteractiveGoal`) as agents see it:
 /// tagged text flattened, hypotheses with their names, type and value.
-fn interactive_goal(goal: &Value) -> Goal {
-    let text = |v: Option<&Value>| v.map(flatten_tagged_text).unwrap_or_default();
+fn interactive_goal(goal: &InteractiveGoal) -> Goal {
     let hyps = goal
-        .get("hyps")
-        .and_then(Value::as_array)
-        .map(|hyps| {
-            hyps.iter()
-                .map(|h| Hypothesis {
-                    names: h
-                        .get("names")
-                        .and_then(Value::as_array)
-                        .map(|names| {
-                            names
-                                .iter()
-                                .filter_map(|n| n.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    ty: text(h.get("type")),
-                    value: h.get("val").map(flatten_tagged_text),
-                })
-                .collect()
+        .hyps
+        .iter()
+        .map(|h| Hypothesis {
+            names: h.names.clone(),
+            ty: flatten_tagged_text(&h.ty),
+            value: h.val.as_ref().map(flatten_tagged_text),
         })
-        .unwrap_or_default();
+        .collect();
     let parts = GoalParts {
-        goal_prefix: goal
-            .get("goalPrefix")
-            .and_then(Value::as_str)
-            .unwrap_or("⊢ ")
-            .to_owned(),
-        target: text(goal.get("type")),
+        goal_prefix: goal.goal_prefix.as_deref().unwrap_or("⊢ ").to_owned(),
+        target: flatten_tagged_text(&goal.target),
         hyps,
-        user_name: goal
-            .get("userName")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        user_name: goal.user_name.clone(),
     };
     Goal {
         pretty: pretty(&parts),
@@ -238,11 +217,6 @@ pub async fn goals(
                         now,
                     ));
                 }
-                let goals = answer
-                    .get("goals")
-                    .and_then(Value::as_array)
-                    .map(|g| g.iter().map(interactive_goal).collect())
-                    .unwrap_or_default();
                 let refs = collect_rpc_refs(&answer);
                 if !refs.is_empty() {
                     let release = RpcReleaseParams {
@@ -252,6 +226,17 @@ pub async fn goals(
                     };
                     let _ = bound.server.client.notify_typed::<RpcRelease>(release);
                 }
+                // `null` where Lean has no goals to show.
+                let goals = match InteractiveGoals::deserialize(&answer) {
+                    Ok(read) => read.goals.iter().flatten().map(interactive_goal).collect(),
+                    Err(_) if answer.is_null() => Vec::new(),
+                    Err(e) => {
+                        log_warn!(
+                            "Lean's interactive goals do not read as goals ({e}); asking plainGoal"
+                        );
+                        break;
+                    }
+                };
                 return Ok((goals, GoalSource::Rpc));
             }
             Err(error) => {
@@ -378,7 +363,7 @@ mod tests {
 
     #[test]
     fn interactive_goals_print_as_lean_prints_them() {
-        let goal = interactive_goal(&serde_json::json!({
+        let goal: InteractiveGoal = serde_json::from_value(serde_json::json!({
             "userName": "succ",
             "goalPrefix": "⊢ ",
             "type": { "text": "Eq (N.add m n) n" },
@@ -386,7 +371,9 @@ mod tests {
                 { "names": ["m", "n"], "type": { "text": "N" } },
                 { "names": ["t"], "type": { "text": "N" }, "val": { "text": "one" } },
             ],
-        }));
+        }))
+        .unwrap();
+        let goal = interactive_goal(&goal);
         assert_eq!(
             goal.pretty,
             "case succ\nm n : N\nt : N := one\n⊢ Eq (N.add m n) n"

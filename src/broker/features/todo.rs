@@ -195,7 +195,7 @@ impl Runtimes {
                 continue;
             }
             let message = diagnostics::message(diagnostic);
-            let kind = if message.starts_with("unsolved goals") {
+            let kind = if diagnostics::unsolved_goals(diagnostic).is_some() {
                 TodoItemKind::IncompleteProof
             } else if message.starts_with("don't know how to synthesize placeholder") {
                 TodoItemKind::Hole

@@ -346,6 +346,44 @@ impl Default for FileProgressKind {
 
 // ---------------------------------------------------------------- RPC data --
 
+/// The answer of [`GET_INTERACTIVE_GOALS`] as far as it is read: the goals,
+/// their texts Lean's `TaggedText` trees (see [`flatten_tagged_text`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct InteractiveGoals {
+    #[serde(default)]
+    pub goals: Option<Vec<InteractiveGoal>>,
+}
+
+/// One `Lean.Widget.InteractiveGoal`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InteractiveGoal {
+    #[serde(default)]
+    pub hyps: Vec<InteractiveHypothesis>,
+    /// The target, a `TaggedText`.
+    #[serde(rename = "type", default)]
+    pub target: Value,
+    /// The case name (`case succ`), when the goal has one.
+    #[serde(default)]
+    pub user_name: Option<String>,
+    /// `"⊢ "` for a tactic goal.
+    #[serde(default)]
+    pub goal_prefix: Option<String>,
+}
+
+/// One hypothesis group of an [`InteractiveGoal`] (`a b : T`, `x : T := v`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct InteractiveHypothesis {
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Its type, a `TaggedText`.
+    #[serde(rename = "type", default)]
+    pub ty: Value,
+    /// Its value, for a `let`.
+    #[serde(default)]
+    pub val: Option<Value>,
+}
+
 /// Flatten a `TaggedText` tree (`{"text": s}`, `{"append": [..]}`,
 /// `{"tag": [info, inner]}`) to its plain text, dropping the tags. Anything else
 /// (a bare string is accepted as text) contributes nothing. Iterative, so deep

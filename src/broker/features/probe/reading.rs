@@ -173,7 +173,7 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
             entry.range = in_users_file;
         } else if severity == ERROR || known {
             if severity == ERROR && !known {
-                if let Some(goals) = text.strip_prefix("unsolved goals\n") {
+                if let Some(goals) = diagnostics::unsolved_goals(d) {
                     reading
                         .unsolved
                         .extend(goals.split("\n\n").map(goals::plain_goal));
@@ -262,14 +262,19 @@ mod tests {
     use serde_json::json;
 
     fn diag(severity: u64, (l0, c0): (u32, u32), (l1, c1): (u32, u32), message: &str) -> Value {
-        json!({
+        let mut d = json!({
             "severity": severity,
             "message": message,
             "range": {
                 "start": {"line": l0, "character": c0},
                 "end": {"line": l1, "character": c1},
             },
-        })
+        });
+        // As Lean tags its "unsolved goals" reports.
+        if message == UNSOLVED {
+            d["leanTags"] = json!([1]);
+        }
+        d
     }
 
     /// A tactic step at (6, 2) of a theorem starting at (5, 0), as in
