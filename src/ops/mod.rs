@@ -15,7 +15,7 @@ mod redact;
 use std::sync::Arc;
 
 use crate::broker::{After, Broker, Budget, Continue, Mode, SyncOptions, Taking};
-use crate::replica::ReplicaId;
+use crate::identity::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
 use crate::surface::*;
