@@ -110,6 +110,7 @@ fn output_schema(name: &str) -> Option<Value> {
         RunCodeResult,
         RunResult,
         SaveResult,
+        SearchResult,
         SignatureHelpResult,
         StatsResult,
         SyncResult,

@@ -20,6 +20,7 @@ pub mod process;
 pub mod replica;
 pub mod results;
 pub mod safe_fs;
+pub mod search;
 pub mod sha256;
 pub mod stats;
 pub mod surface;

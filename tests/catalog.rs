@@ -74,10 +74,10 @@ fn the_rendered_catalog_is_the_one_derived_from_the_result_types() {
 }
 
 #[test]
-fn catalog_lists_30_tools_in_table_order() {
+fn catalog_lists_31_tools_in_table_order() {
     let tools = catalog();
-    assert_eq!(tools.len(), 30);
-    assert_eq!(TOOL_COUNT, 30);
+    assert_eq!(tools.len(), 31);
+    assert_eq!(TOOL_COUNT, 31);
     for (i, (entry, tool)) in tools.iter().zip(Tool::ALL).enumerate() {
         assert_eq!(entry["name"], tool.name(), "tool {i}");
         assert_eq!(Tool::from_name(tool.name()), Some(tool));
@@ -472,6 +472,8 @@ const CORE_INTENT: &[&str] = &[
     "lean_save",
     "lean_verify",
     "lean_run_code",
+    // Issue 28: finding the lemma is most of a proof loop's turns.
+    "lean_search",
 ];
 
 #[test]

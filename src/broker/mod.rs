@@ -130,6 +130,19 @@ impl Broker {
         self.runtimes.drop_workspace(workspace).await
     }
 
+    // Declarations.
+
+    /// `lean_search`: declarations by name or statement pattern.
+    pub async fn search(
+        &self,
+        sink: &dyn ProgressSink,
+        workspace: &str,
+        query: &str,
+        limit: u64,
+    ) -> Result<results::SearchResult> {
+        self.runtimes.search(sink, workspace, query, limit).await
+    }
+
     // Inspection at a pinned version.
 
     pub async fn hover(

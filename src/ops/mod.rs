@@ -189,6 +189,15 @@ impl Operations for Beam {
             .await?)
     }
 
+    async fn lean_search(&self, ctx: &CallContext, args: LeanSearchArgs) -> Answer<SearchResult> {
+        // The schema's minimum is 1; the broker checks the maximum.
+        let limit = u64::try_from(args.limit).unwrap_or(1);
+        Ok(self
+            .broker
+            .search(ctx, &args.workspace.root, &args.query, limit)
+            .await?)
+    }
+
     async fn lean_goals(&self, ctx: &CallContext, args: LeanGoalsArgs) -> Answer<GoalsResult> {
         let mut goals = self.broker.goals(ctx, &at(&args), args.mode.into()).await?;
         GoalForm::of(args.structured_goals).apply(goals.goals.iter_mut());

@@ -24,6 +24,7 @@ mod readings;
 mod replicas;
 mod safe_fs;
 mod save_feedback;
+mod search;
 mod snippets;
 mod speculate;
 mod verify;

@@ -32,6 +32,9 @@ pub(crate) struct Runtimes {
     /// evicted one's is gone.
     pub(crate) creating: tokio::sync::Mutex<()>,
     pub(crate) resolver: workspace::Resolver,
+    /// `lean_search`'s declaration indexes, one per workspace, shared by
+    /// every client.
+    pub(crate) indexes: crate::search::Indexes,
 }
 
 impl Runtimes {
@@ -46,6 +49,7 @@ impl Runtimes {
             runtimes: Mutex::new(HashMap::new()),
             creating: tokio::sync::Mutex::new(()),
             resolver: workspace::Resolver::default(),
+            indexes: crate::search::Indexes::from_env(),
         }
     }
 

@@ -178,6 +178,7 @@ impl Runtimes {
     /// accepted.
     pub async fn drop_workspace(&self, workspace: &str) -> Result<DropResult> {
         let root = workspace::resolve_for_eviction(workspace)?;
+        self.indexes.drop_root(root.path());
         Ok(match self.evict(&root).await {
             Some(rt) => DropResult {
                 workspace: root.descriptor(),

@@ -12,6 +12,7 @@ pub(super) mod lake_trace;
 pub(super) mod probe;
 pub(super) mod report;
 pub(super) mod run_code;
+pub(super) mod search;
 pub(super) mod signatures;
 pub(super) mod term_goal;
 pub(super) mod todo;

@@ -1,0 +1,170 @@
+//! `lean_search`'s index: the declarations of a workspace, of its Lake
+//! packages and of the toolchain's library sources, read from the files by
+//! the lexer (no Lean process), queried by name or by statement pattern.
+//!
+//! One index per workspace (its canonical root), built on first use, shared
+//! by every client of the server, and brought up to date at each query:
+//! the file trees are listed again and every file whose stamp (size,
+//! modification time, inode; of the source and of its `.ilean`) changed is
+//! read again, the others kept (`walk`, `index`). Listing, reading and the
+//! query run on the blocking pool, never on the async runtime; a caller that
+//! goes away stops a refresh between two files (what was read stays, so the
+//! next query continues from there).
+//!
+//! Bounds: at most `LEAN_BEAM_SEARCH_MAX_DECLARATIONS` declarations per
+//! index (default 1,000,000; about 250 bytes each in the generated
+//! benchmark library), past which further files are left out and every
+//! answer says `complete: false` naming the variable; at most
+//! `LEAN_BEAM_SEARCH_MAX_WORKSPACES` indexes (default 4; the least recently
+//! used one is dropped, and rebuilt if asked again); files over 4 MiB are
+//! not read.
+//!
+//! A leaf apart from the Lean-source reading (`source`), `safe_fs` and the
+//! result types.
+
+mod decls;
+mod index;
+mod query;
+mod rank;
+mod source;
+mod terms;
+mod walk;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub use index::{Cancelled, Found, Progress};
+pub use query::{Query, parse};
+pub use walk::Trees;
+
+use crate::safe_fs;
+use crate::util::lock;
+
+pub const MAX_DECLARATIONS_VAR: &str = "LEAN_BEAM_SEARCH_MAX_DECLARATIONS";
+pub const MAX_WORKSPACES_VAR: &str = "LEAN_BEAM_SEARCH_MAX_WORKSPACES";
+const DEFAULT_MAX_DECLARATIONS: usize = 1_000_000;
+const DEFAULT_MAX_WORKSPACES: usize = 4;
+/// Source files larger than this are not read.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The indexes of one server process.
+pub struct Indexes {
+    /// Most recently used last.
+    held: Mutex<Vec<(Trees, Arc<Mutex<index::Index>>)>>,
+    max_declarations: usize,
+    max_workspaces: usize,
+}
+
+fn env_bound(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+impl Indexes {
+    pub fn new(max_declarations: usize, max_workspaces: usize) -> Indexes {
+        Indexes {
+            held: Mutex::new(Vec::new()),
+            max_declarations,
+            max_workspaces: max_workspaces.max(1),
+        }
+    }
+
+    /// The bounds from the environment (see the module's text).
+    pub fn from_env() -> Indexes {
+        Indexes::new(
+            env_bound(MAX_DECLARATIONS_VAR, DEFAULT_MAX_DECLARATIONS),
+            env_bound(MAX_WORKSPACES_VAR, DEFAULT_MAX_WORKSPACES),
+        )
+    }
+
+    /// The toolchain prefix remembered for `root` (`Some(None)`: asked, none).
+    pub fn toolchain(&self, root: &Path) -> Option<Option<PathBuf>> {
+        lock(&self.held)
+            .iter()
+            .find(|(t, _)| t.root == root)
+            .map(|(t, _)| t.toolchain.clone())
+    }
+
+    fn index_of(&self, trees: &Trees) -> Arc<Mutex<index::Index>> {
+        let mut held = lock(&self.held);
+        let found = held.iter().position(|(t, _)| t == trees);
+        // A root met again with another toolchain starts afresh.
+        held.retain(|(t, _)| t.root != trees.root || t == trees);
+        let entry = match found.and_then(|_| held.iter().position(|(t, _)| t == trees)) {
+            Some(k) => held.remove(k),
+            None => (
+                trees.clone(),
+                Arc::new(Mutex::new(index::Index::new(self.max_declarations))),
+            ),
+        };
+        let index = entry.1.clone();
+        held.push(entry);
+        if held.len() > self.max_workspaces {
+            held.remove(0);
+        }
+        index
+    }
+
+    /// Forget the index of `root` (`lean_drop_workspace`).
+    pub fn drop_root(&self, root: &Path) {
+        lock(&self.held).retain(|(t, _)| t.root != root);
+    }
+
+    /// Start a query: refresh the workspace's index and search it, on the
+    /// blocking pool. Dropping the job stops the refresh.
+    pub fn start(&self, trees: Trees, query: Query, limit: usize) -> Job {
+        let index = self.index_of(&trees);
+        let progress = Arc::new(Progress::default());
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (p, c) = (progress.clone(), cancel.clone());
+        let task = tokio::task::spawn_blocking(move || {
+            let listing = walk::list(&trees);
+            let mut index = lock(&index);
+            index.refresh(listing, &read_source, &c, &p)?;
+            Ok(index.search(&query, limit, MAX_DECLARATIONS_VAR))
+        });
+        Job {
+            task,
+            progress,
+            cancel,
+        }
+    }
+}
+
+fn read_source(listed: &walk::Listed) -> Option<String> {
+    let contents = safe_fs::read_regular_blocking(
+        &listed.path,
+        safe_fs::Links::Follow,
+        MAX_FILE_BYTES,
+        safe_fs::Oversize::Refuse,
+    )
+    .ok()?;
+    Some(String::from_utf8_lossy(&contents.bytes).into_owned())
+}
+
+/// A query running on the blocking pool.
+pub struct Job {
+    pub task: tokio::task::JoinHandle<Result<Found, Cancelled>>,
+    pub progress: Arc<Progress>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Job {
+    /// Files read so far of those this refresh reads.
+    pub fn files_read(&self) -> (usize, usize) {
+        (
+            self.progress.done.load(Ordering::Relaxed),
+            self.progress.total.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}

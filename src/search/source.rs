@@ -1,0 +1,3 @@
+//! The Lean-source reading the index leans on (the lexer, positions).
+pub use crate::lean_source::lexer::{Lexeme, LexemeKind, lex};
+pub use crate::lean_source::text::LineIndex;
