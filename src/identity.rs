@@ -1,4 +1,5 @@
-//! Who this server is: name, version and build identity.
+//! Who this server is: name, version, build identity, and its replica's name
+//! (`ReplicaId`, which `replica` reads from flags and the environment).
 
 use serde_json::{Value, json};
 
@@ -63,4 +64,63 @@ pub fn build() -> BuildIdentity {
 
 pub fn server_info() -> Value {
     json!({ "name": NAME, "version": VERSION })
+}
+
+/// The environment variable of the replica's name.
+pub const ID_ENV: &str = "LEAN_BEAM_REPLICA_ID";
+/// The longest replica name: it travels in every `beam_version`.
+const MAX_ID_LEN: usize = 128;
+
+/// A replica's name: 1 to 128 visible ASCII characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaId(String);
+
+impl ReplicaId {
+    pub fn new(text: &str, source: &str) -> Result<Self, String> {
+        let ok = !text.is_empty()
+            && text.len() <= MAX_ID_LEN
+            && text.bytes().all(|b| b.is_ascii_graphic());
+        if ok {
+            Ok(ReplicaId(text.to_owned()))
+        } else {
+            Err(format!(
+                "{source} must be 1 to {MAX_ID_LEN} visible ASCII characters (no spaces), not {text:?}"
+            ))
+        }
+    }
+
+    /// `<hostname>:<port>` when serving HTTP on `port`, `<hostname>:stdio`
+    /// otherwise.
+    pub fn default_for(port: Option<u16>) -> Self {
+        let host = hostname();
+        ReplicaId(match port {
+            Some(port) => format!("{host}:{port}"),
+            None => format!("{host}:stdio"),
+        })
+    }
+
+    /// `LEAN_BEAM_REPLICA_ID` if set, else [`ReplicaId::default_for`].
+    pub fn from_env_or_default(
+        env: impl Fn(&str) -> Option<String>,
+        port: Option<u16>,
+    ) -> Result<Self, String> {
+        match env(ID_ENV).filter(|v| !v.is_empty()) {
+            Some(text) => ReplicaId::new(&text, ID_ENV),
+            None => Ok(ReplicaId::default_for(port)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// This machine's name: the kernel's, else `$HOSTNAME`, else `localhost`.
+fn hostname() -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    kernel
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| ReplicaId::new(name, "hostname").is_ok())
+        .unwrap_or_else(|| "localhost".to_owned())
 }

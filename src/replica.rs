@@ -19,73 +19,15 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::http::Drain;
+pub use crate::identity::{ID_ENV, ReplicaId};
 use crate::log_info;
 
-/// The environment variable of the replica's name.
-pub const ID_ENV: &str = "LEAN_BEAM_REPLICA_ID";
 /// The environment variable of the drain's time limit, in seconds.
 pub const DRAIN_ENV: &str = "LEAN_BEAM_HTTP_DRAIN_SECS";
 /// How long a draining replica waits for its calls by default. Kubernetes
 /// allows 30 s before it kills a pod unless told otherwise; the manifests in
 /// `deploy/k8s/` give it more.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(25);
-/// The longest replica name: it travels in every `beam_version`.
-const MAX_ID_LEN: usize = 128;
-
-/// A replica's name: 1 to 128 visible ASCII characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplicaId(String);
-
-impl ReplicaId {
-    pub fn new(text: &str, source: &str) -> Result<Self, String> {
-        let ok = !text.is_empty()
-            && text.len() <= MAX_ID_LEN
-            && text.bytes().all(|b| b.is_ascii_graphic());
-        if ok {
-            Ok(ReplicaId(text.to_owned()))
-        } else {
-            Err(format!(
-                "{source} must be 1 to {MAX_ID_LEN} visible ASCII characters (no spaces), not {text:?}"
-            ))
-        }
-    }
-
-    /// `<hostname>:<port>` when serving HTTP on `port`, `<hostname>:stdio`
-    /// otherwise.
-    pub fn default_for(port: Option<u16>) -> Self {
-        let host = hostname();
-        ReplicaId(match port {
-            Some(port) => format!("{host}:{port}"),
-            None => format!("{host}:stdio"),
-        })
-    }
-
-    /// `LEAN_BEAM_REPLICA_ID` if set, else [`ReplicaId::default_for`].
-    pub fn from_env_or_default(
-        env: impl Fn(&str) -> Option<String>,
-        port: Option<u16>,
-    ) -> Result<Self, String> {
-        match env(ID_ENV).filter(|v| !v.is_empty()) {
-            Some(text) => ReplicaId::new(&text, ID_ENV),
-            None => Ok(ReplicaId::default_for(port)),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// This machine's name: the kernel's, else `$HOSTNAME`, else `localhost`.
-fn hostname() -> String {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
-    kernel
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|name| name.trim().to_owned())
-        .filter(|name| ReplicaId::new(name, "hostname").is_ok())
-        .unwrap_or_else(|| "localhost".to_owned())
-}
-
 /// The replica options of `--http`: `--replica-id` and `--drain-secs`, each
 /// also read from its environment variable (the flag wins).
 #[derive(Debug, Clone, PartialEq)]
@@ -233,7 +175,7 @@ mod tests {
         ]);
         let options = take_options(&mut a, no_env).unwrap();
         assert_eq!(a, args(&["127.0.0.1:0", "--allowed-host", "h"]));
-        assert_eq!(options.id, Some(ReplicaId("r1".into())));
+        assert_eq!(options.id, Some(ReplicaId::new("r1", "t").unwrap()));
         assert_eq!(options.drain, Duration::from_millis(2500));
 
         let env = |name: &str| match name {
@@ -243,12 +185,12 @@ mod tests {
         };
         let mut a = args(&["9000"]);
         let options = take_options(&mut a, env).unwrap();
-        assert_eq!(options.id, Some(ReplicaId("from-env".into())));
+        assert_eq!(options.id, Some(ReplicaId::new("from-env", "t").unwrap()));
         assert_eq!(options.drain, Duration::ZERO);
         let mut a = args(&["--replica-id", "flag"]);
         assert_eq!(
             take_options(&mut a, env).unwrap().id,
-            Some(ReplicaId("flag".into())),
+            Some(ReplicaId::new("flag", "t").unwrap()),
             "a flag wins over its variable"
         );
 

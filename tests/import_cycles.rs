@@ -366,7 +366,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // What a tool knows of its request, and the tool adapters, stand below
     // the protocol and its transports.
     ("context", &["mcp", "http"]),
-    ("ops", &["mcp", "http"]),
+    ("ops", &["mcp", "http", "replica"]),
     (
         "lsp",
         &["broker", "ops", "mcp", "http", "context", "surface"],

@@ -160,3 +160,28 @@ pub struct Declaration {
     pub name: String,
     pub reference: Option<String>,
 }
+
+/// Where a batch's candidates run: a position of a pinned version, or after
+/// a proof handle's chain (the handle is kept).
+pub enum Place<'a> {
+    At(At<'a>),
+    After(After<'a>),
+}
+
+/// `lean_run_batch`: candidate texts run at one place, each with `budget`.
+pub struct Batch<'a> {
+    pub place: Place<'a>,
+    pub texts: &'a [String],
+    pub budget: Budget,
+    /// Stop the candidates after the lowest-index one that closes the goal.
+    pub stop_on_first_close: bool,
+    /// Whether a handle is minted after each candidate that reaches a state
+    /// (the place itself is probed without: a term position still takes
+    /// candidates).
+    pub handles: Continue,
+    /// Say, for each candidate that progresses, how its goals differ from
+    /// the start goals.
+    pub diff: bool,
+    /// How the goals are shown.
+    pub form: crate::results::GoalForm,
+}

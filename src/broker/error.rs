@@ -112,6 +112,9 @@ pub enum Error {
     },
     /// Lean answered something the broker cannot use.
     Unexpected(String),
+    /// A batch's candidate `index` (of `texts`) that cannot run at the
+    /// batch's place, and why.
+    Candidate { index: usize, error: Box<Error> },
 }
 
 /// Why a source file cannot be read.

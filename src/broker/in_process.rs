@@ -19,10 +19,11 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::{
-    After, At, Broker, Budget, Continue, DiagnosticScope, Error, HandleProblem, Launcher, Limits,
-    LogLevel, Mode, Pinned, ProgressSink, SinkFuture, SyncOptions, Taking, Timeouts,
+    After, At, Batch, Broker, Budget, Continue, DiagnosticScope, Error, HandleProblem, Launcher,
+    Limits, LogLevel, Mode, Pinned, Place, ProgressSink, SinkFuture, SyncOptions, Taking, Timeouts,
 };
 use crate::lsp::testing::{Elaboration, Report, Script, ScriptedLean, diagnostic};
+use crate::results::Outcome;
 
 /// A progress sink that follows nothing.
 struct Quiet;
@@ -561,6 +562,58 @@ async fn a_step_is_read_as_closing_or_leaving_goals() {
     assert!(
         failed.messages.iter().any(|m| m.text.contains("oops")),
         "{failed:?}"
+    );
+}
+
+/// A batch gives each candidate its verdict; stopping on the first close,
+/// the candidates after the lowest-index close are skipped whatever order
+/// they finished in, and the place's goals are the start goals.
+#[tokio::test]
+async fn a_batch_gives_verdicts_and_skips_after_the_first_close() {
+    let lean = ScriptedLean::new(rules());
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let d = ws.descriptor();
+    let v = broker
+        .sync(&Quiet, &d, "A.lean", sync_options())
+        .await
+        .unwrap()
+        .version;
+    let texts = ["exact oops", "trivial", "skip"].map(str::to_owned);
+    let batch = Batch {
+        place: Place::At(at(&d, v, 1, 2)),
+        texts: &texts,
+        budget: Budget::default(),
+        stop_on_first_close: true,
+        handles: Continue::NoHandles,
+        diff: true,
+        form: crate::results::GoalForm::Pretty,
+    };
+    let run = broker.run_batch(&Quiet, &batch).await.unwrap();
+    let result = run.result;
+    assert!(run.crashed.is_empty());
+    let outcomes: Vec<Outcome> = result.candidates.iter().map(|c| c.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Failed, Outcome::Closed, Outcome::Skipped],
+        "{result:?}"
+    );
+    assert_eq!(result.first_closed, Some(1));
+    assert_eq!(result.mode, crate::results::BatchMode::Tactic);
+    let start: Vec<&str> = result
+        .start_goals
+        .iter()
+        .map(|g| g.pretty.as_str())
+        .collect();
+    assert_eq!(start, ["⊢ True"], "{result:?}");
+    assert!(result.start_fingerprint.is_some());
+    assert!(
+        result.candidates[0]
+            .messages
+            .iter()
+            .any(|m| m.text.contains("oops")),
+        "{result:?}"
     );
 }
 

@@ -36,7 +36,7 @@ pub use error::{
     SourceProblem, Unresolved,
 };
 pub use features::documents::Located;
-pub use features::probe::{FromHandle, Origin, Ran, Start, verdict};
+pub use features::probe::BatchRun;
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 
 pub struct Broker {
@@ -255,25 +255,8 @@ impl Broker {
 
     // Probes and handles.
 
-    pub async fn probe_at<'c>(
-        &self,
-        sink: &'c dyn ProgressSink,
-        at: &At<'_>,
-        handles: Continue,
-    ) -> Result<Start<'c>> {
-        self.runtimes.probe_at(sink, at, handles).await
-    }
-
-    pub async fn probe_from_handle(
-        &self,
-        workspace: &str,
-        path: &str,
-        handle: &str,
-        taking: Taking,
-    ) -> Result<FromHandle> {
-        self.runtimes
-            .probe_from_handle(workspace, path, handle, taking)
-            .await
+    pub async fn run_batch(&self, sink: &dyn ProgressSink, batch: &Batch<'_>) -> Result<BatchRun> {
+        self.runtimes.run_batch(sink, batch).await
     }
 
     pub async fn run_at(

@@ -110,6 +110,10 @@ impl From<broker::Error> for ToolError {
                 message,
             } => header_failed(&path, version, import, message),
             E::Unexpected(what) => ToolError::new(ErrorCode::InternalError, what),
+            E::Candidate { index, error } => ToolError::new(
+                ErrorCode::InvalidParams,
+                format!("texts[{index}]: {}", ToolError::from(*error).message),
+            ),
         }
     }
 }

@@ -2,8 +2,7 @@
 //! method per tool, each turning its arguments into a broker intent (the
 //! methods of [`Broker`]) and the broker's typed error into the tool error
 //! (`errors.rs`). What is not the broker's lives here too: the process tools
-//! (`beam_version`, `beam_stats`, `beam_feedback_report`) and the
-//! orchestration of a batch over the broker's probes.
+//! (`beam_version`, `beam_stats`, `beam_feedback_report`).
 
 mod args;
 mod batch;
@@ -16,7 +15,7 @@ mod redact;
 use std::sync::Arc;
 
 use crate::broker::{After, Broker, Budget, Continue, Mode, SyncOptions, Taking};
-use crate::replica::ReplicaId;
+use crate::identity::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
 use crate::surface::*;

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::identity;
+use crate::identity::ReplicaId;
 use crate::identity::{MODERN_VERSION, SUPPORTED_LEGACY};
-use crate::replica::ReplicaId;
 use crate::results::{Limits, RuntimeStats, StatsResult, VersionResult};
 use crate::stats::Stats;
 

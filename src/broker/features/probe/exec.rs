@@ -56,12 +56,11 @@ impl Inserted {
     }
 }
 
-/// A step that ran: the result, whether Lean's worker died under it, how
-/// long it took once it had a slot, and the step itself (for handles).
+/// A step that ran: the result, whether Lean's worker died under it, and
+/// the step itself (for handles).
 pub struct Ran {
     pub result: RunResult,
     pub crashed: bool,
-    pub elapsed: std::time::Duration,
     /// What ran, for a handle that continues after it ([`Start::mint`]).
     pub step: Option<Step>,
 }
@@ -306,7 +305,6 @@ pub(super) async fn run_step(
     )?;
     let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
     let slot = pool.acquire(&exec.text).await;
-    let started = std::time::Instant::now();
     let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
@@ -328,12 +326,11 @@ pub(super) async fn run_step(
                     disk_changed: false,
                 },
                 crashed: false,
-                elapsed: started.elapsed(),
                 step: None,
             }),
         },
     };
-    let ran = match ran {
+    match ran {
         // The worker died under the step: a verdict like any other, the same
         // from every probe tool (a batch candidate's, a single probe's), not
         // a tool error naming the shadow document. The slot was closed and
@@ -361,15 +358,10 @@ pub(super) async fn run_step(
                 disk_changed: false,
             },
             crashed: true,
-            elapsed: started.elapsed(),
             step: None,
         }),
         other => other,
-    };
-    ran.map(|ran| Ran {
-        elapsed: started.elapsed(),
-        ..ran
-    })
+    }
 }
 
 /// What a step whose worker died says.
@@ -539,7 +531,6 @@ pub(super) async fn interpret(
     Ok(Ran {
         result,
         crashed,
-        elapsed: std::time::Duration::ZERO,
         step: None,
     })
 }
@@ -570,5 +561,6 @@ fn frame<'a>(
         blocked,
         sorry_in_step: holds_sorry(&shadow[step.start..step.end]),
         sorry_outside: holds_sorry(&outside),
+        whole_declaration: step.mode == Mode::Term,
     }
 }

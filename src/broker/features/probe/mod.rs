@@ -1,8 +1,9 @@
 //! Speculative execution: a step of tactics, one command or a term run at a
 //! position of a pinned version, or after a proof handle's chain, in the
-//! document's shadow slots (never in the file). `ops` asks through
-//! [`Broker::probe_at`] and [`Broker::probe_from_handle`] and the [`Start`]
-//! and [`FromHandle`] they return; slots, sessions and the handle store stay
+//! document's shadow slots (never in the file). A place is taken with
+//! `probe_at` (a [`Start`]) or `probe_from_handle` (a [`FromHandle`]); the
+//! run tools (`run.rs`) and the batch (`batch.rs`) run their texts there.
+//! None of it leaves the broker: slots, sessions and the handle store stay
 //! in here.
 
 use serde_json::{Value, json};
@@ -33,12 +34,14 @@ use crate::results::{
     WorkspaceEcho,
 };
 
+mod batch;
 mod exec;
 mod reading;
 mod run;
 mod text;
 
 pub use super::heartbeats::check_budget;
+pub use batch::BatchRun;
 pub use exec::Ran;
 use exec::*;
 pub use reading::verdict;

@@ -43,6 +43,12 @@ pub(super) struct Frame<'a> {
     pub(super) sorry_in_step: bool,
     /// The declaration's text outside the step holds `sorry` (or `admit`).
     pub(super) sorry_outside: bool,
+    /// The shadow holds the step's whole declaration, the user's text around
+    /// it (a term step): a new error anywhere in it is the step's. A tactic
+    /// step or a command ends the shadow, so errors before it can come from
+    /// what was cut after it (an alternative not provided, a command without
+    /// its body) and are not the step's.
+    pub(super) whole_declaration: bool,
 }
 
 /// What Lean's diagnostics say about one step.
@@ -175,17 +181,19 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
             // The user's own version says the same there.
             continue;
         } else if severity == ERROR {
-            // New before the step: the text before it is the user's, so the
-            // step made it. Lean's unsolved-goals report at the block's start
-            // is what the step leaves; any other error fails the step (a term
-            // step's enclosing `exact` reports its type mismatch at `exact`,
-            // before the parenthesis: skipped, it read as closed).
+            // New before the step. Lean's unsolved-goals report at the
+            // block's start is what the step leaves.
             if let Some(goals) = diagnostics::unsolved_goals(d) {
                 reading
                     .unsolved
                     .extend(goals.split("\n\n").map(goals::plain_goal));
                 continue;
             }
+            if !frame.whole_declaration {
+                continue;
+            }
+            // A term step's enclosing `exact` reports its type mismatch at
+            // `exact`, before the parenthesis: skipped, it read as closed.
             reading.success = false;
             entry.before_step = true;
             entry.range = in_users_file;
@@ -299,6 +307,7 @@ mod tests {
             blocked: false,
             sorry_in_step: false,
             sorry_outside: false,
+            whole_declaration: false,
         }
     }
 
@@ -459,6 +468,7 @@ mod tests {
         f.start = (10, 9);
         f.begin = (10, 8);
         f.declaration = (9, 0);
+        f.whole_declaration = true;
         let mismatch = diag(
             ERROR,
             (10, 2),

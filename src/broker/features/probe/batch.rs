@@ -1,0 +1,433 @@
+//! `lean_run_batch`: many candidate texts at one place in one call, in
+//! parallel over the document's shadow slots (the same slots, prefix bases
+//! and handles as `lean_run_at` and `lean_run_with`), one verdict each, with
+//! fingerprints of the goals they reach and diffs against the start goals.
+
+use serde_json::{Value, json};
+
+use super::{FromHandle, Ran, Start, verdict};
+use crate::broker::ask::{Batch, Budget, Continue, Place as Asked, Taking};
+use crate::broker::engine::concurrent::AsCompleted;
+use crate::broker::engine::runtimes::Runtimes;
+use crate::broker::error::{Error, Result};
+use crate::broker::progress::{LogLevel, ProgressSink, SinkFuture};
+use crate::results::{BatchMode, BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome};
+
+/// A batch's answer: the result, and the error of each candidate that
+/// crashed (its index in `texts`), for the caller to put in words
+/// (`Candidate::error`).
+pub struct BatchRun {
+    pub result: BatchResult,
+    pub crashed: Vec<(usize, Error)>,
+}
+
+/// FNV-1a, 128 bits, over the pretty-printed goals: stable across calls and
+/// processes (no random seed), unlike std's hasher.
+fn fingerprint(goals: &[Goal]) -> String {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013b;
+    let mut hash = OFFSET;
+    for goal in goals {
+        // A separator that no goal text holds keeps goal boundaries apart.
+        for byte in goal.pretty.bytes().chain([0u8]) {
+            hash ^= u128::from(byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    format!("{hash:032x}")
+}
+
+/// A goal's hypotheses, one line each as Lean prints them.
+fn hyp_lines(goal: &Goal) -> Vec<String> {
+    goal.hyps()
+        .iter()
+        .map(|h| {
+            let mut line = format!("{} : {}", h.names.join(" "), h.ty);
+            if let Some(value) = &h.value {
+                line.push_str(" := ");
+                line.push_str(value);
+            }
+            line
+        })
+        .collect()
+}
+
+fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
+    let closed: Vec<usize> = (0..start.len())
+        .filter(|&i| !after.iter().any(|g| g.pretty == start[i].pretty))
+        .collect();
+    let added: Vec<usize> = (0..after.len())
+        .filter(|&i| !start.iter().any(|g| g.pretty == after[i].pretty))
+        .collect();
+    let hyps = added
+        .iter()
+        .filter_map(|&goal| {
+            let name = after[goal].user_name();
+            let from = start
+                .iter()
+                .position(|g| name.is_some() && g.user_name() == name)
+                .or_else(|| closed.first().copied())?;
+            let (now, then) = (hyp_lines(&after[goal]), hyp_lines(&start[from]));
+            let added: Vec<String> = now.iter().filter(|h| !then.contains(h)).cloned().collect();
+            let removed: Vec<String> = then.iter().filter(|h| !now.contains(h)).cloned().collect();
+            (!added.is_empty() || !removed.is_empty()).then_some(HypsDiff {
+                goal,
+                from,
+                added,
+                removed,
+            })
+        })
+        .collect();
+    GoalDiff {
+        closed,
+        added,
+        hyps,
+    }
+}
+
+/// A candidate that did not run to its end.
+fn without_run(outcome: Outcome) -> Candidate {
+    Candidate {
+        outcome,
+        messages: Vec::new(),
+        goals: None,
+        goals_at_start: false,
+        error: None,
+        fingerprint: None,
+        same_as: None,
+        diff: None,
+        handle: None,
+    }
+}
+
+/// The goals of a step's proof state (none for a command).
+fn goals_of(ran: &Ran) -> Vec<Goal> {
+    ran.result
+        .proof_state
+        .as_ref()
+        .map(|p| p.goals.clone())
+        .unwrap_or_default()
+}
+
+/// The place the candidates start from, either kind.
+enum Place<'c> {
+    At(Start<'c>),
+    With(FromHandle),
+}
+
+impl Place<'_> {
+    async fn run(&self, sink: &dyn ProgressSink, text: &str, budget: Budget) -> Result<Ran> {
+        match self {
+            Place::At(start) => start.run(sink, text, budget).await,
+            Place::With(from) => from.run(sink, text, budget).await,
+        }
+    }
+
+    /// Whether `text` can run here within `budget`.
+    fn check(&self, text: &str, budget: Budget) -> Result<()> {
+        match self {
+            Place::At(start) => start.check(text, budget),
+            Place::With(from) => from.check(text, budget),
+        }
+    }
+
+    fn mode(&self) -> BatchMode {
+        match self {
+            Place::At(start) => start.mode(),
+            Place::With(from) if from.is_proof() => BatchMode::Tactic,
+            Place::With(_) => BatchMode::Command,
+        }
+    }
+}
+
+/// What the candidates report to: nothing of their own (the batch reports
+/// one count, not each candidate's file progress).
+struct Quiet<'a>(&'a dyn ProgressSink);
+
+impl ProgressSink for Quiet<'_> {
+    fn has_progress_token(&self) -> bool {
+        false
+    }
+
+    fn admits(&self, _: LogLevel) -> bool {
+        false
+    }
+
+    fn follows_lake_setup(&self) -> bool {
+        self.0.follows_lake_setup()
+    }
+
+    fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
+        Box::pin(std::future::ready(false))
+    }
+
+    fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    fn lake_setup<'a>(&'a self, _: &'a str, _: &'a str) -> SinkFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+impl Runtimes {
+    pub(crate) async fn run_batch(
+        &self,
+        sink: &dyn ProgressSink,
+        batch: &Batch<'_>,
+    ) -> Result<BatchRun> {
+        let total = batch.texts.len();
+        let budget = batch.budget;
+        let place = match &batch.place {
+            Asked::At(at) => Place::At(self.probe_at(sink, at, Continue::NoHandles).await?),
+            Asked::After(after) => Place::With(
+                self.probe_from_handle(after.workspace, after.path, after.handle, Taking::Keep)
+                    .await?,
+            ),
+        };
+        for (index, text) in batch.texts.iter().enumerate() {
+            place
+                .check(text, budget)
+                .map_err(|error| Error::Candidate {
+                    index,
+                    error: Box::new(error),
+                })?;
+        }
+        let mode = place.mode();
+        let tactic = mode == BatchMode::Tactic;
+        let quiet = Quiet(sink);
+        let quiet = &quiet;
+        let place = &place;
+        let mut running: AsCompleted<'_, Result<Ran>> = AsCompleted::new();
+        for text in batch.texts {
+            running.push(async move { place.run(quiet, text, budget).await });
+        }
+        // From a handle the starting goals come from the handle's own state,
+        // read as a no-op step beside the candidates.
+        let start_probe = matches!(place, Place::With(_)) && tactic;
+        if start_probe {
+            running.push(async move { place.run(quiet, "skip", Budget::default()).await });
+        }
+        let mut done: Vec<Option<Result<Ran>>> = (0..total).map(|_| None).collect();
+        let mut start_goals = match place {
+            Place::At(start) => Some(start.goals().to_vec()),
+            Place::With(_) => None,
+        };
+        let mut finished = 0;
+        let mut stop = false;
+        let mut winner: Option<usize> = None;
+        while let Some((i, ran)) = running.next().await {
+            if i == total {
+                start_goals = Some(match ran {
+                    Ok(ran) => goals_of(&ran),
+                    Err(e) if e.lost_worker() => Vec::new(),
+                    Err(e) => return Err(e),
+                });
+                continue;
+            }
+            let ran = match ran {
+                Err(e) if !e.lost_worker() => return Err(e),
+                ran => ran,
+            };
+            let closed = ran
+                .as_ref()
+                .is_ok_and(|ran| verdict(&ran.result, ran.crashed) == Outcome::Closed);
+            done[i] = Some(ran);
+            finished += 1;
+            sink.progress(
+                &format!("{finished} of {total} candidates done"),
+                Some(json!({ "done": finished, "total": total })),
+            )
+            .await;
+            if closed && batch.stop_on_first_close && winner.is_none_or(|w| i < w) {
+                // Candidates after the lowest-index close are not wanted:
+                // they stop now (their slots go to the ones before it).
+                winner = Some(i);
+                running.cancel(i + 1..total);
+            }
+            // The winner is the lowest-index closing candidate once every
+            // candidate before it has run, whatever order they finished in.
+            if winner.is_some_and(|w| done[..w].iter().all(Option::is_some)) {
+                stop = true;
+                break;
+            }
+        }
+        if stop {
+            // The rest are skipped: their slots are given back (and Lean told
+            // to stop) as they drop; the starting goals are still wanted.
+            let start_future = if start_probe {
+                running.take(total)
+            } else {
+                None
+            };
+            drop(running);
+            if let Some(future) = start_future {
+                if let Ok(ran) = future.await {
+                    start_goals = Some(goals_of(&ran));
+                }
+            }
+        }
+        let mut start_goals = start_goals.unwrap_or_default();
+        let start_fingerprint = tactic.then(|| fingerprint(&start_goals));
+
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(total);
+        let mut fingerprints: Vec<Option<String>> = Vec::with_capacity(total);
+        let mut crashed = Vec::new();
+        for (index, ran) in done.into_iter().enumerate() {
+            // After the winner every candidate is skipped, also one that
+            // happened to finish: the answer does not depend on timing.
+            let ran = if winner.is_some_and(|w| index > w) {
+                None
+            } else {
+                ran
+            };
+            let ran = match ran {
+                None => {
+                    candidates.push(without_run(Outcome::Skipped));
+                    fingerprints.push(None);
+                    continue;
+                }
+                Some(Err(e)) => {
+                    crashed.push((index, e));
+                    candidates.push(without_run(Outcome::Crashed));
+                    fingerprints.push(None);
+                    continue;
+                }
+                Some(Ok(ran)) => ran,
+            };
+            let outcome = verdict(&ran.result, ran.crashed);
+            let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
+            let progressed = outcome == Outcome::Progressed;
+            let goals = goals_of(&ran);
+            let fingerprint = (reached && tactic).then(|| fingerprint(&goals));
+            let same_as = fingerprint.as_ref().and_then(|f| {
+                fingerprints
+                    .iter()
+                    .position(|other| other.as_ref() == Some(f))
+            });
+            let minting = reached && batch.handles == Continue::WithHandles;
+            let handle = match (place, minting, &ran.step) {
+                (Place::At(start), true, Some(step))
+                    if mode == BatchMode::Command || progressed =>
+                {
+                    Some(start.mint(step)?)
+                }
+                (Place::With(from), true, _) => Some(from.mint(&batch.texts[index])?),
+                _ => None,
+            };
+            // Closed: no goals to show. Failed at its first step: the goals
+            // are the start goals, said once for the batch.
+            let shown = ran.result.proof_state.is_some() && outcome != Outcome::Closed;
+            let at_start = outcome == Outcome::Failed && tactic && goals == start_goals;
+            fingerprints.push(fingerprint.clone());
+            candidates.push(Candidate {
+                outcome,
+                messages: ran.result.messages,
+                diff: (progressed && tactic && batch.diff).then(|| diff(&start_goals, &goals)),
+                goals: (shown && !at_start).then_some(goals),
+                goals_at_start: at_start,
+                fingerprint: fingerprint.filter(|_| progressed),
+                same_as: same_as.filter(|_| progressed),
+                handle,
+                error: None,
+            });
+        }
+        batch.form.apply(start_goals.iter_mut());
+        batch.form.apply(
+            candidates
+                .iter_mut()
+                .flat_map(|c| c.goals.iter_mut().flatten()),
+        );
+        let first_closed = candidates.iter().position(|c| c.outcome == Outcome::Closed);
+        let (origin, line_text, disk_changed) = match place {
+            Place::At(start) => (
+                start.origin(),
+                Some(start.line_text().to_owned()),
+                start.disk_changed().await,
+            ),
+            Place::With(from) => (from.origin(), None, from.disk_changed().await),
+        };
+        Ok(BatchRun {
+            result: BatchResult {
+                // The caller's to echo (a declaration it resolved).
+                declaration: None,
+                workspace: origin.workspace,
+                path: origin.path,
+                version: origin.version,
+                line_text,
+                mode,
+                start_goals,
+                start_fingerprint,
+                candidates,
+                first_closed,
+                disk_changed,
+            },
+            crashed,
+        })
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal(name: Option<&str>, hyps: &[(&str, &str)], target: &str) -> Goal {
+        let mut g = Goal {
+            pretty: String::new(),
+            parts: Some(crate::results::GoalParts {
+                goal_prefix: "⊢ ".to_owned(),
+                target: target.to_owned(),
+                hyps: hyps
+                    .iter()
+                    .map(|(n, t)| crate::results::Hypothesis {
+                        names: vec![(*n).to_owned()],
+                        ty: (*t).to_owned(),
+                        value: None,
+                    })
+                    .collect(),
+                user_name: name.map(str::to_owned),
+            }),
+        };
+        // What fingerprints compare: the hypotheses and target as printed.
+        g.pretty = hyp_lines(&g)
+            .into_iter()
+            .chain([format!("⊢ {target}")])
+            .collect::<Vec<_>>()
+            .join("\n");
+        g
+    }
+
+    #[test]
+    fn fingerprints_are_equal_exactly_when_the_goals_print_alike() {
+        let a = goal(None, &[("n", "N")], "Eq n n");
+        let b = goal(None, &[("n", "N")], "Eq n n");
+        let c = goal(None, &[("m", "N")], "Eq n n");
+        let one = |g: &Goal| fingerprint(std::slice::from_ref(g));
+        assert_eq!(one(&a), one(&b));
+        assert_ne!(one(&a), one(&c));
+        // Goal boundaries count: two goals are not one goal holding both.
+        assert_ne!(fingerprint(&[a.clone(), b]), fingerprint(&[a]));
+        assert_eq!(fingerprint(&[]).len(), 32);
+        // Fixed: the same text gives the same fingerprint in every process.
+        assert_eq!(
+            fingerprint(&[]),
+            format!("{:032x}", 0x6c62272e07bb014262b821756295c58du128)
+        );
+    }
+
+    #[test]
+    fn diffs_name_closed_and_added_goals_and_their_hypotheses() {
+        let start = [goal(None, &[("n", "N")], "P n")];
+        let after = [
+            goal(Some("zero"), &[], "P N.zero"),
+            goal(Some("succ"), &[("m", "N"), ("ih", "P m")], "P m.succ"),
+        ];
+        let d = diff(&start, &after);
+        assert_eq!(d.closed, [0]);
+        assert_eq!(d.added, [0, 1]);
+        assert_eq!(d.hyps.len(), 2);
+        assert_eq!(d.hyps[0].removed, ["n : N"]);
+        assert_eq!(d.hyps[1].added, ["m : N", "ih : P m"]);
+        let same = diff(&start, &start);
+        assert!(same.closed.is_empty() && same.added.is_empty() && same.hyps.is_empty());
+    }
+}
