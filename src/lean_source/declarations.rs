@@ -8,6 +8,7 @@
 //! attribute line before a declaration belongs to it. Inside a command the
 //! proof is what follows its first `:=` outside brackets.
 
+use super::header::{CONTINUATION, MODIFIERS};
 use super::lexer::{self, LexemeKind};
 
 /// Where in a declaration a call goes.
@@ -54,19 +55,6 @@ pub enum Unresolved {
 /// At most this many close matches are listed.
 const CLOSE: usize = 5;
 
-/// Words a declaration's keyword may follow.
-const MODIFIERS: &[&str] = &[
-    "private",
-    "protected",
-    "noncomputable",
-    "partial",
-    "unsafe",
-    "nonrec",
-    "scoped",
-    "local",
-    "public",
-];
-
 /// Keywords that start a declaration with a name.
 const KEYWORDS: &[&str] = &[
     "theorem",
@@ -80,26 +68,6 @@ const KEYWORDS: &[&str] = &[
     "coinductive",
     "opaque",
     "axiom",
-];
-
-/// Words that may begin a continuation line at column 0 (as in the outline).
-const CONTINUATION: &[&str] = &[
-    "by",
-    "where",
-    "deriving",
-    "termination_by",
-    "decreasing_by",
-    "with",
-    "at",
-    "in",
-    "then",
-    "else",
-    "do",
-    "fun",
-    "from",
-    "using",
-    "calc",
-    "|",
 ];
 
 /// A scope the declarations sit in.
@@ -122,7 +90,7 @@ pub fn declarations(text: &str) -> Vec<Declaration> {
     let adjacent = |i: usize| i + 1 < lexemes.len() && lexemes[i].end == lexemes[i + 1].start;
     // Command starts: column-0 lexemes that are no continuation.
     let starts: Vec<usize> = (0..lexemes.len())
-        .filter(|&i| at_column_0(i) && !CONTINUATION.contains(&str_of(i)))
+        .filter(|&i| at_column_0(i) && !(CONTINUATION.contains(&str_of(i)) || str_of(i) == "|"))
         .collect();
     let gaps: Vec<usize> = lexer::scan(text).into_iter().map(|t| t.start).collect();
     // A dotted name starting at lexeme `i`: its components and the lexeme after it.

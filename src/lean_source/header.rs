@@ -111,6 +111,26 @@ pub const MODIFIERS: &[&str] = &[
     "meta",
 ];
 
+/// Words that may begin a continuation line at column 0: the command above
+/// goes on (the outline, declaration addressing and search read lines so).
+pub const CONTINUATION: &[&str] = &[
+    "by",
+    "where",
+    "deriving",
+    "termination_by",
+    "decreasing_by",
+    "with",
+    "at",
+    "in",
+    "then",
+    "else",
+    "do",
+    "fun",
+    "from",
+    "using",
+    "calc",
+];
+
 impl Keyword {
     /// The keyword a word spells, if it starts a command.
     pub fn of(word: &str) -> Option<Keyword> {

@@ -14,7 +14,7 @@
 //! Commands start at column 0, as Lean's own style requires; lines of a
 //! command that start further right are its continuation.
 
-use super::header::{self, Keyword, MODIFIERS};
+use super::header::{self, CONTINUATION, Keyword, MODIFIERS};
 use super::lexer::{self, Lexeme, LexemeKind};
 
 /// A word that starts a command changing the scope.
@@ -27,25 +27,6 @@ fn changes_scope(word: &str) -> bool {
 fn other_command(word: &str) -> bool {
     MODIFIERS.contains(&word) || Keyword::of(word).is_some_and(|k| !k.changes_scope())
 }
-
-/// Words that may begin a continuation line at column 0.
-const CONTINUATION: &[&str] = &[
-    "by",
-    "where",
-    "deriving",
-    "termination_by",
-    "decreasing_by",
-    "with",
-    "at",
-    "in",
-    "then",
-    "else",
-    "do",
-    "fun",
-    "from",
-    "using",
-    "calc",
-];
 
 /// Words whose meaning changes across a module boundary, or that stop or
 /// escape elaboration.

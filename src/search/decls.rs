@@ -9,7 +9,7 @@
 //! macros, and commands that do not start a line. It is a search index, not
 //! an elaborator: a declaration it misses is not found, nothing else.
 
-use super::source::{Lexeme, LexemeKind, lex};
+use super::source::{CONTINUATION, Lexeme, LexemeKind, MODIFIERS, lex};
 
 /// The keyword of a declaration, as written (`lemma` is kept apart from
 /// `theorem`; `class inductive` reads as `class`).
@@ -76,39 +76,6 @@ pub struct Decl {
     pub start: usize,
     pub end: usize,
 }
-
-/// Words that may stand between attributes and the keyword.
-const MODIFIERS: &[&str] = &[
-    "private",
-    "protected",
-    "noncomputable",
-    "partial",
-    "unsafe",
-    "nonrec",
-    "public",
-    "meta",
-    "scoped",
-    "local",
-];
-
-/// Words that begin a continuation line at column 0 (the command goes on).
-const CONTINUATION: &[&str] = &[
-    "by",
-    "where",
-    "deriving",
-    "termination_by",
-    "decreasing_by",
-    "with",
-    "at",
-    "in",
-    "then",
-    "else",
-    "do",
-    "fun",
-    "from",
-    "using",
-    "calc",
-];
 
 /// Docstrings longer than this are cut (at a character boundary, `…` added).
 const DOC_CHARS: usize = 400;
