@@ -16,6 +16,8 @@ export const LEAN = process.env.LEAN_BEAM_LEAN;
 export const HOSTS_DIR = process.env.LEAN_BEAM_TEST_HOSTS_DIR ?? join(REPO, "target/test-hosts");
 export const MODULES = join(HOSTS_DIR, "node_modules");
 export const NODE = join(MODULES, "node/bin/node");
+/** How many tools the server serves: the catalog golden (tests/golden/tools.json). */
+export const CATALOG_SIZE = JSON.parse(readFileSync(join(REPO, "tests/golden/tools.json"), "utf8")).length;
 const FIXTURE = join(REPO, "tests/fixtures/basic");
 const SCRATCH = join(REPO, "target/hosts-lane");
 

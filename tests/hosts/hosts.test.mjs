@@ -23,6 +23,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
+  CATALOG_SIZE,
   MODULES,
   NODE,
   hostEnv,
@@ -147,7 +148,7 @@ describe("Claude Code 2.1.332", () => {
       // Every tool of the server reached the model.
       const declared = JSON.parse(api.state.requests.find((r) => /lean_sync/.test(r.body)).body).tools.map((t) => t.name);
       const ours = declared.filter((n) => n.startsWith("mcp__lean-beam__"));
-      assert.equal(ours.length, 30, ours.join(","));
+      assert.equal(ours.length, CATALOG_SIZE, ours.join(","));
     } finally {
       await api.close();
     }
@@ -325,7 +326,7 @@ describe("mcp.json entries, started and called with SDK v1 1.32.2", async () => 
     await client.connect(new StdioClientTransport({ command: entry.command, args: entry.args ?? [], env, cwd: root, stderr: "ignore" }));
     try {
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 30);
+      assert.equal(tools.length, CATALOG_SIZE);
       const version = await client.callTool({ name: "beam_version", arguments: {} });
       assert.equal(JSON.parse(version.content[0].text).name, "lean-beam-mcp");
       const sync = await client.callTool({ name: "lean_sync", arguments: fixtureArgs(root) }, undefined, { timeout: GUARD_MS });

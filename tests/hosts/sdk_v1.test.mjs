@@ -94,6 +94,8 @@ async function everyTool(client, root) {
   await ok("lean_references", at(16, 10));
   await ok("lean_document_symbols", { ...goalsFile, version: v, signatures: true });
   await ok("lean_workspace_symbols", { workspace, query: "add" });
+  const found = await ok("lean_search", { workspace, query: "add_zero" });
+  assert.ok(found.hits.length > 0, JSON.stringify(found));
   const goals = await ok("lean_goals", { ...at(15, 4), mode: "before", structured_goals: true });
   assert.equal(goals.goals[0].target, "Eq (N.zero.add m.succ) m.succ");
   await ok("lean_term_goal", at(13, 26));
