@@ -113,6 +113,7 @@ fn output_schema(name: &str) -> Option<Value> {
         SearchResult,
         SignatureHelpResult,
         StatsResult,
+        SuggestResult,
         SyncResult,
         TermGoalResult,
         TodoResult,

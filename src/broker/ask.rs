@@ -185,3 +185,17 @@ pub struct Batch<'a> {
     /// How the goals are shown.
     pub form: crate::results::GoalForm,
 }
+
+/// `lean_suggest`: suggestion tactics run at one place, and every
+/// suggestion they make checked there.
+pub struct Suggest<'a> {
+    pub place: Place<'a>,
+    /// The tactics, each run alone (in a term, as `by` and the tactic).
+    pub tactics: &'a [String],
+    /// Each tactic's run and each check.
+    pub budget: Budget,
+    /// At most this many suggestions in the answer.
+    pub limit: usize,
+    /// How the goals are shown.
+    pub form: crate::results::GoalForm,
+}

@@ -198,6 +198,8 @@ pub enum HandleProblem {
     ServerRestarted,
     /// Its workspace has no runtime (dropped, or never used).
     NoRuntime,
+    /// It continues commands, where tactics were to run (`lean_suggest`).
+    ContinuesCommands,
 }
 
 /// Why a probe cannot run where it was asked to.
@@ -211,6 +213,8 @@ pub enum ProbeProblem {
     /// Between commands a probe runs exactly one command; the text holds
     /// `commands`.
     NotOneCommand { commands: usize },
+    /// Between commands, where tactics were to run (`lean_suggest`).
+    NoGoal,
 }
 
 /// Why no checkpoint was written.

@@ -37,6 +37,7 @@ pub use error::{
 };
 pub use features::documents::Located;
 pub use features::probe::BatchRun;
+pub use features::suggest::{Crashed, SuggestRun};
 pub use progress::{LogLevel, ProgressSink, SinkFuture};
 
 pub struct Broker {
@@ -257,6 +258,10 @@ impl Broker {
 
     pub async fn run_batch(&self, sink: &dyn ProgressSink, batch: &Batch<'_>) -> Result<BatchRun> {
         self.runtimes.run_batch(sink, batch).await
+    }
+
+    pub async fn suggest(&self, sink: &dyn ProgressSink, ask: &Suggest<'_>) -> Result<SuggestRun> {
+        self.runtimes.suggest(sink, ask).await
     }
 
     pub async fn run_at(

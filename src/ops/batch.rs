@@ -6,38 +6,51 @@
 use super::args::{Address, pinned};
 use crate::broker::{After, Batch, Broker, Budget, Continue, Place};
 use crate::results::{BatchResult, DeclarationAt, GoalForm};
-use crate::surface::{CallContext, ErrorCode, LeanRunBatchArgs, ToolError};
+use crate::surface::{CallContext, DeclSpot, ErrorCode, LeanRunBatchArgs, ToolError, Workspace};
 
 /// At most this many candidates in one call.
 pub const MAX_CANDIDATES: usize = 32;
 
+/// What a call names its place with: a position or a declaration of a
+/// pinned version, or a handle (`lean_run_batch`, `lean_suggest`).
+pub(super) struct Named<'a> {
+    pub workspace: &'a Workspace,
+    pub path: &'a str,
+    pub version: Option<u64>,
+    pub line: Option<u64>,
+    pub character: Option<u64>,
+    pub declaration: Option<&'a str>,
+    pub at: Option<DeclSpot>,
+    pub handle: Option<&'a str>,
+}
+
 /// The place the arguments name: a position or a declaration of a pinned
 /// version (the declaration resolved, to echo), or a handle, never both.
-async fn place<'a>(
+pub(super) async fn place<'a>(
     broker: &Broker,
     ctx: &CallContext,
-    args: &'a LeanRunBatchArgs,
+    named: Named<'a>,
 ) -> Result<(Place<'a>, Option<DeclarationAt>), ToolError> {
-    let positional = args.line.is_some()
-        || args.character.is_some()
-        || args.declaration.is_some()
-        || args.at.is_some();
-    match (&args.handle, args.version) {
+    let positional = named.line.is_some()
+        || named.character.is_some()
+        || named.declaration.is_some()
+        || named.at.is_some();
+    match (named.handle, named.version) {
         (Some(handle), None) if !positional => Ok((
             Place::After(After {
-                workspace: &args.workspace.root,
-                path: &args.path,
+                workspace: &named.workspace.root,
+                path: named.path,
                 handle,
             }),
             None,
         )),
         (None, Some(version)) => {
             let address = Address {
-                pinned: pinned(&args.workspace, &args.path, version),
-                line: args.line,
-                character: args.character,
-                declaration: args.declaration.as_deref(),
-                at: args.at,
+                pinned: pinned(named.workspace, named.path, version),
+                line: named.line,
+                character: named.character,
+                declaration: named.declaration,
+                at: named.at,
             };
             let (at, declaration) = address.resolve(broker, ctx).await?;
             Ok((Place::At(at), declaration))
@@ -48,7 +61,7 @@ async fn place<'a>(
     }
 }
 
-fn invalid(message: &str) -> ToolError {
+pub(super) fn invalid(message: &str) -> ToolError {
     ToolError::new(ErrorCode::InvalidParams, message.to_owned())
 }
 
@@ -63,7 +76,17 @@ pub async fn run_batch(
             "texts holds {total} candidates; give 1 to {MAX_CANDIDATES}"
         )));
     }
-    let (place, declaration) = place(broker, ctx, args).await?;
+    let named = Named {
+        workspace: &args.workspace,
+        path: &args.path,
+        version: args.version,
+        line: args.line,
+        character: args.character,
+        declaration: args.declaration.as_deref(),
+        at: args.at,
+        handle: args.handle.as_deref(),
+    };
+    let (place, declaration) = place(broker, ctx, named).await?;
     let batch = Batch {
         place,
         texts: &args.texts,

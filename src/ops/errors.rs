@@ -543,6 +543,10 @@ fn handle_error(handle: &str, problem: HandleProblem) -> ToolError {
             "this workspace has no live runtime or document for it (dropped, or never used in this server)",
             "noRuntime",
         ),
+        HandleProblem::ContinuesCommands => invalid(
+            "it continues commands, not a proof: suggestion tactics need a goal; give a handle minted after a tactic, or a position in a proof",
+            "continuesCommands",
+        ),
     }
 }
 
@@ -565,6 +569,12 @@ fn probe_error(line: u64, character: u64, problem: ProbeProblem) -> ToolError {
             format!("between commands a probe runs exactly one command; the text holds {commands}"),
         )
         .with_data(json!({ "commands": commands })),
+        ProbeProblem::NoGoal => ToolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "({line}, {character}) is between commands: suggestion tactics need a goal; give a position in a proof (a tactic block, or a term such as a `sorry`), or declaration"
+            ),
+        ),
     }
 }
 

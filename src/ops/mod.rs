@@ -11,6 +11,7 @@ mod errors;
 mod feedback;
 mod process;
 mod redact;
+mod suggest;
 
 use std::sync::Arc;
 
@@ -129,6 +130,14 @@ impl Operations for Beam {
         args: LeanRunBatchArgs,
     ) -> Answer<BatchResult> {
         batch::run_batch(&self.broker, ctx, &args).await
+    }
+
+    async fn lean_suggest(
+        &self,
+        ctx: &CallContext,
+        args: LeanSuggestArgs,
+    ) -> Answer<SuggestResult> {
+        suggest::suggest(&self.broker, ctx, &args).await
     }
 
     async fn lean_hover(&self, ctx: &CallContext, args: LeanHoverArgs) -> Answer<HoverResult> {

@@ -38,6 +38,7 @@ mod process;
 mod run_code;
 mod search;
 mod speculate;
+mod suggest;
 mod truncated;
 mod verify;
 
@@ -50,6 +51,7 @@ pub use process::*;
 pub use run_code::*;
 pub use search::*;
 pub use speculate::*;
+pub use suggest::*;
 pub use truncated::*;
 pub use verify::*;
 

@@ -28,4 +28,5 @@ mod save_feedback;
 mod search;
 mod snippets;
 mod speculate;
+mod suggest;
 mod verify;

@@ -18,7 +18,7 @@ use crate::broker::engine::sync;
 use crate::broker::error::Result;
 use crate::lean_source::lexer::{LexemeKind, lex};
 use crate::lean_source::text::LineIndex;
-use crate::results::{DocHead, HandleEditResult, Placeholder};
+use crate::results::{DocHead, HandleEditResult, Placeholder, TextEdit};
 
 impl Runtimes {
     /// The edit that writes `handle`'s chain into the version of `path` it
@@ -40,8 +40,7 @@ impl Runtimes {
         } = self
             .take_handle(workspace, path, handle, Taking::Keep, Lean::IfRunning)
             .await?;
-        let text = &doc_state.text;
-        let edit = chain_edit(text, &state);
+        let (edit, replaces) = text_edit(&doc_state.text, &doc_state.index, &state);
         let disk_changed = sync::disk_changed(&doc, &doc_state).await;
         Ok(HandleEditResult {
             head: DocHead {
@@ -51,18 +50,30 @@ impl Runtimes {
                 line_text: None,
                 disk_changed,
             },
-            edit: Edit {
-                start: doc_state.index.position(text, edit.start),
-                end: doc_state.index.position(text, edit.end),
-                new_text: edit.new_text,
-            }
-            .into(),
-            replaces: edit.replaced.map(|kind| match kind {
-                Replaced::Sorry => Placeholder::Sorry,
-                Replaced::Hole => Placeholder::Hole,
-            }),
+            edit,
+            replaces,
         })
     }
+}
+
+/// [`chain_edit`] as results say it: the edit in positions of `user` (by
+/// its `index`), and the placeholder it replaces.
+pub fn text_edit(
+    user: &str,
+    index: &LineIndex,
+    state: &HandleState,
+) -> (TextEdit, Option<Placeholder>) {
+    let edit = chain_edit(user, state);
+    let replaces = edit.replaced.map(|kind| match kind {
+        Replaced::Sorry => Placeholder::Sorry,
+        Replaced::Hole => Placeholder::Hole,
+    });
+    let edit = Edit {
+        start: index.position(user, edit.start),
+        end: index.position(user, edit.end),
+        new_text: edit.new_text,
+    };
+    (edit.into(), replaces)
 }
 
 /// What the chain's text takes the place of in the user's file.

@@ -14,6 +14,7 @@ pub(super) mod report;
 pub(super) mod run_code;
 pub(super) mod search;
 pub(super) mod signatures;
+pub(super) mod suggest;
 pub(super) mod term_goal;
 pub(super) mod todo;
 pub(super) mod verify;

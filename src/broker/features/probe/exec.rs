@@ -6,6 +6,9 @@ use super::text::lsp_position;
 use super::*;
 use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
+use super::offers::{self, Offer};
+use crate::log_debug;
+use crate::lsp::protocol::{CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams};
 use crate::results::{RunMessage, Severity};
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
@@ -56,11 +59,13 @@ impl Inserted {
     }
 }
 
-/// A step that ran: the result, whether Lean's worker died under it, and
-/// the step itself (for handles).
+/// A step that ran: the result, whether Lean's worker died under it, what
+/// Lean offered in its place, and the step itself (for handles).
 pub struct Ran {
     pub result: RunResult,
     pub crashed: bool,
+    /// The "Try this" suggestions Lean made for the step's text.
+    pub offers: Vec<Offer>,
     /// What ran, for a handle that continues after it ([`Start::mint`]).
     pub step: Option<Step>,
 }
@@ -326,6 +331,7 @@ pub(super) async fn run_step(
                     disk_changed: false,
                 },
                 crashed: false,
+                offers: Vec::new(),
                 step: None,
             }),
         },
@@ -358,6 +364,7 @@ pub(super) async fn run_step(
                 disk_changed: false,
             },
             crashed: true,
+            offers: Vec::new(),
             step: None,
         }),
         other => other,
@@ -456,6 +463,11 @@ pub(super) async fn interpret(
         slot.close_after_crash(server);
     }
     let Read { index, reading, .. } = read;
+    let offers = if crashed || blocked {
+        Vec::new()
+    } else {
+        step_offers(server, &slot, version, &exec, step, &index, &reading.messages).await
+    };
     let proof_state = match step.mode {
         // Nothing after the header was elaborated: no goals to read.
         _ if blocked => None,
@@ -531,8 +543,78 @@ pub(super) async fn interpret(
     Ok(Ran {
         result,
         crashed,
+        offers,
         step: None,
     })
+}
+
+/// What Lean offers in place of the step's text, when one of its messages
+/// on the step is a "Try this": the code actions Lean has for the step's
+/// range of the shadow (while the slot still holds it), else the messages
+/// themselves (see `offers`). A code-action request that fails leaves the
+/// messages to read: the step's verdict does not depend on it.
+async fn step_offers(
+    server: &LeanServer,
+    slot: &SlotGuard,
+    version: u64,
+    exec: &Exec,
+    step: &Step,
+    index: &LineIndex,
+    messages: &[RunMessage],
+) -> Vec<Offer> {
+    let said: Vec<&RunMessage> = messages
+        .iter()
+        .filter(|m| {
+            m.severity == Severity::Information
+                && m.step_range.is_some()
+                && offers::says_try_this(&m.text)
+        })
+        .collect();
+    if said.is_empty() {
+        return Vec::new();
+    }
+    let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
+    let start = index.position(&exec.text, exec.start);
+    let end = index.position(&exec.text, step.end + exec.start - step.start);
+    let target = Target {
+        server,
+        doc: slot.doc(),
+        version,
+        sink: None,
+    };
+    let params = CodeActionQueryParams {
+        text_document: target.document(),
+        range: lsp_types::Range::new(
+            lsp_types::Position::new(start.0, start.1),
+            lsp_types::Position::new(end.0, end.1),
+        ),
+        context: CodeActionQueryContext {
+            diagnostics: Vec::new(),
+            trigger_kind: 1,
+        },
+    };
+    let offered = match target.request_verbatim::<CodeActionQuery>(params).await {
+        Ok(answer) => offers::from_code_actions(
+            &answer,
+            unbudgeted(start),
+            unbudgeted(end),
+            |edit: &Value| exec.budget.map_or_else(|| edit.clone(), |b| b.remove_from(edit)),
+        ),
+        Err(_) => Vec::new(),
+    };
+    if !offered.is_empty() {
+        log_debug!("{} suggestions from Lean's code actions", offered.len());
+        return offered;
+    }
+    log_debug!("no code action for a \"Try this\": its message read");
+    said.iter()
+        .flat_map(|m| {
+            let range = m.step_range.expect("a message on the step");
+            offers::from_message(&m.text)
+                .into_iter()
+                .map(move |new_text| Offer { range, new_text })
+        })
+        .collect()
 }
 
 /// Where `step` (its text starting at `start`) sits, for [`read`].

@@ -35,14 +35,18 @@ use crate::results::{
 };
 
 mod batch;
+mod edit;
 mod exec;
+mod offers;
 mod reading;
 mod run;
 mod text;
 
 pub use super::heartbeats::check_budget;
 pub use batch::BatchRun;
+pub(crate) use batch::{Place, RunAll, Runs};
 pub use exec::Ran;
+pub use offers::Offer;
 use exec::*;
 pub use reading::verdict;
 use text::*;
