@@ -36,11 +36,12 @@ the first closed one over the item's range, then lean_sync again. Every Lean too
 workspace {\"root\": \"/absolute/project/path\"}; pass the same one each time; a `path` is \
 relative to that root, or absolute; a `version` is one lean_sync or lean_update returned; a \
 handle's calls take the path of the file it was cut from. Instead of line and character, \
-lean_goals, lean_term_goal, lean_run_at, lean_run_at_handle and lean_run_batch take declaration: \
+lean_goals, lean_term_goal, lean_run_at, lean_run_at_handle, lean_run_batch and lean_suggest take declaration: \
 \"Ns.name\" (read from the synced text; a unique last part suffices): its first sorry or hole, \
 or with at: \"start\" the first token of its proof (after := and by), \"end\" just after its \
 last token; the result echoes the name and place in `declaration`. lean_todo's declaration \
-limits it to that declaration. Goals \
+limits it to that declaration. diagnostic_scope filters the items only: counts are always \
+complete. Goals \
 come as Lean prints them (`pretty`); pass structured_goals: true for their parts (hyps, target, \
 goalPrefix, userName). Probe budgets are unset unless given: max_heartbeats is Lean's \
 maxHeartbeats in thousands, timeout_ms a wall-clock limit from when a shadow slot is free. Results are \

@@ -74,10 +74,10 @@ fn the_rendered_catalog_is_the_one_derived_from_the_result_types() {
 }
 
 #[test]
-fn catalog_lists_31_tools_in_table_order() {
+fn catalog_lists_32_tools_in_table_order() {
     let tools = catalog();
-    assert_eq!(tools.len(), 31);
-    assert_eq!(TOOL_COUNT, 31);
+    assert_eq!(tools.len(), 32);
+    assert_eq!(TOOL_COUNT, 32);
     for (i, (entry, tool)) in tools.iter().zip(Tool::ALL).enumerate() {
         assert_eq!(entry["name"], tool.name(), "tool {i}");
         assert_eq!(Tool::from_name(tool.name()), Some(tool));
@@ -464,7 +464,8 @@ const CORE_INTENT: &[&str] = &[
     // lean_run_at_handle left core when the proof-loop tools took
     // `declaration` (issue 28): a one-text lean_run_batch returns its handle.
     "lean_run_with",
-    "lean_run_with_linear",
+    // lean_run_with_linear left core for lean_suggest (issue 28):
+    // lean_run_with then lean_release do what it does.
     "lean_release",
     "lean_handle_edit",
     "lean_hover",
@@ -475,6 +476,7 @@ const CORE_INTENT: &[&str] = &[
     "lean_run_code",
     // Issue 28: finding the lemma is most of a proof loop's turns.
     "lean_search",
+    "lean_suggest",
 ];
 
 #[test]
@@ -664,6 +666,7 @@ fn speculative_tools_state_the_io_boundary() {
         "lean_run_at",
         "lean_run_at_handle",
         "lean_run_batch",
+        "lean_suggest",
         "lean_run_with",
         "lean_run_with_linear",
         "lean_run_code",

@@ -62,7 +62,7 @@ impl DeclSpot {
         }
     }
 }
-///Counts are always complete.
+///`diagnostic_scope`.
 #[derive(
     Debug,
     Clone,
@@ -152,7 +152,7 @@ impl ReportKind {
         }
     }
 }
-///How badly it blocks work.
+///`severity`.
 #[derive(
     Debug,
     Clone,
@@ -283,7 +283,7 @@ pub struct EvidenceItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::std::string::String")]
     pub content: ::std::option::Option<::std::string::String>,
-    ///A regular file inside the root (relative to it); size-capped.
+    ///A file under the root; size-capped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::std::string::String")]
     pub path: ::std::option::Option<::std::string::String>,
@@ -351,7 +351,7 @@ pub struct BeamFeedbackReportArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "ReportKind")]
     pub kind: ::std::option::Option<ReportKind>,
-    ///How badly it blocks work.
+    ///`severity`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Severity")]
     pub severity: ::std::option::Option<Severity>,
@@ -370,34 +370,34 @@ pub struct BeamFeedbackReportArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::std::string::String")]
     pub client_request_id: ::std::option::Option<::std::string::String>,
-    ///The request payload it is about.
+    ///`request`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::serde_json::Map<::std::string::String,::serde_json::Value>")]
     #[schemars(extend("properties" = {}))]
     pub request: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///The response it is about.
+    ///`response`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::serde_json::Map<::std::string::String,::serde_json::Value>")]
     #[schemars(extend("properties" = {}))]
     pub response: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///Inline text or local files.
+    ///`evidence`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: ::std::vec::Vec<EvidenceItem>,
     ///`bundle`.
     #[serde(default = "defaults::beam_feedback_report_bundle")]
     pub bundle: Bundle,
-    ///Folder inside <root>/.lake/beam-feedback (relative to it or absolute).
+    ///Under <root>/.lake/beam-feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "::std::string::String")]
     pub bundle_dir: ::std::option::Option<::std::string::String>,
-    ///Remove home directory, user names, secrets.
+    ///Strip home, user names, secrets.
     #[serde(default = "defaults::beam_feedback_report_redact")]
     pub redact: bool,
-    ///Collect no project context; no workspace echo.
+    ///No project context, no workspace echo.
     #[serde(default = "defaults::beam_feedback_report_confidential")]
     pub confidential: bool,
     ///Return the collected context.
@@ -456,7 +456,7 @@ pub struct LeanRunAtArgs {
     pub at: ::std::option::Option<DeclSpot>,
     ///`text`.
     pub text: ::std::string::String,
-    ///In thousands.
+    ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -514,7 +514,7 @@ pub struct LeanRunAtHandleArgs {
     pub at: ::std::option::Option<DeclSpot>,
     ///`text`.
     pub text: ::std::string::String,
-    ///In thousands.
+    ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -587,7 +587,77 @@ pub struct LeanRunBatchArgs {
     ///`diff`.
     #[serde(default = "defaults::lean_run_batch_diff")]
     pub diff: bool,
-    ///In thousands.
+    ///`max_heartbeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_heartbeats: ::std::option::Option<u64>,
+    ///`timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub timeout_ms: ::std::option::Option<u64>,
+    ///`structured_goals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub structured_goals: ::std::option::Option<bool>,
+    ///`max_result_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub max_result_bytes: ::std::option::Option<u64>,
+}
+///Arguments of `lean_suggest`.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    ::schemars::JsonSchema
+)]
+#[serde(deny_unknown_fields)]
+pub struct LeanSuggestArgs {
+    ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
+    pub workspace: Workspace,
+    ///`path`.
+    pub path: ::std::string::String,
+    ///`version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub version: ::std::option::Option<u64>,
+    ///`line`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub line: ::std::option::Option<u64>,
+    ///`character`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
+    pub character: ::std::option::Option<u64>,
+    ///`declaration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "::std::string::String")]
+    pub declaration: ::std::option::Option<::std::string::String>,
+    ///`at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "DeclSpot")]
+    pub at: ::std::option::Option<DeclSpot>,
+    ///`handle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "::std::string::String")]
+    pub handle: ::std::option::Option<::std::string::String>,
+    ///Default: exact? apply? simp? rw? aesop? omega decide grind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tactics: ::std::vec::Vec<::std::string::String>,
+    ///`limit`.
+    #[serde(default = "defaults::lean_suggest_limit")]
+    #[serde(deserialize_with = "crate::surface::lenient::integer")]
+    #[schemars(extend("minimum" = 1i64))]
+    pub limit: i64,
+    ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -778,7 +848,7 @@ pub struct LeanDocumentSymbolsArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///Adds declaration kinds and signatures.
+    ///Adds kinds and signatures.
     #[serde(default = "defaults::lean_document_symbols_signatures")]
     pub signatures: bool,
     ///`max_result_bytes`.
@@ -800,7 +870,7 @@ pub struct LeanDocumentSymbolsArgs {
 pub struct LeanWorkspaceSymbolsArgs {
     ///The workspace descriptor: selects the Lean project (its toolchain and warm Lean process). Pass the same one on every call; results echo the canonical one.
     pub workspace: Workspace,
-    ///Name or fragment.
+    ///`query`.
     pub query: ::std::string::String,
     ///`max_result_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1000,7 +1070,7 @@ pub struct LeanCodeActionResolveArgs {
     ///`version`.
     #[serde(deserialize_with = "crate::surface::lenient::natural")]
     pub version: u64,
-    ///A lean_todo code_action (with `data`).
+    ///From lean_todo, with `data`.
     #[schemars(extend("required" = ["data"]))]
     #[schemars(extend("properties" = {}))]
     pub code_action: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1029,7 +1099,7 @@ pub struct LeanRunWithArgs {
     pub handle: ::std::string::String,
     ///`text`.
     pub text: ::std::string::String,
-    ///In thousands.
+    ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -1068,7 +1138,7 @@ pub struct LeanRunWithLinearArgs {
     pub handle: ::std::string::String,
     ///`text`.
     pub text: ::std::string::String,
-    ///In thousands.
+    ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -1144,7 +1214,7 @@ pub struct LeanRunCodeArgs {
     pub workspace: Workspace,
     ///`code`.
     pub code: ::std::string::String,
-    ///In thousands.
+    ///`max_heartbeats`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     #[serde(deserialize_with = "crate::surface::lenient::opt_natural")]
@@ -1221,7 +1291,7 @@ pub struct LeanSyncArgs {
     pub workspace: Workspace,
     ///`path`.
     pub path: ::std::string::String,
-    ///Counts are always complete.
+    ///`diagnostic_scope`.
     #[serde(default = "defaults::lean_sync_diagnostic_scope")]
     pub diagnostic_scope: DiagnosticScope,
     ///`diagnostics_in_result`.
@@ -1248,7 +1318,7 @@ pub struct LeanRefreshArgs {
     pub workspace: Workspace,
     ///`path`.
     pub path: ::std::string::String,
-    ///Counts are always complete.
+    ///`diagnostic_scope`.
     #[serde(default = "defaults::lean_refresh_diagnostic_scope")]
     pub diagnostic_scope: DiagnosticScope,
     ///`diagnostics_in_result`.
@@ -1337,6 +1407,9 @@ mod defaults {
     pub(super) fn lean_run_batch_diff() -> bool {
         false
     }
+    pub(super) fn lean_suggest_limit() -> i64 {
+        8
+    }
     pub(super) fn lean_completions_limit() -> i64 {
         50
     }
@@ -1415,6 +1488,7 @@ pub enum Tool {
     LeanRunAt,
     LeanRunAtHandle,
     LeanRunBatch,
+    LeanSuggest,
     LeanHover,
     LeanSignatureHelp,
     LeanCompletions,
@@ -1441,10 +1515,10 @@ pub enum Tool {
     LeanClose,
 }
 /// The number of tools.
-pub const TOOL_COUNT: usize = 31usize;
+pub const TOOL_COUNT: usize = 32usize;
 impl Tool {
     /// All tools, in tools/list order.
-    pub const ALL: [Tool; 31usize] = [
+    pub const ALL: [Tool; 32usize] = [
         Tool::BeamVersion,
         Tool::BeamStats,
         Tool::BeamFeedbackReport,
@@ -1452,6 +1526,7 @@ impl Tool {
         Tool::LeanRunAt,
         Tool::LeanRunAtHandle,
         Tool::LeanRunBatch,
+        Tool::LeanSuggest,
         Tool::LeanHover,
         Tool::LeanSignatureHelp,
         Tool::LeanCompletions,
@@ -1486,30 +1561,31 @@ impl Tool {
             Tool::LeanRunAt => 4usize,
             Tool::LeanRunAtHandle => 5usize,
             Tool::LeanRunBatch => 6usize,
-            Tool::LeanHover => 7usize,
-            Tool::LeanSignatureHelp => 8usize,
-            Tool::LeanCompletions => 9usize,
-            Tool::LeanDefinition => 10usize,
-            Tool::LeanReferences => 11usize,
-            Tool::LeanDocumentSymbols => 12usize,
-            Tool::LeanWorkspaceSymbols => 13usize,
-            Tool::LeanSearch => 14usize,
-            Tool::LeanGoals => 15usize,
-            Tool::LeanTermGoal => 16usize,
-            Tool::LeanTodo => 17usize,
-            Tool::LeanCodeActionResolve => 18usize,
-            Tool::LeanRunWith => 19usize,
-            Tool::LeanRunWithLinear => 20usize,
-            Tool::LeanRelease => 21usize,
-            Tool::LeanHandleEdit => 22usize,
-            Tool::LeanRunCode => 23usize,
-            Tool::LeanVerify => 24usize,
-            Tool::LeanUpdate => 25usize,
-            Tool::LeanSync => 26usize,
-            Tool::LeanRefresh => 27usize,
-            Tool::LeanSave => 28usize,
-            Tool::LeanCloseSave => 29usize,
-            Tool::LeanClose => 30usize,
+            Tool::LeanSuggest => 7usize,
+            Tool::LeanHover => 8usize,
+            Tool::LeanSignatureHelp => 9usize,
+            Tool::LeanCompletions => 10usize,
+            Tool::LeanDefinition => 11usize,
+            Tool::LeanReferences => 12usize,
+            Tool::LeanDocumentSymbols => 13usize,
+            Tool::LeanWorkspaceSymbols => 14usize,
+            Tool::LeanSearch => 15usize,
+            Tool::LeanGoals => 16usize,
+            Tool::LeanTermGoal => 17usize,
+            Tool::LeanTodo => 18usize,
+            Tool::LeanCodeActionResolve => 19usize,
+            Tool::LeanRunWith => 20usize,
+            Tool::LeanRunWithLinear => 21usize,
+            Tool::LeanRelease => 22usize,
+            Tool::LeanHandleEdit => 23usize,
+            Tool::LeanRunCode => 24usize,
+            Tool::LeanVerify => 25usize,
+            Tool::LeanUpdate => 26usize,
+            Tool::LeanSync => 27usize,
+            Tool::LeanRefresh => 28usize,
+            Tool::LeanSave => 29usize,
+            Tool::LeanCloseSave => 30usize,
+            Tool::LeanClose => 31usize,
         }
     }
     pub const fn name(self) -> &'static str {
@@ -1521,6 +1597,7 @@ impl Tool {
             Tool::LeanRunAt => "lean_run_at",
             Tool::LeanRunAtHandle => "lean_run_at_handle",
             Tool::LeanRunBatch => "lean_run_batch",
+            Tool::LeanSuggest => "lean_suggest",
             Tool::LeanHover => "lean_hover",
             Tool::LeanSignatureHelp => "lean_signature_help",
             Tool::LeanCompletions => "lean_completions",
@@ -1556,6 +1633,7 @@ impl Tool {
             "lean_run_at" => Some(Tool::LeanRunAt),
             "lean_run_at_handle" => Some(Tool::LeanRunAtHandle),
             "lean_run_batch" => Some(Tool::LeanRunBatch),
+            "lean_suggest" => Some(Tool::LeanSuggest),
             "lean_hover" => Some(Tool::LeanHover),
             "lean_signature_help" => Some(Tool::LeanSignatureHelp),
             "lean_completions" => Some(Tool::LeanCompletions),
@@ -1603,6 +1681,7 @@ impl Tool {
             Tool::LeanRunAt => results::output_schema::<results::RunResult>(),
             Tool::LeanRunAtHandle => results::output_schema::<results::RunResult>(),
             Tool::LeanRunBatch => results::output_schema::<results::BatchResult>(),
+            Tool::LeanSuggest => results::output_schema::<results::SuggestResult>(),
             Tool::LeanHover => results::output_schema::<results::HoverResult>(),
             Tool::LeanSignatureHelp => {
                 results::output_schema::<results::SignatureHelpResult>()
@@ -1671,6 +1750,10 @@ impl Tool {
             }
             Tool::LeanRunBatch => {
                 ::serde_json::to_value(::schemars::schema_for!(LeanRunBatchArgs))
+                    .expect("derived schema serializes")
+            }
+            Tool::LeanSuggest => {
+                ::serde_json::to_value(::schemars::schema_for!(LeanSuggestArgs))
                     .expect("derived schema serializes")
             }
             Tool::LeanHover => {
@@ -1774,7 +1857,7 @@ impl Tool {
         }
     }
 }
-pub static TOOL_SPECS: [ToolSpec; 31usize] = [
+pub static TOOL_SPECS: [ToolSpec; 32usize] = [
     ToolSpec {
         name: "beam_version",
         progress: ProgressClass::Quiet,
@@ -1837,6 +1920,16 @@ pub static TOOL_SPECS: [ToolSpec; 31usize] = [
     },
     ToolSpec {
         name: "lean_run_batch",
+        progress: ProgressClass::LakeAndFile,
+        status_notice: StatusNotice::OnSetupOrDelay,
+        workspace_bound: true,
+        snapshot_bound: true,
+        cancellable: true,
+        fence: false,
+        read_only: false,
+    },
+    ToolSpec {
+        name: "lean_suggest",
         progress: ProgressClass::LakeAndFile,
         status_notice: StatusNotice::OnSetupOrDelay,
         workspace_bound: true,
@@ -2087,44 +2180,45 @@ pub static TOOL_SPECS: [ToolSpec; 31usize] = [
     },
 ];
 ///The `tools` array of a tools/list result as the table gives it (names, descriptions, input schemas, annotations), serialized at build time; build.rs renders each entry with its `outputSchema`, derived from its result type (`surface::catalog_json`).
-pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle \\\"dir\\\"/\\\"zip\\\" also writes a local evidence bundle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try a tactic, term or command text at a position in a shadow copy: outcome, messages, proof state. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at; success also returns a next_handle for lean_run_with (this process and version only). User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 texts at once at a position or a handle: an outcome each, with messages or goals left; first_closed. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position, in open documents and compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search over the workspace (compiled modules, open documents). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_search\",\"description\":\"Declarations by name (`add_comm`) or statement as written (`?a * ?b = ?b * ?a`, `⊢ _ ≤ _`) in workspace, package and toolchain sources. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"The goals at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work (default: whole file): sorry, holes, errors, incomplete proofs, code actions; each with its lean_run_batch probe and the range a closing text replaces. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]}},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a handle, keeping it; success returns a new next_handle. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle, success or not. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"The text edit writing a handle's steps into its file over the sorry or hole there; apply it, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own imports, without a file: success, sorry, messages. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations (default: all) from a fresh build of the file and its imports: axioms, escape hatches, reference types; tier. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file and wait for Lean: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync and, if save-ready, compile it atomically into Lake's build layout for importers (not a clean `lake build`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close the document; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
+pub const INPUT_CATALOG_JSON: &str = "[{\"name\":\"beam_version\",\"description\":\"Server identity: name, version, replica, preferred MCP revision, build.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_stats\",\"description\":\"Debug statistics: uptime, requests, cancellations, cached runtimes.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"beam_feedback_report\",\"description\":\"Bug/UX/performance report on this server or Lean as local Markdown (never uploaded), with workspace context (no Lean) unless confidential; bundle: evidence folder or zip. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{}},\"response\":{\"type\":\"object\",\"properties\":{}},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A file under the root; size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Under <root>/.lake/beam-feedback.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Strip home, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"No project context, no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}},{\"name\":\"lean_drop_workspace\",\"description\":\"Stop a workspace's Lean and its handles, after editing lakefile, manifest, lean-toolchain or options. Idempotent; waits for earlier calls; works on a gone root. Progress: _meta.progressToken (sent before waiting).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}},{\"name\":\"lean_run_at\",\"description\":\"Try a tactic, term or command at a position in a shadow copy: outcome, messages, proof state. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_at_handle\",\"description\":\"Like lean_run_at, plus a next_handle on success (this process and version only). User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_batch\",\"description\":\"Try 1-32 texts at once at a position or handle: an outcome each, messages or goals left; first_closed. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_suggest\",\"description\":\"Suggestion tactics run at a position or handle; each \\\"Try this\\\" checked by running it, ranked, with its edit. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"handle\":{\"type\":\"string\"},\"tactics\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default: exact? apply? simp? rw? aesop? omega decide grind.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":8},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_hover\",\"description\":\"Type and docstring at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_signature_help\",\"description\":\"Signature of the function applied at a position. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_completions\",\"description\":\"Completions at a position: label, kind, type, edit. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_definition\",\"description\":\"Where the constant at a position is declared. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_references\",\"description\":\"References to the constant at a position: open documents, compiled modules. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_document_symbols\",\"description\":\"The nested symbols of a version. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds kinds and signatures.\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_workspace_symbols\",\"description\":\"Fuzzy symbol search: compiled modules, open documents. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_search\",\"description\":\"Declarations by name (`add_comm`) or statement as written (`?a * ?b = ?b * ?a`, `⊢ _ ≤ _`) in workspace, packages, toolchain. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_goals\",\"description\":\"The goals at a position, before or after the tactic there. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"mode\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_term_goal\",\"description\":\"Expected type and context inside a term (a `sorry`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_todo\",\"description\":\"Unfinished work (default: whole file): sorry, holes, errors, unfinished proofs, code actions; each with a lean_run_batch probe and range to replace. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]}},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_code_action_resolve\",\"description\":\"A lean_todo code action's LSP edit, never applied: apply it, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"From lean_todo, with `data`.\",\"required\":[\"data\"]},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_with\",\"description\":\"Run tactic or command text from a handle, kept; success returns a next_handle. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false},\"annotations\":{\"destructiveHint\":false}},{\"name\":\"lean_run_with_linear\",\"description\":\"Like lean_run_with, but consumes the handle either way. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}},{\"name\":\"lean_release\",\"description\":\"Release a proof handle. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}},{\"name\":\"lean_handle_edit\",\"description\":\"The edit writing a handle's steps into its file over the sorry or hole; apply it, then lean_sync. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_run_code\",\"description\":\"Elaborate a snippet with its own imports, no file: success, sorry, messages. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_verify\",\"description\":\"Certify declarations (default: all) by a fresh build of the file and imports: axioms, escape hatches, reference types; tier. User and project Lean code may perform IO. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"lean_update\",\"description\":\"Read the saved file: version and whether it changed; no diagnostics (see lean_sync). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_sync\",\"description\":\"Read the saved file, wait for Lean: version, diagnostic counts, save readiness; call after each edit. Diagnostics also stream as `lean.diagnostic` logs. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_refresh\",\"description\":\"Like lean_sync, but re-elaborates an unchanged file too. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_save\",\"description\":\"Checkpoint a module: sync and, if save-ready, compile it atomically into Lake's build layout for importers (not a clean `lake build`). Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close_save\",\"description\":\"lean_save, then close; a failed save leaves it open. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}},{\"name\":\"lean_close\",\"description\":\"Close a document, freeing its Lean worker. Idempotent. Progress: _meta.progressToken.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false},\"annotations\":{\"idempotentHint\":true}}]";
 /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
-pub const INPUT_SCHEMAS: [&str; 31usize] = [
+pub const INPUT_SCHEMAS: [&str; 32usize] = [
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"description\":\"How badly it blocks work.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{},\"description\":\"The request payload it is about.\"},\"response\":{\"type\":\"object\",\"properties\":{},\"description\":\"The response it is about.\"},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A regular file inside the root (relative to it); size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"Inline text or local files.\"},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Folder inside <root>/.lake/beam-feedback (relative to it or absolute).\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Remove home directory, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"Collect no project context; no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"title\":{\"type\":\"string\"},\"summary\":{\"type\":\"string\"},\"reproduction\":{\"type\":\"string\"},\"expected\":{\"type\":\"string\"},\"actual\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"bug\",\"ux\",\"perf\",\"docs\",\"question\"]},\"severity\":{\"type\":\"string\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"impact\":{\"type\":\"string\"},\"workaround\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"client_request_id\":{\"type\":\"string\",\"description\":\"JSON-RPC id it is about.\"},\"request\":{\"type\":\"object\",\"properties\":{}},\"response\":{\"type\":\"object\",\"properties\":{}},\"evidence\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"content\":{\"type\":\"string\",\"description\":\"Inline text.\"},\"path\":{\"type\":\"string\",\"description\":\"A file under the root; size-capped.\"}},\"required\":[\"name\"],\"additionalProperties\":false}},\"bundle\":{\"type\":\"string\",\"enum\":[\"none\",\"dir\",\"zip\"],\"default\":\"none\"},\"bundle_dir\":{\"type\":\"string\",\"description\":\"Under <root>/.lake/beam-feedback.\"},\"redact\":{\"type\":\"boolean\",\"description\":\"Strip home, user names, secrets.\",\"default\":true},\"confidential\":{\"type\":\"boolean\",\"description\":\"No project context, no workspace echo.\",\"default\":false},\"include_collected\":{\"type\":\"boolean\",\"description\":\"Return the collected context.\",\"default\":false}},\"required\":[\"workspace\",\"title\",\"summary\",\"reproduction\",\"expected\",\"actual\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false}},\"required\":[\"workspace\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"handle\":{\"type\":\"string\"},\"texts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stop_on_first_close\":{\"type\":\"boolean\",\"default\":false},\"handles\":{\"type\":\"boolean\",\"default\":true},\"diff\":{\"type\":\"boolean\",\"default\":false},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"texts\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"handle\":{\"type\":\"string\"},\"tactics\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default: exact? apply? simp? rw? aesop? omega decide grind.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":8},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":50},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"include_declaration\":{\"type\":\"boolean\",\"default\":true},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"line\",\"character\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds declaration kinds and signatures.\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\",\"description\":\"Name or fragment.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"signatures\":{\"type\":\"boolean\",\"description\":\"Adds kinds and signatures.\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"query\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":20},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"query\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"mode\":{\"type\":\"string\",\"enum\":[\"before\",\"after\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"mode\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"line\":{\"type\":\"integer\",\"minimum\":0},\"character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"at\":{\"type\":\"string\",\"enum\":[\"start\",\"end\"]},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"start_line\":{\"type\":\"integer\",\"minimum\":0},\"start_character\":{\"type\":\"integer\",\"minimum\":0},\"end_line\":{\"type\":\"integer\",\"minimum\":0},\"end_character\":{\"type\":\"integer\",\"minimum\":0},\"declaration\":{\"type\":\"string\"},\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"sorry\",\"hole\",\"diagnostic\",\"code_action\",\"incomplete_proof\"]}},\"suggest\":{\"type\":\"string\",\"enum\":[\"none\",\"basic\"],\"default\":\"none\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"A lean_todo code_action (with `data`).\",\"required\":[\"data\"]},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"code_action\":{\"type\":\"object\",\"properties\":{},\"description\":\"From lean_todo, with `data`.\",\"required\":[\"data\"]},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\",\"code_action\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"structured_goals\":{\"type\":\"boolean\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\",\"text\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"handle\":{\"type\":\"string\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"handle\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"In thousands.\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"code\":{\"type\":\"string\"},\"max_heartbeats\":{\"type\":\"integer\",\"minimum\":0},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":0},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"code\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":0},\"declarations\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\",\"description\":\"Its type (one term).\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"description\":\"At most 64.\"},\"allowed_axioms\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Default propext, Classical.choice, Quot.sound.\"},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\",\"version\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
-    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"description\":\"Counts are always complete.\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"},\"diagnostics_in_result\":{\"type\":\"boolean\",\"default\":false},\"max_result_bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
 /// Each tool's validator, compiled on its first use, so that a server
 /// serving a tool set compiles only the validators of that set.
-pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 31usize] = [
+pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 32usize] = [
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[0usize])),
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[1usize])),
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[2usize])),
@@ -2195,7 +2289,10 @@ pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 31usize]
     ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
         INPUT_SCHEMAS[29usize],
     )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[30usize])),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
+        INPUT_SCHEMAS[30usize],
+    )),
+    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[31usize])),
 ];
 /// A named tool set of the table (`[profile.<name>]`).
 #[derive(Debug, Clone, Copy)]
@@ -2213,13 +2310,13 @@ pub const PROFILES: [ProfileSpec; 1usize] = [
         tools: &[
             Tool::LeanRunAt,
             Tool::LeanRunBatch,
+            Tool::LeanSuggest,
             Tool::LeanHover,
             Tool::LeanDefinition,
             Tool::LeanSearch,
             Tool::LeanGoals,
             Tool::LeanTodo,
             Tool::LeanRunWith,
-            Tool::LeanRunWithLinear,
             Tool::LeanRelease,
             Tool::LeanHandleEdit,
             Tool::LeanRunCode,
@@ -2239,6 +2336,7 @@ pub enum ToolCall {
     LeanRunAt(LeanRunAtArgs),
     LeanRunAtHandle(LeanRunAtHandleArgs),
     LeanRunBatch(LeanRunBatchArgs),
+    LeanSuggest(LeanSuggestArgs),
     LeanHover(LeanHoverArgs),
     LeanSignatureHelp(LeanSignatureHelpArgs),
     LeanCompletions(LeanCompletionsArgs),
@@ -2274,6 +2372,7 @@ impl ToolCall {
             ToolCall::LeanRunAt(_) => Tool::LeanRunAt,
             ToolCall::LeanRunAtHandle(_) => Tool::LeanRunAtHandle,
             ToolCall::LeanRunBatch(_) => Tool::LeanRunBatch,
+            ToolCall::LeanSuggest(_) => Tool::LeanSuggest,
             ToolCall::LeanHover(_) => Tool::LeanHover,
             ToolCall::LeanSignatureHelp(_) => Tool::LeanSignatureHelp,
             ToolCall::LeanCompletions(_) => Tool::LeanCompletions,
@@ -2306,6 +2405,7 @@ impl ToolCall {
             ToolCall::LeanRunAt(args) => Some(args.path.as_str()),
             ToolCall::LeanRunAtHandle(args) => Some(args.path.as_str()),
             ToolCall::LeanRunBatch(args) => Some(args.path.as_str()),
+            ToolCall::LeanSuggest(args) => Some(args.path.as_str()),
             ToolCall::LeanHover(args) => Some(args.path.as_str()),
             ToolCall::LeanSignatureHelp(args) => Some(args.path.as_str()),
             ToolCall::LeanCompletions(args) => Some(args.path.as_str()),
@@ -2338,6 +2438,7 @@ impl ToolCall {
             ToolCall::LeanRunAt(args) => Some(&args.workspace),
             ToolCall::LeanRunAtHandle(args) => Some(&args.workspace),
             ToolCall::LeanRunBatch(args) => Some(&args.workspace),
+            ToolCall::LeanSuggest(args) => Some(&args.workspace),
             ToolCall::LeanHover(args) => Some(&args.workspace),
             ToolCall::LeanSignatureHelp(args) => Some(&args.workspace),
             ToolCall::LeanCompletions(args) => Some(&args.workspace),
@@ -2402,6 +2503,9 @@ pub fn parse(
         Tool::LeanRunBatch => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanRunBatch)
         }
+        Tool::LeanSuggest => {
+            ::serde_json::from_value(arguments).map(ToolCall::LeanSuggest)
+        }
         Tool::LeanHover => ::serde_json::from_value(arguments).map(ToolCall::LeanHover),
         Tool::LeanSignatureHelp => {
             ::serde_json::from_value(arguments).map(ToolCall::LeanSignatureHelp)
@@ -2463,7 +2567,7 @@ pub fn parse(
 /// hand-written operations implement it, so a tool missing from the
 /// implementation does not compile.
 pub trait Operations: Send + Sync {
-    ///`beam_version`: This server's identity: name, version, replica, preferred MCP revision, build. Takes no workspace.
+    ///`beam_version`: Server identity: name, version, replica, preferred MCP revision, build.
     fn beam_version(
         &self,
         ctx: &CallContext,
@@ -2471,7 +2575,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::VersionResult, ToolError>,
     > + Send;
-    ///`beam_stats`: Debug statistics: uptime, requests, cancellations, cached workspace runtimes. Not for choosing context of later calls.
+    ///`beam_stats`: Debug statistics: uptime, requests, cancellations, cached runtimes.
     fn beam_stats(
         &self,
         ctx: &CallContext,
@@ -2479,7 +2583,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::StatsResult, ToolError>,
     > + Send;
-    ///`beam_feedback_report`: Write a bug/UX/performance report about this server or a Lean interaction as Markdown; nothing is uploaded. Non-confidential reports add workspace context without starting Lean. bundle "dir"/"zip" also writes a local evidence bundle.
+    ///`beam_feedback_report`: Bug/UX/performance report on this server or Lean as local Markdown (never uploaded), with workspace context (no Lean) unless confidential; bundle: evidence folder or zip.
     fn beam_feedback_report(
         &self,
         ctx: &CallContext,
@@ -2487,7 +2591,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::FeedbackResult, ToolError>,
     > + Send;
-    ///`lean_drop_workspace`: Evict a workspace's cached Lean runtime (stops Lean, invalidates handles); use after editing lakefile, manifest, lean-toolchain or Lean options. Idempotent. A fence: earlier calls finish first. Works on a root that is gone.
+    ///`lean_drop_workspace`: Stop a workspace's Lean and its handles, after editing lakefile, manifest, lean-toolchain or options. Idempotent; waits for earlier calls; works on a gone root.
     fn lean_drop_workspace(
         &self,
         ctx: &CallContext,
@@ -2495,7 +2599,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::DropResult, ToolError>,
     > + Send;
-    ///`lean_run_at`: Try a tactic, term or command text at a position in a shadow copy: outcome, messages, proof state.
+    ///`lean_run_at`: Try a tactic, term or command at a position in a shadow copy: outcome, messages, proof state.
     fn lean_run_at(
         &self,
         ctx: &CallContext,
@@ -2503,7 +2607,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_at_handle`: Like lean_run_at; success also returns a next_handle for lean_run_with (this process and version only).
+    ///`lean_run_at_handle`: Like lean_run_at, plus a next_handle on success (this process and version only).
     fn lean_run_at_handle(
         &self,
         ctx: &CallContext,
@@ -2511,13 +2615,21 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_batch`: Try 1-32 texts at once at a position or a handle: an outcome each, with messages or goals left; first_closed.
+    ///`lean_run_batch`: Try 1-32 texts at once at a position or handle: an outcome each, messages or goals left; first_closed.
     fn lean_run_batch(
         &self,
         ctx: &CallContext,
         args: LeanRunBatchArgs,
     ) -> impl ::std::future::Future<
         Output = Result<results::BatchResult, ToolError>,
+    > + Send;
+    ///`lean_suggest`: Suggestion tactics run at a position or handle; each "Try this" checked by running it, ranked, with its edit.
+    fn lean_suggest(
+        &self,
+        ctx: &CallContext,
+        args: LeanSuggestArgs,
+    ) -> impl ::std::future::Future<
+        Output = Result<results::SuggestResult, ToolError>,
     > + Send;
     ///`lean_hover`: Type and docstring at a position.
     fn lean_hover(
@@ -2551,7 +2663,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::LocationsResult, ToolError>,
     > + Send;
-    ///`lean_references`: References to the constant at a position, in open documents and compiled modules.
+    ///`lean_references`: References to the constant at a position: open documents, compiled modules.
     fn lean_references(
         &self,
         ctx: &CallContext,
@@ -2567,7 +2679,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::DocumentSymbolsResult, ToolError>,
     > + Send;
-    ///`lean_workspace_symbols`: Fuzzy symbol search over the workspace (compiled modules, open documents).
+    ///`lean_workspace_symbols`: Fuzzy symbol search: compiled modules, open documents.
     fn lean_workspace_symbols(
         &self,
         ctx: &CallContext,
@@ -2575,7 +2687,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::WorkspaceSymbolsResult, ToolError>,
     > + Send;
-    ///`lean_search`: Declarations by name (`add_comm`) or statement as written (`?a * ?b = ?b * ?a`, `⊢ _ ≤ _`) in workspace, package and toolchain sources.
+    ///`lean_search`: Declarations by name (`add_comm`) or statement as written (`?a * ?b = ?b * ?a`, `⊢ _ ≤ _`) in workspace, packages, toolchain.
     fn lean_search(
         &self,
         ctx: &CallContext,
@@ -2599,7 +2711,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::TermGoalResult, ToolError>,
     > + Send;
-    ///`lean_todo`: Unfinished work (default: whole file): sorry, holes, errors, incomplete proofs, code actions; each with its lean_run_batch probe and the range a closing text replaces.
+    ///`lean_todo`: Unfinished work (default: whole file): sorry, holes, errors, unfinished proofs, code actions; each with a lean_run_batch probe and range to replace.
     fn lean_todo(
         &self,
         ctx: &CallContext,
@@ -2607,7 +2719,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::TodoResult, ToolError>,
     > + Send;
-    ///`lean_code_action_resolve`: Resolve a lean_todo code action into its LSP edit, returned, never applied: apply it yourself, then lean_sync.
+    ///`lean_code_action_resolve`: A lean_todo code action's LSP edit, never applied: apply it, then lean_sync.
     fn lean_code_action_resolve(
         &self,
         ctx: &CallContext,
@@ -2615,7 +2727,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::CodeActionResult, ToolError>,
     > + Send;
-    ///`lean_run_with`: Run tactic or command text from a handle, keeping it; success returns a new next_handle.
+    ///`lean_run_with`: Run tactic or command text from a handle, kept; success returns a next_handle.
     fn lean_run_with(
         &self,
         ctx: &CallContext,
@@ -2623,7 +2735,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunResult, ToolError>,
     > + Send;
-    ///`lean_run_with_linear`: Like lean_run_with, but consumes the handle, success or not.
+    ///`lean_run_with_linear`: Like lean_run_with, but consumes the handle either way.
     fn lean_run_with_linear(
         &self,
         ctx: &CallContext,
@@ -2639,7 +2751,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::ReleaseResult, ToolError>,
     > + Send;
-    ///`lean_handle_edit`: The text edit writing a handle's steps into its file over the sorry or hole there; apply it, then lean_sync.
+    ///`lean_handle_edit`: The edit writing a handle's steps into its file over the sorry or hole; apply it, then lean_sync.
     fn lean_handle_edit(
         &self,
         ctx: &CallContext,
@@ -2647,7 +2759,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::HandleEditResult, ToolError>,
     > + Send;
-    ///`lean_run_code`: Elaborate a snippet with its own imports, without a file: success, sorry, messages.
+    ///`lean_run_code`: Elaborate a snippet with its own imports, no file: success, sorry, messages.
     fn lean_run_code(
         &self,
         ctx: &CallContext,
@@ -2655,7 +2767,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::RunCodeResult, ToolError>,
     > + Send;
-    ///`lean_verify`: Certify declarations (default: all) from a fresh build of the file and its imports: axioms, escape hatches, reference types; tier.
+    ///`lean_verify`: Certify declarations (default: all) by a fresh build of the file and imports: axioms, escape hatches, reference types; tier.
     fn lean_verify(
         &self,
         ctx: &CallContext,
@@ -2663,7 +2775,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::VerifyResult, ToolError>,
     > + Send;
-    ///`lean_update`: Read the saved file from disk: its version and whether it changed. No diagnostics (lean_sync waits for them).
+    ///`lean_update`: Read the saved file: version and whether it changed; no diagnostics (see lean_sync).
     fn lean_update(
         &self,
         ctx: &CallContext,
@@ -2671,7 +2783,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::UpdateResult, ToolError>,
     > + Send;
-    ///`lean_sync`: Read the saved file and wait for Lean: version, diagnostic counts, save readiness. Call it after each edit. Diagnostics also stream as `lean.diagnostic` logs.
+    ///`lean_sync`: Read the saved file, wait for Lean: version, diagnostic counts, save readiness; call after each edit. Diagnostics also stream as `lean.diagnostic` logs.
     fn lean_sync(
         &self,
         ctx: &CallContext,
@@ -2695,7 +2807,7 @@ pub trait Operations: Send + Sync {
     ) -> impl ::std::future::Future<
         Output = Result<results::SaveResult, ToolError>,
     > + Send;
-    ///`lean_close_save`: lean_save, then close the document; a failed save leaves it open.
+    ///`lean_close_save`: lean_save, then close; a failed save leaves it open.
     fn lean_close_save(
         &self,
         ctx: &CallContext,
@@ -2762,6 +2874,10 @@ impl<O: Operations + ?Sized> Handler for O {
             ToolCall::LeanRunBatch(args) => {
                 let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
                 crate::surface::structured(&self.lean_run_batch(ctx, args).await?, limit)
+            }
+            ToolCall::LeanSuggest(args) => {
+                let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
+                crate::surface::structured(&self.lean_suggest(ctx, args).await?, limit)
             }
             ToolCall::LeanHover(args) => {
                 let limit = crate::surface::Limit::Bytes(args.max_result_bytes);
@@ -2910,9 +3026,11 @@ macro_rules! for_each_tool {
         $crate::surface::results::RunResult, lean_run_at_handle :
         $crate::surface::LeanRunAtHandleArgs => $crate::surface::results::RunResult,
         lean_run_batch : $crate::surface::LeanRunBatchArgs =>
-        $crate::surface::results::BatchResult, lean_hover :
-        $crate::surface::LeanHoverArgs => $crate::surface::results::HoverResult,
-        lean_signature_help : $crate::surface::LeanSignatureHelpArgs =>
+        $crate::surface::results::BatchResult, lean_suggest :
+        $crate::surface::LeanSuggestArgs => $crate::surface::results::SuggestResult,
+        lean_hover : $crate::surface::LeanHoverArgs =>
+        $crate::surface::results::HoverResult, lean_signature_help :
+        $crate::surface::LeanSignatureHelpArgs =>
         $crate::surface::results::SignatureHelpResult, lean_completions :
         $crate::surface::LeanCompletionsArgs =>
         $crate::surface::results::CompletionsResult, lean_definition :

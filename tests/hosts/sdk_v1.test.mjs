@@ -110,6 +110,11 @@ async function everyTool(client, root) {
   await ok("lean_release", { ...goalsFile, handle: other.next_handle });
   const batch = await ok("lean_run_batch", { ...at(16, 4), texts: ["exact congrArg N.succ ih", "exact ih"] });
   assert.equal(batch.candidates.length, 2, JSON.stringify(batch));
+  // No suggestion tactic is registered in Fix/Goals.lean: a tactic that
+  // closes by itself is its own suggestion, the other is unavailable.
+  const suggested = await ok("lean_suggest", { ...at(16, 4), tactics: ["exact congrArg N.succ ih", "exact?"] });
+  assert.equal(suggested.suggestions[0].outcome, "closed", JSON.stringify(suggested));
+  assert.equal(suggested.tactics[1].status, "unavailable", JSON.stringify(suggested));
   await ok("lean_run_code", { workspace, code: "prelude\nimport Fix.Basic\ntheorem t : Eq Fix.one Fix.one := Eq.refl _" });
   await ok("lean_verify", { ...goalsFile, version: v });
 

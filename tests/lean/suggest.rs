@@ -176,7 +176,10 @@ fn exact_query_is_checked_and_its_edit_finishes_the_proof() {
         .filter_map(|p| p["message"].as_str())
         .collect();
     assert!(messages.contains(&"8 of 8 tactics done"), "{messages:?}");
-    assert!(messages.contains(&"1 of 1 suggestions done"), "{messages:?}");
+    assert!(
+        messages.contains(&"1 of 1 suggestions done"),
+        "{messages:?}"
+    );
 
     // The edit, applied to the file and synced: the proof is done (one
     // `sorry` warning fewer, no error).
@@ -255,14 +258,20 @@ fn partial_suggestions_leave_goals_and_hand_out_handles() {
     // Lean 4.35 offers each suggestion as a code action too, which is what
     // was read (its text is the edit exactly, without the message's remark).
     assert!(
-        mcp.stderr().contains("2 suggestions from Lean's code actions"),
+        mcp.stderr()
+            .contains("2 suggestions from Lean's code actions"),
         "{}",
         mcp.stderr()
     );
     // `limit` cuts, and says how many more there were.
     let one = mcp.call(
         "lean_suggest",
-        at(&root, v, PARTIAL, json!({"tactics": ["apply?"], "limit": 1})),
+        at(
+            &root,
+            v,
+            PARTIAL,
+            json!({"tactics": ["apply?"], "limit": 1}),
+        ),
     );
     assert_eq!(suggestions(&one).len(), 1, "{one:#}");
     assert_eq!(one["more"], 1, "{one:#}");
@@ -287,8 +296,15 @@ fn a_term_addressed_by_declaration_takes_by_and_the_tactic() {
     assert_eq!(s[0]["edit"]["newText"], "(by exact N.add_zero n)", "{r:#}");
     assert_eq!(s[0]["replaces"], "sorry", "{r:#}");
     let start = &s[0]["edit"]["range"]["start"];
-    assert_eq!((start["line"].clone(), start["character"].clone()), (json!(53), r["declaration"]["character"].clone()));
-    assert_eq!(statuses(&r)[1], ("omega".into(), "unavailable".into()), "{r:#}");
+    assert_eq!(
+        (start["line"].clone(), start["character"].clone()),
+        (json!(53), r["declaration"]["character"].clone())
+    );
+    assert_eq!(
+        statuses(&r)[1],
+        ("omega".into(), "unavailable".into()),
+        "{r:#}"
+    );
 }
 
 #[test]
@@ -312,8 +328,7 @@ fn from_a_handle_the_edit_writes_the_chain_and_the_suggestion() {
     assert_eq!(s[0]["text"], "exact fun a => Q_of_S n a", "{r:#}");
     assert_eq!(s[0]["outcome"], "closed", "{r:#}");
     assert_eq!(
-        s[0]["edit"]["newText"],
-        "intro n\n  exact fun a => Q_of_S n a",
+        s[0]["edit"]["newText"], "intro n\n  exact fun a => Q_of_S n a",
         "{r:#}"
     );
     assert_eq!(s[0]["replaces"], "sorry", "{r:#}");
@@ -330,15 +345,26 @@ fn bad_arguments_are_clear_errors() {
     let mut mcp = spawn();
     let v = sync(&mut mcp, &root);
     let cases = [
-        (at(&root, v, ZERO_ADD, json!({"tactics": ["exact?", " "]})), "tactics[1] is empty"),
+        (
+            at(&root, v, ZERO_ADD, json!({"tactics": ["exact?", " "]})),
+            "tactics[1] is empty",
+        ),
         (
             at(&root, v, ZERO_ADD, json!({"tactics": ["decide", "decide"]})),
             "tactics[1] repeats tactics[0]",
         ),
-        (at(&root, v, ZERO_ADD, json!({"limit": 99})), "limit 99 is above 32"),
+        (
+            at(&root, v, ZERO_ADD, json!({"limit": 99})),
+            "limit 99 is above 32",
+        ),
         (at(&root, v, BETWEEN, json!({})), "between commands"),
         (
-            at(&root, v, ZERO_ADD, json!({"handle": "h", "tactics": ["decide"]})),
+            at(
+                &root,
+                v,
+                ZERO_ADD,
+                json!({"handle": "h", "tactics": ["decide"]}),
+            ),
             "not both",
         ),
         (
@@ -371,7 +397,12 @@ fn a_cancelled_suggestion_call_stops_and_the_next_one_works() {
     // One tactic that sleeps for ten minutes, one that is done at once.
     let id = mcp.start_call(
         "lean_suggest",
-        at(&root, v, ZERO_ADD, json!({"tactics": ["sleep 600000", "exact?"]})),
+        at(
+            &root,
+            v,
+            ZERO_ADD,
+            json!({"tactics": ["sleep 600000", "exact?"]}),
+        ),
         &CallOpts::token(token.clone()),
     );
     assert!(

@@ -124,6 +124,9 @@ pub(crate) struct Runs {
     pub(crate) start_goals: Vec<Goal>,
 }
 
+/// Each text's verdict, and the error of each that crashed (its index).
+pub(crate) type Verdicts = (Vec<Candidate>, Vec<(usize, Error)>);
+
 /// How [`Place::run_all`] runs its texts.
 #[derive(Clone, Copy)]
 pub(crate) struct RunAll<'a> {
@@ -178,11 +181,10 @@ impl Place<'_> {
     /// cannot is the error, with its index.
     pub(crate) fn check_all(&self, texts: &[String], budget: Budget) -> Result<()> {
         for (index, text) in texts.iter().enumerate() {
-            self.check(text, budget)
-                .map_err(|error| Error::Candidate {
-                    index,
-                    error: Box::new(error),
-                })?;
+            self.check(text, budget).map_err(|error| Error::Candidate {
+                index,
+                error: Box::new(error),
+            })?;
         }
         Ok(())
     }
@@ -322,7 +324,7 @@ impl Place<'_> {
         runs: &mut Runs,
         handles: impl Fn(usize) -> Continue,
         with_diff: bool,
-    ) -> Result<(Vec<Candidate>, Vec<(usize, Error)>)> {
+    ) -> Result<Verdicts> {
         let mode = self.mode();
         let tactic = mode == BatchMode::Tactic;
         let start_goals = &runs.start_goals;

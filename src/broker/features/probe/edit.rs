@@ -5,10 +5,10 @@
 //! put around it. The server never applies it.
 
 use super::{FromHandle, Plan, Start, Step};
+use crate::broker::engine::handles::{HandleState, Shadow};
 use crate::broker::error::Result;
 use crate::broker::features::completions::Edit;
 use crate::broker::features::handle_edit::text_edit;
-use crate::broker::engine::handles::{HandleState, Shadow};
 use crate::lean_source::text::LineIndex;
 use crate::results::{Placeholder, TextEdit};
 
@@ -81,22 +81,12 @@ mod tests {
         let user = "theorem t : P :=\n  sorry\n";
         let index = LineIndex::new(user);
         let start = user.find("sorry").unwrap();
-        let (edit, replaced) = term_edit(
-            user,
-            &index,
-            (start, start + 5),
-            "(by exact h)".into(),
-        );
+        let (edit, replaced) = term_edit(user, &index, (start, start + 5), "(by exact h)".into());
         assert_eq!(replaced, Some(Placeholder::Sorry));
         assert_eq!(edit.range, crate::results::Range::new((1, 2), (1, 7)));
         assert_eq!(edit.new_text, "(by exact h)");
         let user = "def x := f ?a";
-        let (_, replaced) = term_edit(
-            user,
-            &LineIndex::new(user),
-            (11, 13),
-            "(by exact h)".into(),
-        );
+        let (_, replaced) = term_edit(user, &LineIndex::new(user), (11, 13), "(by exact h)".into());
         assert_eq!(replaced, Some(Placeholder::Hole));
         let (_, replaced) = term_edit(user, &LineIndex::new(user), (9, 10), "(g)".into());
         assert_eq!(replaced, None);

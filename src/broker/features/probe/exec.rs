@@ -1,12 +1,12 @@
 //! Elaborating one step in a shadow: the text sent (budgets, prefix bases),
 //! the wait, and what Lean said turned into a run result.
 
+use super::offers::{self, Offer};
 use super::reading::*;
 use super::text::lsp_position;
 use super::*;
 use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
-use super::offers::{self, Offer};
 use crate::log_debug;
 use crate::lsp::protocol::{CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams};
 use crate::results::{RunMessage, Severity};
@@ -466,7 +466,16 @@ pub(super) async fn interpret(
     let offers = if crashed || blocked {
         Vec::new()
     } else {
-        step_offers(server, &slot, version, &exec, step, &index, &reading.messages).await
+        step_offers(
+            server,
+            &slot,
+            version,
+            &exec,
+            step,
+            &index,
+            &reading.messages,
+        )
+        .await
     };
     let proof_state = match step.mode {
         // Nothing after the header was elaborated: no goals to read.
@@ -598,7 +607,10 @@ async fn step_offers(
             &answer,
             unbudgeted(start),
             unbudgeted(end),
-            |edit: &Value| exec.budget.map_or_else(|| edit.clone(), |b| b.remove_from(edit)),
+            |edit: &Value| {
+                exec.budget
+                    .map_or_else(|| edit.clone(), |b| b.remove_from(edit))
+            },
         ),
         Err(_) => Vec::new(),
     };

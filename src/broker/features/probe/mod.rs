@@ -46,8 +46,8 @@ pub use super::heartbeats::check_budget;
 pub use batch::BatchRun;
 pub(crate) use batch::{Place, RunAll, Runs};
 pub use exec::Ran;
-pub use offers::Offer;
 use exec::*;
+pub use offers::Offer;
 pub use reading::verdict;
 use text::*;
 

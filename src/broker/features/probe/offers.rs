@@ -218,8 +218,16 @@ mod tests {
         // The step `exact?` at (19, 2)..(19, 8), as apply? and a linter's
         // quickfix outside it answer (measured on the test server).
         let answer = json!([
-            action("Try this: refine foo n ?_", ((19, 2), (19, 8)), "refine foo n ?_"),
-            action("Try this: refine foo n ?_", ((19, 2), (19, 8)), "refine foo n ?_"),
+            action(
+                "Try this: refine foo n ?_",
+                ((19, 2), (19, 8)),
+                "refine foo n ?_"
+            ),
+            action(
+                "Try this: refine foo n ?_",
+                ((19, 2), (19, 8)),
+                "refine foo n ?_"
+            ),
             action("Try this: _a", ((18, 12), (18, 13)), "_a"),
             action("Remove unused import", ((19, 2), (19, 8)), ""),
         ]);

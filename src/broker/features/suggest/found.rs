@@ -67,7 +67,7 @@ fn says_missing(text: &str) -> bool {
 /// of [`says_missing`] on its name (`name`: columns of the step's first
 /// line, the end included, since Lean puts "unknown tactic" one past the
 /// start).
-pub fn missing<'m>(messages: &'m [RunMessage], name: (u32, u32)) -> Option<&'m RunMessage> {
+pub fn missing(messages: &[RunMessage], name: (u32, u32)) -> Option<&RunMessage> {
     messages.iter().find(|m| {
         m.severity == Severity::Error
             && says_missing(&m.text)
@@ -225,10 +225,15 @@ mod tests {
     #[test]
     fn statuses_and_suggestions_from_the_runs_of_the_test_toolchain() {
         // As Lean 4.35 answered on the test toolchain's fixture.
-        let tactics = strings(&["exact?", "apply?", "decide", "omega", "rw?", "aesop?", "simp?"]);
+        let tactics = strings(&[
+            "exact?", "apply?", "decide", "omega", "rw?", "aesop?", "simp?",
+        ]);
         let offers = vec![
             vec![offer("exact N.zero_add n", (0, 6))],
-            vec![offer("exact N.zero_add n", (0, 6)), offer("refine foo ?_", (0, 6))],
+            vec![
+                offer("exact N.zero_add n", (0, 6)),
+                offer("refine foo ?_", (0, 6)),
+            ],
             vec![],
             vec![],
             vec![],

@@ -71,7 +71,9 @@ impl Runtimes {
                     character: at.character,
                     problem: ProbeProblem::NoGoal,
                 },
-                Asked::After(after) => Error::handle(after.handle, HandleProblem::ContinuesCommands),
+                Asked::After(after) => {
+                    Error::handle(after.handle, HandleProblem::ContinuesCommands)
+                }
             });
         }
         let texts: Vec<String> = ask.tactics.iter().map(|t| run_text(mode, t)).collect();
