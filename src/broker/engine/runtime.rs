@@ -200,8 +200,18 @@ impl Runtime {
 
     /// A shadow slot of `pool` for text `wanted`, within the memory budget
     /// (see [`super::slots`]); its `note` says what the budget made it do.
-    pub async fn slot(&self, pool: &Pool, wanted: &str) -> Result<super::shadow::SlotGuard> {
-        super::slots::acquire(self, pool, wanted).await
+    pub async fn slot(
+        &self,
+        server: &LeanServer,
+        pool: &Pool,
+        wanted: &str,
+    ) -> Result<super::shadow::SlotGuard> {
+        let others: Vec<Arc<Pool>> = self
+            .shadow_pools()
+            .into_iter()
+            .filter(|p| !std::ptr::eq(p.as_ref(), pool))
+            .collect();
+        super::slots::acquire(&self.budget, server, pool, &others, wanted).await
     }
 
     /// The broker's memory budget.

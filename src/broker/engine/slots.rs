@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::edit;
-use super::memory::{Decision, Events, Situation, decide};
-use super::runtime::Runtime;
+use super::memory::{Decision, Events, Memory, Situation, decide};
+use super::server::LeanServer;
 use super::shadow::{Pool, SlotGuard};
 use crate::broker::error::{Error, Limit, Result};
 use crate::lsp::uri::path_to_uri;
@@ -53,9 +53,16 @@ impl Path {
     }
 }
 
-/// A slot of `pool` for text `wanted`, within the memory budget.
-pub async fn acquire(rt: &Runtime, pool: &Pool, wanted: &str) -> Result<SlotGuard> {
-    let memory = rt.memory();
+/// A slot of `pool` for text `wanted`, within the memory budget; `others`
+/// are the runtime's other pools (whose idle slots may be closed, on
+/// `server`, to make room).
+pub async fn acquire(
+    memory: &Memory,
+    server: &LeanServer,
+    pool: &Pool,
+    others: &[Arc<Pool>],
+    wanted: &str,
+) -> Result<SlotGuard> {
     let mut path = Path::default();
     loop {
         let permit = pool.permit().await;
@@ -72,11 +79,6 @@ pub async fn acquire(rt: &Runtime, pool: &Pool, wanted: &str) -> Result<SlotGuar
             Err(permit) => permit,
         };
         let reading = memory.reading().await;
-        let others: Vec<Arc<Pool>> = rt
-            .shadow_pools()
-            .into_iter()
-            .filter(|p| !std::ptr::eq(p.as_ref(), pool))
-            .collect();
         let decided = {
             // Decided and reserved in one step: two probes never both take
             // the last room.
@@ -121,7 +123,7 @@ pub async fn acquire(rt: &Runtime, pool: &Pool, wanted: &str) -> Result<SlotGuar
         drop(permit);
         match decided {
             Decision::Reclaim => {
-                let closed = close_idle(rt, &others).await;
+                let closed = close_idle(memory, server, others).await;
                 path.reclaimed += closed;
                 if closed > 0 {
                     Events::count(&memory.events.reclaimed);
@@ -147,18 +149,17 @@ pub async fn acquire(rt: &Runtime, pool: &Pool, wanted: &str) -> Result<SlotGuar
 
 /// Close the idle slots of `pools` that are open in Lean, giving their
 /// workers back; how many were closed.
-async fn close_idle(rt: &Runtime, pools: &[Arc<Pool>]) -> usize {
-    let server = rt.server_if_running().await;
+async fn close_idle(memory: &Memory, server: &LeanServer, pools: &[Arc<Pool>]) -> usize {
     let mut closed = 0;
     for pool in pools {
         for slot in pool.take_idle(Duration::ZERO) {
             let edit = slot.doc().lock_edit().await;
-            if edit::close(&edit, server.as_ref()).await {
+            if edit::close(&edit, Some(server)).await {
                 crate::log_debug!(
                     "closed idle shadow {} for the memory budget",
                     slot.doc().path.shown
                 );
-                rt.memory().release(&slot.doc().uri);
+                memory.release(&slot.doc().uri);
                 closed += 1;
             }
         }

@@ -113,7 +113,7 @@ impl Runtimes {
         );
         let server = rt.server().await?;
         let pool = rt.shadow_pool(&claim.path(&rt.root));
-        let mut slot = rt.slot(&pool, &text).await?;
+        let mut slot = rt.slot(&server, &pool, &text).await?;
         if claim.for_memory {
             Events::count(&rt.memory().events.headers_reused);
         }

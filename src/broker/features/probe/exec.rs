@@ -305,7 +305,7 @@ pub(super) async fn run_step(
         budget.max_heartbeats,
     )?;
     let exec = exec_text(rt, pool, step, budget.max_heartbeats, pool.takes_sentinel());
-    let slot = rt.slot(pool, &exec.text).await?;
+    let slot = rt.slot(server, pool, &exec.text).await?;
     let memory = slot.note.clone();
     let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
