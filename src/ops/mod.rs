@@ -12,7 +12,7 @@ mod process;
 
 use std::sync::Arc;
 
-use crate::broker::{After, Broker, Budget, Continue, Mode, SyncOptions, Taking};
+use crate::broker::{After, Broker, Budget, Continue, EditMode, SyncOptions, Taking};
 use crate::identity::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
@@ -332,7 +332,7 @@ impl Operations for Beam {
         let options = SyncOptions {
             scope: args.diagnostic_scope.into(),
             items: args.diagnostics_in_result,
-            mode: Mode::IfChanged,
+            mode: EditMode::IfChanged,
         };
         Ok(self
             .broker
@@ -344,7 +344,7 @@ impl Operations for Beam {
         let options = SyncOptions {
             scope: args.diagnostic_scope.into(),
             items: args.diagnostics_in_result,
-            mode: Mode::Reelaborate,
+            mode: EditMode::Reelaborate,
         };
         Ok(self
             .broker
