@@ -13,7 +13,7 @@ mod suggest;
 
 use std::sync::Arc;
 
-use crate::broker::{After, Broker, Budget, Continue, Mode, SyncOptions, Taking};
+use crate::broker::{After, Broker, Budget, Continue, EditMode, SyncOptions, Taking};
 use crate::identity::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
@@ -341,7 +341,7 @@ impl Operations for Beam {
         let options = SyncOptions {
             scope: args.diagnostic_scope.into(),
             items: args.diagnostics_in_result,
-            mode: Mode::IfChanged,
+            mode: EditMode::IfChanged,
         };
         Ok(self
             .broker
@@ -353,7 +353,7 @@ impl Operations for Beam {
         let options = SyncOptions {
             scope: args.diagnostic_scope.into(),
             items: args.diagnostics_in_result,
-            mode: Mode::Reelaborate,
+            mode: EditMode::Reelaborate,
         };
         Ok(self
             .broker

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
-    BatchMode, DeclarationAt, Goal, Outcome, Placeholder, RunMessage, TextEdit, WorkspaceEcho,
+    DeclarationAt, Goal, Outcome, Placeholder, RunMessage, StepKind, TextEdit, WorkspaceEcho,
 };
 
 /// How a suggestion tactic's own run at the place ended.
@@ -85,7 +85,7 @@ pub struct SuggestResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_text: Option<String>,
     /// `tactic`, or `term` (each tactic ran as `by` and it).
-    pub mode: BatchMode,
+    pub mode: StepKind,
     /// The goals the tactics start from.
     pub start_goals: Vec<Goal>,
     /// Ranked: closed, progressed, then the rest; shorter first.

@@ -12,7 +12,7 @@ use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::{LogLevel, ProgressSink, SinkFuture};
 use crate::results::{
-    BatchMode, BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome, Placeholder, TextEdit,
+    BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome, Placeholder, StepKind, TextEdit,
 };
 
 /// A batch's answer: the result, and the error of each candidate that
@@ -189,11 +189,10 @@ impl Place<'_> {
         Ok(())
     }
 
-    pub(crate) fn mode(&self) -> BatchMode {
+    pub(crate) fn kind(&self) -> StepKind {
         match self {
-            Place::At(start) => start.mode(),
-            Place::With(from) if from.is_proof() => BatchMode::Tactic,
-            Place::With(_) => BatchMode::Command,
+            Place::At(start) => start.kind(),
+            Place::With(from) => from.kind(),
         }
     }
 
@@ -229,7 +228,7 @@ impl Place<'_> {
     ) -> Result<Runs> {
         let total = texts.len();
         let budget = how.budget;
-        let tactic = self.mode() == BatchMode::Tactic;
+        let tactic = self.kind() == StepKind::Tactic;
         let quiet = Quiet(sink);
         let quiet = &quiet;
         let mut running: AsCompleted<'_, Result<Ran>> = AsCompleted::new();
@@ -325,8 +324,8 @@ impl Place<'_> {
         handles: impl Fn(usize) -> Continue,
         with_diff: bool,
     ) -> Result<Verdicts> {
-        let mode = self.mode();
-        let tactic = mode == BatchMode::Tactic;
+        let kind = self.kind();
+        let tactic = kind == StepKind::Tactic;
         let start_goals = &runs.start_goals;
         let mut candidates: Vec<Candidate> = Vec::with_capacity(texts.len());
         let mut fingerprints: Vec<Option<String>> = Vec::with_capacity(texts.len());
@@ -358,9 +357,7 @@ impl Place<'_> {
             });
             let minting = reached && handles(index) == Continue::WithHandles;
             let handle = match (self, minting, &ran.step) {
-                (Place::At(start), true, Some(step))
-                    if mode == BatchMode::Command || progressed =>
-                {
+                (Place::At(start), true, Some(step)) if kind == StepKind::Command || progressed => {
                     Some(start.mint(step)?)
                 }
                 (Place::With(from), true, _) => Some(from.mint(&texts[index])?),
@@ -425,7 +422,7 @@ impl Runtimes {
     ) -> Result<BatchRun> {
         let place = Place::take(self, sink, &batch.place).await?;
         place.check_all(batch.texts, batch.budget)?;
-        let mode = place.mode();
+        let mode = place.kind();
         let how = RunAll {
             budget: batch.budget,
             stop_on_first_close: batch.stop_on_first_close,
@@ -433,10 +430,14 @@ impl Runtimes {
             unit: "candidates",
         };
         let mut runs = place.run_all(sink, batch.texts, how).await?;
+        // What the memory budget made candidates do, of those that ran.
+        let ran: Vec<&Ran> = runs.done.iter().flatten().flatten().collect();
+        let notes: Vec<String> = ran.iter().flat_map(|r| r.result.memory.clone()).collect();
+        let candidates_run = ran.len();
         let (mut candidates, crashed) =
             place.candidates(batch.texts, &mut runs, |_| batch.handles, batch.diff)?;
         let mut start_goals = runs.start_goals;
-        let start_fingerprint = (mode == BatchMode::Tactic).then(|| fingerprint(&start_goals));
+        let start_fingerprint = (mode == StepKind::Tactic).then(|| fingerprint(&start_goals));
         batch.form.apply(start_goals.iter_mut());
         batch.form.apply(
             candidates
@@ -459,6 +460,14 @@ impl Runtimes {
                 candidates,
                 first_closed,
                 disk_changed,
+                memory: (!notes.is_empty()).then(|| {
+                    format!(
+                        "{} of {} candidates: {}",
+                        notes.len(),
+                        candidates_run,
+                        notes[0]
+                    )
+                }),
             },
             crashed,
         })

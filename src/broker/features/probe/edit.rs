@@ -28,7 +28,7 @@ impl Start<'_> {
             generation: bound.server.generation,
             shadow: Shadow::sharing(std::sync::Arc::clone(text), &step.shadow),
             indent: step.indent,
-            proof: step.mode == super::Mode::Proof,
+            kind: step.kind,
             placement: step.placement,
         };
         text_edit(text, index, &state)

@@ -75,20 +75,23 @@ pub struct Ran {
 /// mode).
 pub(super) fn base_cut(step: &Step) -> Option<usize> {
     let before = &step.shadow[..step.start];
-    match step.mode {
-        Mode::Proof | Mode::Term => outline::enclosing_command_start(&step.shadow, step.start),
-        Mode::Command => Some(before.rfind('\n').map_or(0, |i| i + 1)),
+    match step.kind {
+        StepKind::Tactic | StepKind::Term => {
+            outline::enclosing_command_start(&step.shadow, step.start)
+        }
+        StepKind::Command => Some(before.rfind('\n').map_or(0, |i| i + 1)),
     }
 }
 
 pub(super) fn exec_text(
     rt: &Runtime,
+    pool: &Pool,
     step: &Step,
     max_heartbeats: Option<u64>,
     sentinel: bool,
 ) -> Exec {
     let cut = base_cut(step);
-    let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
+    let rewritten = cut.and_then(|cut| rt.rebase(pool.path(), &step.shadow, cut));
     let exec = match rewritten {
         Some(r) => Exec {
             start: (step.start as isize + r.shift) as usize,
@@ -115,7 +118,7 @@ pub(super) fn exec_text(
 /// line is not the step's. Not where the document's file has no `skip`
 /// (`sentinel` false: a prelude file without it; see [`interpret`]).
 pub(super) fn with_sentinel(mut exec: Exec, step: &Step, sentinel: bool) -> Exec {
-    if step.mode != Mode::Proof || !sentinel {
+    if step.kind != StepKind::Tactic || !sentinel {
         return exec;
     }
     if !exec.text.ends_with('\n') {
@@ -308,8 +311,9 @@ pub(super) async fn run_step(
         &step.shadow[step.start..step.end],
         budget.max_heartbeats,
     )?;
-    let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
-    let slot = pool.acquire(&exec.text).await;
+    let exec = exec_text(rt, pool, step, budget.max_heartbeats, pool.takes_sentinel());
+    let slot = rt.slot(server, pool, &exec.text).await?;
+    let memory = slot.note.clone();
     let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
@@ -329,6 +333,7 @@ pub(super) async fn run_step(
                     next_handle: None,
                     exhausted: Some(Exhausted::Timeout),
                     disk_changed: false,
+                    memory: None,
                 },
                 crashed: false,
                 offers: Vec::new(),
@@ -336,7 +341,7 @@ pub(super) async fn run_step(
             }),
         },
     };
-    match ran {
+    let ran = match ran {
         // The worker died under the step: a verdict like any other, the same
         // from every probe tool (a batch candidate's, a single probe's), not
         // a tool error naming the shadow document. The slot was closed and
@@ -362,13 +367,18 @@ pub(super) async fn run_step(
                 next_handle: None,
                 exhausted: None,
                 disk_changed: false,
+                memory: None,
             },
             crashed: true,
             offers: Vec::new(),
             step: None,
         }),
         other => other,
-    }
+    };
+    ran.map(|mut ran| {
+        ran.result.memory = memory;
+        ran
+    })
 }
 
 /// What a step whose worker died says.
@@ -477,10 +487,10 @@ pub(super) async fn interpret(
         )
         .await
     };
-    let proof_state = match step.mode {
+    let proof_state = match step.kind {
         // Nothing after the header was elaborated: no goals to read.
         _ if blocked => None,
-        Mode::Proof => {
+        StepKind::Tactic => {
             let target = Target {
                 server,
                 doc: slot.doc(),
@@ -517,7 +527,7 @@ pub(super) async fn interpret(
         }
         // A term that elaborates leaves nothing to prove; one that does not
         // still has the type expected where it goes.
-        Mode::Term => {
+        StepKind::Term => {
             let goals = match (&step.expected, reading.success) {
                 (Some(expected), false) => vec![expected.clone()],
                 _ => Vec::new(),
@@ -532,7 +542,7 @@ pub(super) async fn interpret(
                 },
             })
         }
-        Mode::Command => None,
+        StepKind::Command => None,
     };
     let mut result = RunResult {
         declaration: None,
@@ -547,6 +557,7 @@ pub(super) async fn interpret(
         next_handle: None,
         exhausted: reading.exhausted,
         disk_changed: false,
+        memory: None,
     };
     result.outcome = verdict(&result, crashed);
     Ok(Ran {
@@ -644,9 +655,9 @@ fn frame<'a>(
     Frame {
         start,
         // A term step begins at the parenthesis put around it.
-        begin: match step.mode {
-            Mode::Term => step.placement.anchor,
-            Mode::Proof | Mode::Command => start,
+        begin: match step.kind {
+            StepKind::Term => step.placement.anchor,
+            StepKind::Tactic | StepKind::Command => start,
         },
         declaration: index.position(shadow, cut),
         sentinel,
@@ -655,6 +666,6 @@ fn frame<'a>(
         blocked,
         sorry_in_step: holds_sorry(&shadow[step.start..step.end]),
         sorry_outside: holds_sorry(&outside),
-        whole_declaration: step.mode == Mode::Term,
+        whole_declaration: step.kind == StepKind::Term,
     }
 }

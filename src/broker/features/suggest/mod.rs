@@ -15,7 +15,7 @@ use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, HandleProblem, ProbeProblem, Result};
 use crate::broker::features::probe::{Offer, Place, RunAll};
 use crate::broker::progress::ProgressSink;
-use crate::results::{BatchMode, Candidate, SuggestResult, Suggestion, TacticTried};
+use crate::results::{Candidate, StepKind, SuggestResult, Suggestion, TacticTried};
 
 /// At most this many suggestions are checked in one call (as many as one
 /// `lean_run_batch` runs); the rest are counted as `unchecked`.
@@ -38,10 +38,10 @@ pub struct SuggestRun {
 }
 
 /// The text a tactic runs as at a place of `mode`.
-fn run_text(mode: BatchMode, tactic: &str) -> String {
+fn run_text(mode: StepKind, tactic: &str) -> String {
     match mode {
-        BatchMode::Term => format!("by {tactic}"),
-        BatchMode::Tactic | BatchMode::Command => tactic.to_owned(),
+        StepKind::Term => format!("by {tactic}"),
+        StepKind::Tactic | StepKind::Command => tactic.to_owned(),
     }
 }
 
@@ -63,8 +63,8 @@ impl Runtimes {
         ask: &Suggest<'_>,
     ) -> Result<SuggestRun> {
         let place = Place::take(self, sink, &ask.place).await?;
-        let mode = place.mode();
-        if mode == BatchMode::Command {
+        let mode = place.kind();
+        if mode == StepKind::Command {
             return Err(match &ask.place {
                 Asked::At(at) => Error::Probe {
                     line: at.line,
