@@ -185,6 +185,8 @@ impl Runtimes {
         let mut candidates: Vec<Candidate> = Vec::with_capacity(total);
         let mut fingerprints: Vec<Option<String>> = Vec::with_capacity(total);
         let mut crashed = Vec::new();
+        // What the memory budget made candidates do, of those that ran.
+        let (mut notes, mut candidates_run) = (Vec::new(), 0);
         for (index, ran) in done.into_iter().enumerate() {
             // After the winner every candidate is skipped, also one that
             // happened to finish: the answer does not depend on timing.
@@ -207,6 +209,8 @@ impl Runtimes {
                 }
                 Some(Ok(ran)) => ran,
             };
+            candidates_run += 1;
+            notes.extend(ran.result.memory.clone());
             let against = Against {
                 kind,
                 start_goals: &start_goals,
@@ -259,6 +263,14 @@ impl Runtimes {
                 candidates,
                 first_closed,
                 disk_changed,
+                memory: (!notes.is_empty()).then(|| {
+                    format!(
+                        "{} of {} candidates: {}",
+                        notes.len(),
+                        candidates_run,
+                        notes[0]
+                    )
+                }),
             },
             crashed,
         })

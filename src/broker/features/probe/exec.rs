@@ -79,12 +79,13 @@ pub(super) fn base_cut(step: &Step) -> Option<usize> {
 
 pub(super) fn exec_text(
     rt: &Runtime,
+    pool: &Pool,
     step: &Step,
     max_heartbeats: Option<u64>,
     sentinel: bool,
 ) -> Exec {
     let cut = base_cut(step);
-    let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
+    let rewritten = cut.and_then(|cut| rt.rebase(pool.path(), &step.shadow, cut));
     let exec = match rewritten {
         Some(r) => Exec {
             start: (step.start as isize + r.shift) as usize,
@@ -304,8 +305,9 @@ pub(super) async fn run_step(
         &step.shadow[step.start..step.end],
         budget.max_heartbeats,
     )?;
-    let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
-    let slot = pool.acquire(&exec.text).await;
+    let exec = exec_text(rt, pool, step, budget.max_heartbeats, pool.takes_sentinel());
+    let slot = rt.slot(server, pool, &exec.text).await?;
+    let memory = slot.note.clone();
     let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
@@ -318,7 +320,7 @@ pub(super) async fn run_step(
             }),
         },
     };
-    match ran {
+    let ran = match ran {
         // The worker died under the step: a verdict like any other (see
         // [`unread`]), not a tool error naming the shadow document. The slot
         // was closed and opens on a new worker at its next use.
@@ -328,7 +330,11 @@ pub(super) async fn run_step(
             step: None,
         }),
         other => other,
-    }
+    };
+    ran.map(|mut ran| {
+        ran.result.memory = memory;
+        ran
+    })
 }
 
 /// Lean's diagnostics on an elaborated step, with the text the broker put

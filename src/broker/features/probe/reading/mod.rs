@@ -328,6 +328,7 @@ pub(super) fn conclude(
         next_handle: None,
         exhausted: reading.exhausted,
         disk_changed: false,
+        memory: None,
     };
     result.outcome = verdict(&result, facts.crashed);
     result
@@ -377,6 +378,7 @@ pub(super) fn unread(why: Unread, workspace: WorkspaceEcho) -> RunResult {
         next_handle: None,
         exhausted,
         disk_changed: false,
+        memory: None,
     }
 }
 

@@ -384,6 +384,7 @@ fn result(success: bool, goals: usize, sorry: bool) -> RunResult {
         next_handle: None,
         exhausted: None,
         disk_changed: false,
+        memory: None,
     }
 }
 
