@@ -29,10 +29,7 @@ use crate::broker::progress::ProgressSink;
 use crate::lean_source::lexer::{self, TokenKind};
 use crate::lean_source::outline;
 use crate::lean_source::text::LineIndex;
-use crate::results::{
-    Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunResult, StepKind,
-    WorkspaceEcho,
-};
+use crate::results::{Goal, Range, RunResult, StepKind, WorkspaceEcho};
 
 mod batch;
 mod edit;
@@ -48,7 +45,6 @@ pub(crate) use batch::{Place, RunAll, Runs};
 pub use exec::Ran;
 use exec::*;
 pub use offers::Offer;
-pub use reading::verdict;
 use text::*;
 
 /// Where a step starts in its shadow, and what the shadow is.
