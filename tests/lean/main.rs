@@ -19,6 +19,7 @@ mod handle_edit;
 mod inspect;
 mod lake_setup;
 mod lsp_client;
+mod memory_budget;
 mod outline;
 mod prefix_bases;
 mod readings;
