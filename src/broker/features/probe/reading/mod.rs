@@ -185,9 +185,7 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
             // New before the step. Lean's unsolved-goals report at the
             // block's start is what the step leaves.
             if let Some(goals) = diagnostics::unsolved_goals(d) {
-                reading
-                    .unsolved
-                    .extend(goals.split("\n\n").map(goals::plain_goal));
+                reading.unsolved.extend(goals::unsolved(goals));
                 continue;
             }
             if !frame.whole_declaration {
