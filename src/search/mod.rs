@@ -24,6 +24,7 @@
 
 mod decls;
 mod index;
+mod pattern;
 mod query;
 mod rank;
 mod source;
