@@ -29,10 +29,7 @@ use crate::broker::progress::ProgressSink;
 use crate::lean_source::lexer::{self, TokenKind};
 use crate::lean_source::outline;
 use crate::lean_source::text::LineIndex;
-use crate::results::{
-    Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunResult, StepKind,
-    WorkspaceEcho,
-};
+use crate::results::{Goal, Range, RunResult, StepKind, WorkspaceEcho};
 
 mod batch;
 mod exec;
@@ -44,7 +41,6 @@ pub use super::heartbeats::check_budget;
 pub use batch::BatchRun;
 pub use exec::Ran;
 use exec::*;
-pub use reading::verdict;
 use text::*;
 
 /// Where a step starts in its shadow, and what the shadow is.
