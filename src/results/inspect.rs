@@ -171,8 +171,7 @@ pub struct TodoItem {
     /// For diagnostic items, the whole span the diagnostic is about, when it
     /// differs from `range`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Range>")]
-    pub full_range: Option<Value>,
+    pub full_range: Option<Range>,
     /// The LSP code action, for `lean_code_action_resolve`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::passthrough::object")]

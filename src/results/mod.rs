@@ -244,14 +244,12 @@ pub struct DiagnosticCounts {
 #[serde(rename_all = "camelCase")]
 pub struct DiagnosticItem {
     /// Lean's range of the message.
-    #[schemars(with = "Range")]
-    pub range: Value,
+    pub range: Range,
     pub severity: Severity,
     pub message: String,
     /// The whole span the message is about, when it differs from `range`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Range>")]
-    pub full_range: Option<Value>,
+    pub full_range: Option<Range>,
     /// Lean's diagnostic code, when it gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "passthrough::diagnostic_code")]

@@ -7,12 +7,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::diagnostics::{self};
 use super::document::{DiagnosticSet, Doc, Snapshot};
 use crate::broker::ask::DiagnosticScope;
 use crate::broker::progress::{LogLevel, ProgressSink};
+use crate::lsp::protocol::Diagnostic;
 
 /// Progress notifications are throttled to at most one per this interval
 /// (the final `done` update is never throttled).
@@ -154,7 +155,7 @@ impl<'a> Forwarder<'a> {
                 Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
                 Some(DiagnosticScope::All) => true,
             };
-        let to_read: Cow<'_, [Value]> = if worth_reading {
+        let to_read: Cow<'_, [Diagnostic]> = if worth_reading {
             let added = self
                 .read_diagnostics
                 .as_ref()
@@ -173,7 +174,7 @@ impl<'a> Forwarder<'a> {
             if !self.sink.admits(level) {
                 continue;
             }
-            let key = diagnostic.to_string();
+            let key = serde_json::to_string(diagnostic).unwrap_or_default();
             if self.sent.insert(key) {
                 let data = json!({
                     "path": self.doc.path.shown,
