@@ -241,9 +241,26 @@ pub(crate) fn validate(
             }
             continue;
         }
+        let reason = match error.kind() {
+            // Every accepted value, not the validator's first two and a count.
+            jsonschema::error::ValidationErrorKind::Enum { options } => {
+                let accepted: Vec<String> = options
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(Value::to_string)
+                    .collect();
+                format!(
+                    "{} is not one of {}",
+                    error.instance(),
+                    accepted.join(", ")
+                )
+            }
+            _ => error.to_string(),
+        };
         violations.push(Violation {
             pointer: base,
-            reason: error.to_string(),
+            reason,
         });
     }
     Err(ParseError::Invalid(violations))

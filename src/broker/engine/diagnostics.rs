@@ -1,14 +1,15 @@
 //! Lean diagnostics as the broker keeps them: counts, scope filtering, log
 //! levels and save readiness.
 
-use lsp_types::DiagnosticSeverity;
+use lsp_types::{DiagnosticSeverity, DiagnosticTag};
 
 use super::bases::DIR_PREFIX;
 use crate::broker::ask::DiagnosticScope;
 use crate::broker::progress::LogLevel;
 use crate::lsp::protocol::{Diagnostic, LeanDiagnosticTag};
 use crate::results::{
-    DiagnosticCounts, DiagnosticItem, Range, Readiness, ReadinessReason, Severity,
+    DiagnosticCategory, DiagnosticCounts, DiagnosticItem, Range, Readiness, ReadinessReason,
+    Severity,
 };
 
 /// LSP's error severity, as a number (a severity Lean leaves out is one).
@@ -35,10 +36,54 @@ pub fn unsolved_goals(diagnostic: &Diagnostic) -> Option<&str> {
     Some(message.split_once('\n').map_or("", |(_, goals)| goals))
 }
 
+/// The note Lean 4.35 puts at the end of every linter's warning
+/// (`Lean.Linter.logLint`).
+const LINTER_NOTE: &str = "This linter can be disabled with `set_option linter.";
+
+/// What a diagnostic is, from what Lean 4.35 sends (recorded on the test
+/// server: `tests/fixtures/payloads/diagnostic-categories.json`):
+///
+/// | category | Lean's mark |
+/// |---|---|
+/// | `unsolved_goals` | an error with `leanTags: [1]` |
+/// | `error` | any other error (some carry a `code`, e.g. `lean.unknownIdentifier`) |
+/// | `sorry` | the warning "declaration uses `sorry`": no code, tag or data, so its fixed wording |
+/// | `linter` | a warning with LSP tag unnecessary (unused variables) or deprecated; a linter without a tag only by the note Lean ends every linter warning with |
+/// | `warning` | any other warning |
+/// | `suggestion` | an information "Try this"/"Try these": no code, tag or data, so its wording (see [`super::try_this`]) |
+/// | `info` | any other information (`#check`, `#eval`, traces), a hint, a severity outside LSP's |
+///
+/// Severity comes first: a linter warning promoted to an error is an error.
+pub fn category(diagnostic: &Diagnostic) -> DiagnosticCategory {
+    let text = diagnostic.message.as_str();
+    match diagnostic.severity {
+        DiagnosticSeverity::ERROR if unsolved_goals(diagnostic).is_some() => {
+            DiagnosticCategory::UnsolvedGoals
+        }
+        DiagnosticSeverity::ERROR => DiagnosticCategory::Error,
+        DiagnosticSeverity::WARNING if says_sorry(text) => DiagnosticCategory::Sorry,
+        DiagnosticSeverity::WARNING
+            if diagnostic
+                .tags
+                .iter()
+                .any(|t| [DiagnosticTag::UNNECESSARY, DiagnosticTag::DEPRECATED].contains(t))
+                || text.contains(LINTER_NOTE) =>
+        {
+            DiagnosticCategory::Linter
+        }
+        DiagnosticSeverity::WARNING => DiagnosticCategory::Warning,
+        DiagnosticSeverity::INFORMATION if super::try_this::says_try_this(text) => {
+            DiagnosticCategory::Suggestion
+        }
+        _ => DiagnosticCategory::Info,
+    }
+}
+
 pub fn in_scope(diagnostic: &Diagnostic, scope: DiagnosticScope) -> bool {
     match scope {
         DiagnosticScope::All => true,
         DiagnosticScope::Errors => diagnostic.is_error(),
+        DiagnosticScope::Only(category) => self::category(diagnostic) == category,
     }
 }
 
@@ -158,6 +203,7 @@ pub fn item(diagnostic: &Diagnostic) -> DiagnosticItem {
     DiagnosticItem {
         range: range(diagnostic.range),
         severity: severity_name(diagnostic.severity),
+        category: category(diagnostic),
         message: diagnostic.message.clone(),
         full_range: diagnostic
             .full_range
@@ -167,6 +213,7 @@ pub fn item(diagnostic: &Diagnostic) -> DiagnosticItem {
             .code
             .as_ref()
             .and_then(|code| serde_json::to_value(code).ok()),
+        suggestions: super::try_this::suggestions(diagnostic),
     }
 }
 
@@ -249,6 +296,77 @@ mod tests {
         ] {
             let d = diagnostic(json!({"severity": severity, "message": "m"}));
             assert_eq!(log_level(&d), level, "{severity}");
+        }
+    }
+
+    /// Each diagnostic Lean 4.35 published for the categories fixture, by
+    /// its category; then what only the table's rules decide.
+    #[test]
+    fn categories_of_what_lean_sent() {
+        let recorded: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/payloads/diagnostic-categories.json"
+        ))
+        .unwrap();
+        let mut seen: Vec<(String, DiagnosticCategory)> = recorded["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let d = Diagnostic::from_value(d).unwrap();
+                let first = d.message.lines().next().unwrap_or("").to_owned();
+                (first, category(&d))
+            })
+            .collect();
+        seen.sort();
+        use DiagnosticCategory::*;
+        let expected = [
+            ("Fix.one : N", Info),
+            ("Try this:", Suggestion),
+            ("Try this:", Suggestion),
+            ("Unknown identifier `missingThing`", Error),
+            (
+                "Variable name `unused` is not explicitly referenced.",
+                Linter,
+            ),
+            ("declaration uses `sorry`", Sorry),
+            ("unsolved goals", UnsolvedGoals),
+        ];
+        let expected: Vec<(String, DiagnosticCategory)> =
+            expected.map(|(m, c)| (m.to_owned(), c)).into();
+        assert_eq!(seen, expected);
+        for (json, expected) in [
+            (
+                json!({"severity": 2, "tags": [2], "message": "`f` has been deprecated"}),
+                Linter,
+            ),
+            (
+                json!({"severity": 2, "message": "unused `simp` args\n\nNote: This linter can be disabled with `set_option linter.unusedSimpArgs false`"}),
+                Linter,
+            ),
+            (
+                json!({"severity": 2, "message": "this tactic is never executed"}),
+                Warning,
+            ),
+            (
+                json!({"severity": 1, "tags": [1], "message": "Variable name `x` is not explicitly referenced."}),
+                Error,
+            ),
+            (
+                json!({"severity": 1, "message": "declaration uses `sorry`"}),
+                Error,
+            ),
+            (
+                json!({"severity": 3, "message": "declaration uses `sorry`"}),
+                Info,
+            ),
+            (
+                json!({"severity": 2, "message": "Try this: exact h"}),
+                Warning,
+            ),
+            (json!({"severity": 4, "message": "m"}), Info),
+            (json!({"message": "no severity: an error"}), Error),
+        ] {
+            assert_eq!(category(&diagnostic(json.clone())), expected, "{json}");
         }
     }
 

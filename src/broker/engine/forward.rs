@@ -14,6 +14,7 @@ use super::document::{DiagnosticSet, Doc, Snapshot};
 use crate::broker::ask::DiagnosticScope;
 use crate::broker::progress::{LogLevel, ProgressSink};
 use crate::lsp::protocol::Diagnostic;
+use crate::results::DiagnosticCategory;
 
 /// Progress notifications are throttled to at most one per this interval
 /// (the final `done` update is never throttled).
@@ -153,7 +154,10 @@ impl<'a> Forwarder<'a> {
                 None => false,
                 Some(_) if !self.sink.admits(LogLevel::Error) => false,
                 Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
-                Some(DiagnosticScope::All) => true,
+                Some(DiagnosticScope::Only(
+                    DiagnosticCategory::Error | DiagnosticCategory::UnsolvedGoals,
+                )) => snap.diagnostics.may_hold_errors(),
+                Some(DiagnosticScope::All | DiagnosticScope::Only(_)) => true,
             };
         let to_read: Cow<'_, [Diagnostic]> = if worth_reading {
             let added = self

@@ -24,7 +24,9 @@ use crate::broker::engine::{diagnostics, shadow};
 use crate::broker::error::{Error, Limit, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::text::LineIndex;
-use crate::results::{Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage};
+use crate::results::{
+    DiagnosticCategory, Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage,
+};
 
 /// Give up on a slot's snippet (its time ran out): its text becomes the
 /// header alone, so that Lean stops elaborating the commands, and its header
@@ -162,11 +164,13 @@ impl Runtimes {
             .iter()
             .map(|d| {
                 let text = d.message.clone();
+                let category = diagnostics::category(d);
                 success &= !d.is_error();
-                sorry |= diagnostics::says_sorry(&text);
+                sorry |= category == DiagnosticCategory::Sorry;
                 out_of_heartbeats |= d.is_error() && text.contains(OUT_OF_HEARTBEATS);
                 SnippetMessage {
                     severity: diagnostics::severity_name(d.severity),
+                    category,
                     range: snippet_range(d.range, placement.as_ref()),
                     text,
                 }

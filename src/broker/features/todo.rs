@@ -47,6 +47,7 @@ fn todo_item(kind: TodoItemKind, range: Range, run_at: (u32, u32)) -> TodoItem {
         },
         message: None,
         severity: None,
+        category: None,
         code: None,
         full_range: None,
         code_action: None,
@@ -213,6 +214,7 @@ impl Runtimes {
             let whole = diagnostics::item(diagnostic);
             item.message = Some(whole.message);
             item.severity = Some(whole.severity);
+            item.category = Some(whole.category);
             item.code = whole.code;
             item.full_range = whole.full_range;
             if kind == TodoItemKind::IncompleteProof {

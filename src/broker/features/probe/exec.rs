@@ -6,7 +6,7 @@ use super::*;
 use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
 use crate::lsp::protocol::Diagnostic;
-use crate::results::{RunMessage, Severity};
+use crate::results::{DiagnosticCategory, RunMessage, Severity};
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
@@ -330,6 +330,7 @@ pub(super) async fn run_step(
                 sorry: false,
                 messages: vec![RunMessage {
                     severity: Severity::Error,
+                    category: DiagnosticCategory::Error,
                     text: CRASHED.to_owned(),
                     range: None,
                     step_range: None,

@@ -14,7 +14,8 @@ use crate::broker::features::goals;
 use crate::lean_source::lexer::{self, LexemeKind, TokenKind};
 use crate::lsp::protocol::Diagnostic;
 use crate::results::{
-    Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunMessage, RunResult,
+    DiagnosticCategory, Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range,
+    RunMessage, RunResult,
 };
 
 /// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
@@ -142,10 +143,8 @@ pub(super) fn read(items: &[Diagnostic], frame: &Frame<'_>) -> Reading {
                 .iter()
                 .any(|b| diagnostics::range(b.range) == r && b.message == text)
         });
-        if severity == DiagnosticSeverity::WARNING
-            && diagnostics::says_sorry(text)
-            && at >= frame.declaration
-        {
+        let category = diagnostics::category(d);
+        if category == DiagnosticCategory::Sorry && at >= frame.declaration {
             uses_sorry = true;
         }
         let after_term = known
@@ -161,6 +160,7 @@ pub(super) fn read(items: &[Diagnostic], frame: &Frame<'_>) -> Reading {
         }
         let mut entry = RunMessage {
             severity: diagnostics::severity_name(severity),
+            category,
             text: text.to_owned(),
             range: None,
             step_range: None,
