@@ -9,6 +9,7 @@ pub mod logging;
 pub mod broker;
 pub mod context;
 pub mod doctor;
+pub mod feedback;
 pub mod fifo_timer;
 pub mod http;
 pub mod identity;

@@ -359,7 +359,10 @@ fn no_import_cycle_under_src() {
 const FORBIDDEN: &[(&str, &[&str])] = &[
     // The broker knows Lean and documents, not MCP: progress and logs leave
     // through `broker::ProgressSink`, errors as `broker::Error`.
-    ("broker", &["mcp", "http", "context", "surface", "ops"]),
+    (
+        "broker",
+        &["mcp", "http", "context", "surface", "ops", "feedback"],
+    ),
     // The engine runs documents and Lean; the features drive it, never the
     // other way round (privacy lets a child reach any sibling).
     ("broker::engine", &["broker::features"]),
@@ -367,13 +370,21 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // the protocol and its transports.
     ("context", &["mcp", "http"]),
     ("ops", &["mcp", "http", "replica"]),
+    // The feedback report stands beside `ops`, which calls it: it reads the
+    // tool's arguments (`surface`) and the broker's façade, never the
+    // protocol, its transports, or the adapter that calls it.
+    ("feedback", &["mcp", "http", "replica", "context", "ops"]),
     (
         "lsp",
-        &["broker", "ops", "mcp", "http", "context", "surface"],
+        &[
+            "broker", "ops", "feedback", "mcp", "http", "context", "surface",
+        ],
     ),
     (
         "safe_fs",
-        &["broker", "ops", "mcp", "http", "context", "surface"],
+        &[
+            "broker", "ops", "feedback", "mcp", "http", "context", "surface",
+        ],
     ),
 ];
 

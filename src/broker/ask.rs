@@ -10,12 +10,12 @@ use crate::results::TodoItemKind;
 pub struct SyncOptions {
     pub scope: DiagnosticScope,
     pub items: bool,
-    pub mode: Mode,
+    pub mode: EditMode,
 }
 
 /// How an edit is applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub enum EditMode {
     /// Send the change if the file differs (update, sync).
     IfChanged,
     /// Re-elaborate from scratch under a new version even if unchanged (refresh,

@@ -19,8 +19,9 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::{
-    After, At, Batch, Broker, Budget, Continue, DiagnosticScope, Error, HandleProblem, Launcher,
-    Limits, LogLevel, Mode, Pinned, Place, ProgressSink, SinkFuture, SyncOptions, Taking, Timeouts,
+    After, At, Batch, Broker, Budget, Continue, DiagnosticScope, EditMode, Error, HandleProblem,
+    Launcher, Limits, LogLevel, Pinned, Place, ProgressSink, SinkFuture, SyncOptions, Taking,
+    Timeouts,
 };
 use crate::lsp::testing::{Elaboration, Report, Script, ScriptedLean, diagnostic};
 use crate::results::Outcome;
@@ -180,7 +181,7 @@ fn sync_options() -> SyncOptions {
     SyncOptions {
         scope: DiagnosticScope::All,
         items: true,
-        mode: Mode::IfChanged,
+        mode: EditMode::IfChanged,
     }
 }
 
@@ -600,7 +601,7 @@ async fn a_batch_gives_verdicts_and_skips_after_the_first_close() {
         "{result:?}"
     );
     assert_eq!(result.first_closed, Some(1));
-    assert_eq!(result.mode, crate::results::BatchMode::Tactic);
+    assert_eq!(result.mode, crate::results::StepKind::Tactic);
     let start: Vec<&str> = result
         .start_goals
         .iter()

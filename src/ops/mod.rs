@@ -2,19 +2,17 @@
 //! method per tool, each turning its arguments into a broker intent (the
 //! methods of [`Broker`]) and the broker's typed error into the tool error
 //! (`errors.rs`). What is not the broker's lives here too: the process tools
-//! (`beam_version`, `beam_stats`, `beam_feedback_report`).
+//! (`beam_version`, `beam_stats`), and `beam_feedback_report` hands its
+//! arguments to [`crate::feedback`].
 
 mod args;
 mod batch;
-mod bundle;
 mod errors;
-mod feedback;
 mod process;
-mod redact;
 
 use std::sync::Arc;
 
-use crate::broker::{After, Broker, Budget, Continue, Mode, SyncOptions, Taking};
+use crate::broker::{After, Broker, Budget, Continue, EditMode, SyncOptions, Taking};
 use crate::identity::ReplicaId;
 use crate::results::*;
 use crate::stats::Stats;
@@ -82,7 +80,7 @@ impl Operations for Beam {
         _ctx: &CallContext,
         args: BeamFeedbackReportArgs,
     ) -> Answer<FeedbackResult> {
-        feedback::report(&self.broker, &args).await
+        Ok(crate::feedback::report(&self.broker, &args).await?)
     }
 
     async fn lean_drop_workspace(
@@ -334,7 +332,7 @@ impl Operations for Beam {
         let options = SyncOptions {
             scope: args.diagnostic_scope.into(),
             items: args.diagnostics_in_result,
-            mode: Mode::IfChanged,
+            mode: EditMode::IfChanged,
         };
         Ok(self
             .broker
@@ -346,7 +344,7 @@ impl Operations for Beam {
         let options = SyncOptions {
             scope: args.diagnostic_scope.into(),
             items: args.diagnostics_in_result,
-            mode: Mode::Reelaborate,
+            mode: EditMode::Reelaborate,
         };
         Ok(self
             .broker

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{DeclarationAt, Goal, RunMessage, WorkspaceEcho};
+use super::{DeclarationAt, Goal, RunMessage, StepKind, WorkspaceEcho};
 
 /// What became of one candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -93,15 +93,6 @@ pub struct Candidate {
     pub error: Option<String>,
 }
 
-/// What the candidates are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum BatchMode {
-    Tactic,
-    Command,
-    Term,
-}
-
 /// `lean_run_batch`: a verdict per candidate, in the order of `texts`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct BatchResult {
@@ -115,7 +106,8 @@ pub struct BatchResult {
     /// The addressed line (from a position).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_text: Option<String>,
-    pub mode: BatchMode,
+    /// What the candidates are.
+    pub mode: StepKind,
     /// The goals the candidates start from.
     pub start_goals: Vec<Goal>,
     /// Their fingerprint (tactic mode), as a candidate's `fingerprint`.

@@ -7,6 +7,19 @@ use serde::Serialize;
 
 use super::{DeclarationAt, Goal, GoalSource, Outcome, Range, Severity, WorkspaceEcho};
 
+/// What a step's text is, wherever one runs (a probe's plan, a handle's
+/// chain, a batch's candidates): tactics in a tactic block, one command
+/// between commands, or a term in place of the term at a position (a
+/// `sorry`, a hole). Its variants carry no doc comments: the output schema
+/// stays a plain string enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    Tactic,
+    Command,
+    Term,
+}
+
 /// One message Lean gave about a step (or, marked `before_step`, about the
 /// text before it). `range` is in the user's file and only there: present
 /// for a message on the user's own text; a message on the step's text has

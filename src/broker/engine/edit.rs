@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::document::{Content, DiskStamp, DocEdit, DocState, Notice};
 use super::server::{Admitted, LeanServer, OpenKind};
-use crate::broker::ask::Mode;
+use crate::broker::ask::EditMode;
 use crate::broker::error::{Error, Result};
 
 /// What `apply` did.
@@ -27,12 +27,12 @@ pub async fn apply(
     edit: &DocEdit<'_>,
     text: Arc<str>,
     disk: Option<DiskStamp>,
-    mode: Mode,
+    mode: EditMode,
 ) -> Result<Applied> {
     let old = edit.state();
     let open = old.lifecycle.is_open_in(server.generation);
     let differs = old.version == 0 || *old.text != *text;
-    if open && !differs && mode == Mode::IfChanged {
+    if open && !differs && mode == EditMode::IfChanged {
         // The same text: the version stands for what the disk holds now.
         edit.set_disk(disk);
         return Ok(Applied {
@@ -41,7 +41,7 @@ pub async fn apply(
             sent: false,
         });
     }
-    let version = if differs || mode == Mode::Reelaborate {
+    let version = if differs || mode == EditMode::Reelaborate {
         old.version.max(old.floor) + 1
     } else {
         old.version
@@ -51,7 +51,7 @@ pub async fn apply(
         text: Arc::clone(&text),
         disk,
     };
-    let notice = if open && mode == Mode::IfChanged {
+    let notice = if open && mode == EditMode::IfChanged {
         edit.change(content)
     } else {
         edit.clear_rpc_session();

@@ -142,8 +142,9 @@ pub struct HandleState {
     pub shadow: Shadow,
     /// Indentation for continuation steps (the column of the first step).
     pub indent: usize,
-    /// True in proof mode (tactics), false in command mode.
-    pub proof: bool,
+    /// What the chain's steps are: tactics or commands (a term step takes
+    /// no handle).
+    pub kind: crate::results::StepKind,
     /// Where the chain's text sits in the shadow and in the user's file.
     pub placement: crate::lean_source::placement::Placement,
 }
@@ -443,7 +444,7 @@ mod tests {
             generation: 1,
             shadow: Shadow::new(Arc::clone(base), base.len(), tail.into()),
             indent: 2,
-            proof: true,
+            kind: crate::results::StepKind::Tactic,
             placement: Default::default(),
         }
     }

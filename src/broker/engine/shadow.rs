@@ -21,7 +21,7 @@ use super::forward::Forwarder;
 use super::server::LeanServer;
 use super::sync;
 use super::workspace::DocPath;
-use crate::broker::ask::Mode;
+use crate::broker::ask::EditMode;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 pub use crate::lean_source::placement::{Placement, advance};
@@ -326,7 +326,7 @@ pub async fn elaborate(
             && crate::lean_source::outline::header_end(&old.text) == header.len()
             && slot.header_confirmed(header)
     };
-    let applied = edit::apply(server, &edit, Arc::from(text), None, Mode::IfChanged).await?;
+    let applied = edit::apply(server, &edit, Arc::from(text), None, EditMode::IfChanged).await?;
     slot.reset = Some(server.clone());
     let version = applied.version;
     let doc: &Doc = &edit;

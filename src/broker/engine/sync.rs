@@ -13,7 +13,7 @@ use super::edit::{self};
 use super::forward::Forwarder;
 use super::server::LeanServer;
 use super::wait::{Wait, Waited};
-use crate::broker::ask::{Mode, SyncOptions};
+use crate::broker::ask::{EditMode, SyncOptions};
 use crate::broker::error::{Error, Result, SourceProblem};
 use crate::broker::progress::ProgressSink;
 use crate::lsp::protocol::{WaitForDiagnostics, WaitForDiagnosticsParams};
@@ -204,7 +204,7 @@ pub async fn apply_and_wait(
             // A dependency was rebuilt under the open file: reopen it once so
             // Lean loads the new imports, instead of reporting stale state.
             reopened_for_imports = true;
-            mode = Mode::Reelaborate;
+            mode = EditMode::Reelaborate;
             continue;
         }
         return Ok(Synced {

@@ -4,7 +4,7 @@
 //! document's [`DocEdit`] guard) is kept here and in the functions that
 //! require the guard, never by `ops`.
 
-use crate::broker::ask::{DiagnosticScope, Mode, Pinned, Spot, SyncOptions};
+use crate::broker::ask::{DiagnosticScope, EditMode, Pinned, Spot, SyncOptions};
 use crate::broker::engine::checkpoint;
 use crate::broker::engine::diagnostics::{self};
 use crate::broker::engine::document::{Doc, DocEdit};
@@ -138,7 +138,7 @@ impl Runtimes {
         let options = SyncOptions {
             scope,
             items: false,
-            mode: Mode::IfChanged,
+            mode: EditMode::IfChanged,
         };
         let (_edit, synced) = rt.sync_and_hold(&doc, sink, options).await?;
         let checked = sync_result(&rt, &doc, &synced, options);
@@ -285,7 +285,7 @@ impl Runtime {
         let edit = doc.lock_edit().await;
         let (text, disk) = sync::read_disk(doc, self.max_file_bytes).await?;
         let server = self.server().await?;
-        edit::apply(&server, &edit, text, disk, Mode::IfChanged).await
+        edit::apply(&server, &edit, text, disk, EditMode::IfChanged).await
     }
 
     /// The diagnostics of exactly the version on disk (`lean_sync`,

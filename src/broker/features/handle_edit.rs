@@ -184,7 +184,7 @@ mod tests {
             generation: 1,
             shadow: Shadow::sharing(Arc::from(user), shadow),
             indent: 2,
-            proof: true,
+            kind: crate::results::StepKind::Tactic,
             placement: Placement::at(anchor),
         }
     }

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use crate::broker::ask::{Mode, RunCode};
+use crate::broker::ask::{EditMode, RunCode};
 use crate::broker::engine::edit;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::server::LeanServer;
@@ -38,7 +38,7 @@ pub async fn abandon(
 ) -> crate::broker::error::Result<()> {
     let edit = slot.doc().lock_edit().await;
     slot.confirm_header(None);
-    edit::apply(server, &edit, header.into(), None, Mode::IfChanged).await?;
+    edit::apply(server, &edit, header.into(), None, EditMode::IfChanged).await?;
     Ok(())
 }
 

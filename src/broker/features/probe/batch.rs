@@ -11,7 +11,7 @@ use crate::broker::engine::concurrent::AsCompleted;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::{LogLevel, ProgressSink, SinkFuture};
-use crate::results::{BatchMode, BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome};
+use crate::results::{BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome, StepKind};
 
 /// A batch's answer: the result, and the error of each candidate that
 /// crashed (its index in `texts`), for the caller to put in words
@@ -131,11 +131,10 @@ impl Place<'_> {
         }
     }
 
-    fn mode(&self) -> BatchMode {
+    fn kind(&self) -> StepKind {
         match self {
-            Place::At(start) => start.mode(),
-            Place::With(from) if from.is_proof() => BatchMode::Tactic,
-            Place::With(_) => BatchMode::Command,
+            Place::At(start) => start.kind(),
+            Place::With(from) => from.kind(),
         }
     }
 }
@@ -193,8 +192,8 @@ impl Runtimes {
                     error: Box::new(error),
                 })?;
         }
-        let mode = place.mode();
-        let tactic = mode == BatchMode::Tactic;
+        let kind = place.kind();
+        let tactic = kind == StepKind::Tactic;
         let quiet = Quiet(sink);
         let quiet = &quiet;
         let place = &place;
@@ -307,9 +306,7 @@ impl Runtimes {
             });
             let minting = reached && batch.handles == Continue::WithHandles;
             let handle = match (place, minting, &ran.step) {
-                (Place::At(start), true, Some(step))
-                    if mode == BatchMode::Command || progressed =>
-                {
+                (Place::At(start), true, Some(step)) if kind == StepKind::Command || progressed => {
                     Some(start.mint(step)?)
                 }
                 (Place::With(from), true, _) => Some(from.mint(&batch.texts[index])?),
@@ -355,7 +352,7 @@ impl Runtimes {
                 path: origin.path,
                 version: origin.version,
                 line_text,
-                mode,
+                mode: kind,
                 start_goals,
                 start_fingerprint,
                 candidates,

@@ -65,9 +65,11 @@ pub struct Ran {
 /// mode).
 pub(super) fn base_cut(step: &Step) -> Option<usize> {
     let before = &step.shadow[..step.start];
-    match step.mode {
-        Mode::Proof | Mode::Term => outline::enclosing_command_start(&step.shadow, step.start),
-        Mode::Command => Some(before.rfind('\n').map_or(0, |i| i + 1)),
+    match step.kind {
+        StepKind::Tactic | StepKind::Term => {
+            outline::enclosing_command_start(&step.shadow, step.start)
+        }
+        StepKind::Command => Some(before.rfind('\n').map_or(0, |i| i + 1)),
     }
 }
 
@@ -105,7 +107,7 @@ pub(super) fn exec_text(
 /// line is not the step's. Not where the document's file has no `skip`
 /// (`sentinel` false: a prelude file without it; see [`interpret`]).
 pub(super) fn with_sentinel(mut exec: Exec, step: &Step, sentinel: bool) -> Exec {
-    if step.mode != Mode::Proof || !sentinel {
+    if step.kind != StepKind::Tactic || !sentinel {
         return exec;
     }
     if !exec.text.ends_with('\n') {
@@ -441,10 +443,10 @@ pub(super) async fn interpret(
         slot.close_after_crash(server);
     }
     let Read { index, reading, .. } = read;
-    let proof_state = match step.mode {
+    let proof_state = match step.kind {
         // Nothing after the header was elaborated: no goals to read.
         _ if blocked => None,
-        Mode::Proof => {
+        StepKind::Tactic => {
             let target = Target {
                 server,
                 doc: slot.doc(),
@@ -481,7 +483,7 @@ pub(super) async fn interpret(
         }
         // A term that elaborates leaves nothing to prove; one that does not
         // still has the type expected where it goes.
-        Mode::Term => {
+        StepKind::Term => {
             let goals = match (&step.expected, reading.success) {
                 (Some(expected), false) => vec![expected.clone()],
                 _ => Vec::new(),
@@ -496,7 +498,7 @@ pub(super) async fn interpret(
                 },
             })
         }
-        Mode::Command => None,
+        StepKind::Command => None,
     };
     let mut result = RunResult {
         declaration: None,
@@ -535,9 +537,9 @@ fn frame<'a>(
     Frame {
         start,
         // A term step begins at the parenthesis put around it.
-        begin: match step.mode {
-            Mode::Term => step.placement.anchor,
-            Mode::Proof | Mode::Command => start,
+        begin: match step.kind {
+            StepKind::Term => step.placement.anchor,
+            StepKind::Tactic | StepKind::Command => start,
         },
         declaration: index.position(shadow, cut),
         sentinel,
@@ -546,6 +548,6 @@ fn frame<'a>(
         blocked,
         sorry_in_step: holds_sorry(&shadow[step.start..step.end]),
         sorry_outside: holds_sorry(&outside),
-        whole_declaration: step.mode == Mode::Term,
+        whole_declaration: step.kind == StepKind::Term,
     }
 }

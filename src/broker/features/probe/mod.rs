@@ -27,7 +27,7 @@ use crate::lean_source::lexer::{self, TokenKind};
 use crate::lean_source::outline;
 use crate::lean_source::text::LineIndex;
 use crate::results::{
-    BatchMode, Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunResult,
+    Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunResult, StepKind,
     WorkspaceEcho,
 };
 
@@ -44,17 +44,6 @@ use exec::*;
 pub use reading::verdict;
 use text::*;
 
-/// What a step's text is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Tactics, in a tactic block.
-    Proof,
-    /// One command, between commands.
-    Command,
-    /// A term, in place of the term at the position (a `sorry`, a hole).
-    Term,
-}
-
 /// Where a step starts in its shadow, and what the shadow is.
 pub struct Step {
     shadow: String,
@@ -64,7 +53,7 @@ pub struct Step {
     /// user's declaration follows a term step).
     end: usize,
     indent: usize,
-    mode: Mode,
+    kind: StepKind,
     placement: Placement,
     /// A term step: the type expected where it goes (a structured goal).
     expected: Option<Goal>,
@@ -116,7 +105,7 @@ fn probe_problem(at: &At<'_>, problem: ProbeProblem) -> Error {
     }
 }
 
-/// Where candidates go at a position of a pinned version: the mode the
+/// Where candidates go at a position of a pinned version: the kind of step the
 /// position calls for, and how a candidate's text becomes its shadow.
 enum Plan {
     /// Tactics: the shadow is `prefix` then the text at column `indent`.
@@ -183,28 +172,28 @@ impl Runtimes {
         let term_sorry = in_block
             && !goals::starts_tactic(before)
             && sorry_at(text, line_start, line_end, offset);
-        let mode = if in_block && !term_sorry {
-            Mode::Proof
+        let kind = if in_block && !term_sorry {
+            StepKind::Tactic
         } else if !in_block && before.trim().is_empty() {
-            Mode::Command
+            StepKind::Command
         } else {
-            Mode::Term
+            StepKind::Term
         };
-        let term = match mode {
-            Mode::Term => term_at(&bound, at, offset).await?,
-            Mode::Proof | Mode::Command => None,
+        let term = match kind {
+            StepKind::Term => term_at(&bound, at, offset).await?,
+            StepKind::Tactic | StepKind::Command => None,
         };
-        let mode = match (mode, &term) {
-            (Mode::Term, None) if in_block => Mode::Proof,
-            (Mode::Term, None) => return Err(probe_problem(at, ProbeProblem::NotAPlace)),
-            (mode, _) => mode,
+        let kind = match (kind, &term) {
+            (StepKind::Term, None) if in_block => StepKind::Tactic,
+            (StepKind::Term, None) => return Err(probe_problem(at, ProbeProblem::NotAPlace)),
+            (kind, _) => kind,
         };
-        if handles == Continue::WithHandles && mode == Mode::Term {
+        if handles == Continue::WithHandles && kind == StepKind::Term {
             return Err(probe_problem(at, ProbeProblem::TermTakesNoHandle));
         }
         let position = |byte: usize| index.position(text, byte);
-        let plan = match (mode, term) {
-            (Mode::Proof, _) => {
+        let plan = match (kind, term) {
+            (StepKind::Tactic, _) => {
                 let line_text = line_text.trim_end_matches('\r');
                 let column = if line_text.is_empty() {
                     // An empty line inside a proof: the step belongs to the tactic
@@ -264,11 +253,11 @@ impl Runtimes {
                     placement,
                 }
             }
-            (Mode::Command, _) => Plan::Command {
+            (StepKind::Command, _) => Plan::Command {
                 offset,
                 placement: Placement::at((at.line as u32, at.character as u32)),
             },
-            (Mode::Term, term) => Plan::Term(term.expect("a term step has its term")),
+            (StepKind::Term, term) => Plan::Term(term.expect("a term step has its term")),
         };
         let goals = match (&plan, goal) {
             (Plan::Proof { .. }, Some(goal)) => {
@@ -330,7 +319,7 @@ impl Start<'_> {
                     end: shadow.len(),
                     shadow,
                     indent: *indent,
-                    mode: Mode::Proof,
+                    kind: StepKind::Tactic,
                     placement: *placement,
                     expected: None,
                 }
@@ -351,7 +340,7 @@ impl Start<'_> {
                     end: shadow.len(),
                     shadow,
                     indent: 0,
-                    mode: Mode::Command,
+                    kind: StepKind::Command,
                     placement: *placement,
                     expected: None,
                 }
@@ -381,7 +370,7 @@ impl Start<'_> {
                     end: term.start + 1 + step_text.len(),
                     shadow,
                     indent: 0,
-                    mode: Mode::Term,
+                    kind: StepKind::Term,
                     placement: Placement {
                         anchor,
                         text: text_at,
@@ -405,11 +394,11 @@ impl Start<'_> {
     }
 
     /// What candidates here are.
-    pub fn mode(&self) -> BatchMode {
+    pub fn kind(&self) -> StepKind {
         match self.plan {
-            Plan::Proof { .. } => BatchMode::Tactic,
-            Plan::Command { .. } => BatchMode::Command,
-            Plan::Term(_) => BatchMode::Term,
+            Plan::Proof { .. } => StepKind::Tactic,
+            Plan::Command { .. } => StepKind::Command,
+            Plan::Term(_) => StepKind::Term,
         }
     }
 
@@ -436,7 +425,7 @@ impl Start<'_> {
             // Handles share the snapshot's text instead of copying the prefix.
             shadow: Shadow::sharing(std::sync::Arc::clone(&bound.state.text), &step.shadow),
             indent: step.indent,
-            proof: step.mode == Mode::Proof,
+            kind: step.kind,
             placement: step.placement,
         })
     }
@@ -524,9 +513,9 @@ impl FromHandle {
         check_budget("the text", text, budget.max_heartbeats)
     }
 
-    /// The handle continues tactics (not commands).
-    pub fn is_proof(&self) -> bool {
-        self.state.proof
+    /// What the handle's steps are (tactics or commands).
+    pub fn kind(&self) -> StepKind {
+        self.state.kind
     }
 
     /// Run one continuation text.
@@ -539,11 +528,7 @@ impl FromHandle {
             end: shadow.len(),
             shadow,
             indent: state.indent,
-            mode: if state.proof {
-                Mode::Proof
-            } else {
-                Mode::Command
-            },
+            kind: state.kind,
             placement: state.placement,
             expected: None,
         };
