@@ -250,11 +250,7 @@ pub(crate) fn validate(
                     .flatten()
                     .map(Value::to_string)
                     .collect();
-                format!(
-                    "{} is not one of {}",
-                    error.instance(),
-                    accepted.join(", ")
-                )
+                format!("{} is not one of {}", error.instance(), accepted.join(", "))
             }
             _ => error.to_string(),
         };
