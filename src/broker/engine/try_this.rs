@@ -15,7 +15,7 @@
 //! gives the exact span).
 
 use crate::lsp::protocol::Diagnostic;
-use crate::results::TextEdit;
+use crate::results::{Range, TextEdit};
 use lsp_types::DiagnosticSeverity;
 
 /// Whether a message is a "Try this" (one suggestion) or "Try these"
@@ -81,7 +81,11 @@ pub fn suggestions(diagnostic: &Diagnostic) -> Vec<TextEdit> {
     {
         return Vec::new();
     }
-    let range = super::diagnostics::range(diagnostic.range);
+    let r = diagnostic.range;
+    let range = Range::new(
+        (r.start.line, r.start.character),
+        (r.end.line, r.end.character),
+    );
     texts(&diagnostic.message)
         .into_iter()
         .map(|new_text| TextEdit { range, new_text })
@@ -91,7 +95,6 @@ pub fn suggestions(diagnostic: &Diagnostic) -> Vec<TextEdit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::Range;
     use serde_json::{Value, json};
 
     /// The diagnostics Lean 4.35 published for the categories fixture.
