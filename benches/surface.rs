@@ -48,7 +48,6 @@ fn lean_sync_arguments() -> Value {
 /// Validate against the emitted schema and deserialize into `LeanSyncArgs`.
 #[divan::bench(sample_count = 500, sample_size = 100)]
 fn parse_validate_lean_sync(bencher: Bencher) {
-    surface::warm();
     let arguments = lean_sync_arguments();
     bencher
         .with_inputs(|| arguments.clone())
@@ -58,7 +57,6 @@ fn parse_validate_lean_sync(bencher: Bencher) {
 /// The same, starting from the arguments' JSON text.
 #[divan::bench(sample_count = 500, sample_size = 100)]
 fn parse_validate_lean_sync_from_text(bencher: Bencher) {
-    surface::warm();
     let text = lean_sync_arguments().to_string();
     bencher.bench(|| {
         let arguments: Value = serde_json::from_str(divan::black_box(&text)).expect("json");
@@ -69,7 +67,6 @@ fn parse_validate_lean_sync_from_text(bencher: Bencher) {
 /// An invalid payload: the error path lists every violation.
 #[divan::bench(sample_count = 500, sample_size = 100)]
 fn parse_validate_lean_sync_invalid(bencher: Bencher) {
-    surface::warm();
     let arguments = json!({"workspace": {"root": 1, "alias": "x"}, "path": 3, "extra": true});
     bencher
         .with_inputs(|| arguments.clone())

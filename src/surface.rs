@@ -1,6 +1,6 @@
 //! The tool surface: the code generated from `operations.toml` plus the small set
 //! of hand-written types it is written against (call context, outcomes, errors,
-//! schema validation, the catalog with its output schemas).
+//! the checks the generated validators call, the catalog with its output schemas).
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -22,6 +22,7 @@ pub use generated::*;
 
 pub mod budget;
 mod tool_set;
+pub mod validate;
 pub use tool_set::ToolSet;
 
 impl From<Tool> for CallTool {
@@ -208,64 +209,6 @@ impl ParseError {
     }
 }
 
-/// Compile one of the generated schemas. They are self-contained, so no resolver
-/// (and never the network) is involved.
-pub(crate) fn compile_schema(schema: &str) -> jsonschema::Validator {
-    let schema: Value = serde_json::from_str(schema).expect("generated schema is JSON");
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .build(&schema)
-        .expect("generated schema compiles")
-}
-
-/// Validate `instance`; on failure list every violation with its pointer.
-pub(crate) fn validate(
-    validator: &jsonschema::Validator,
-    instance: &Value,
-) -> Result<(), ParseError> {
-    if validator.is_valid(instance) {
-        return Ok(());
-    }
-    let mut violations: Vec<Violation> = Vec::new();
-    for error in validator.iter_errors(instance) {
-        let base = error.instance_path().to_string();
-        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
-            error.kind()
-        {
-            // Point at each undeclared field rather than at its parent object.
-            for name in unexpected {
-                violations.push(Violation {
-                    pointer: format!("{base}/{}", escape_pointer(name)),
-                    reason: format!("undeclared field `{name}` (additionalProperties is false)"),
-                });
-            }
-            continue;
-        }
-        let reason = match error.kind() {
-            // Every accepted value, not the validator's first two and a count.
-            jsonschema::error::ValidationErrorKind::Enum { options } => {
-                let accepted: Vec<String> = options
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(Value::to_string)
-                    .collect();
-                format!("{} is not one of {}", error.instance(), accepted.join(", "))
-            }
-            _ => error.to_string(),
-        };
-        violations.push(Violation {
-            pointer: base,
-            reason,
-        });
-    }
-    Err(ParseError::Invalid(violations))
-}
-
-fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
 /// Integer arguments as JSON Schema reads them: `2.0` is the integer 2 (the schema
 /// accepts it, and Python clients send whole floats that way), so serde must
 /// accept it too. The generator points every `integer`/`natural` field here.
@@ -371,12 +314,6 @@ pub(crate) fn catalog_of(tools: impl IntoIterator<Item = Tool>) -> String {
     }
     catalog.push(']');
     catalog
-}
-
-/// Compile every validator now (benchmarks of the parse alone; the server
-/// compiles each tool's on its first call instead).
-pub fn warm() {
-    ToolSet::all().warm();
 }
 
 /// The known tool whose name is nearest to `name`, if one is near enough to be

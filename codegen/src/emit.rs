@@ -4,7 +4,7 @@
 //!
 //! The generated code leans on a small hand-written support module,
 //! `crate::surface`: `CallContext`, `ToolOutcome`, `ToolError`, `ParseError`,
-//! `StatusNotice`, `compile_schema`, `validate`, `structured`, and `results`
+//! `StatusNotice`, `validate` (the checks the generated validators call), `structured`, and `results`
 //! (the result types the table names, with `results::output_schema`).
 
 use std::collections::BTreeMap;
@@ -349,6 +349,7 @@ pub fn emit(table: &Table) -> String {
         .collect();
 
     let profiles = crate::profiles::tokens(table);
+    let validators = crate::validators::tokens(table);
     let host_injected = &table.host_injected;
 
     let file = quote! {
@@ -446,10 +447,7 @@ pub fn emit(table: &Table) -> String {
         /// Each tool's input schema (JSON Schema draft 2020-12), in tools/list order.
         pub const INPUT_SCHEMAS: [&str; #count] = [#(#schemas,)*];
 
-        /// Each tool's validator, compiled on its first use, so that a server
-        /// serving a tool set compiles only the validators of that set.
-        pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; #count] =
-            [#(::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[#indices])),)*];
+        #validators
 
         #profiles
 
@@ -486,7 +484,7 @@ pub fn emit(table: &Table) -> String {
                     members.remove(*injected);
                 }
             }
-            crate::surface::validate(&VALIDATORS[tool.index()], &arguments)?;
+            crate::surface::validate::run(VALIDATORS[tool.index()], &arguments)?;
             let call = match tool {
                 #(Tool::#variants => ::serde_json::from_value(arguments).map(ToolCall::#variants),)*
             };

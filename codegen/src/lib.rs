@@ -6,6 +6,7 @@ pub mod emit;
 pub mod profiles;
 pub mod schema;
 pub mod table;
+pub mod validators;
 
 pub use table::TableError;
 

@@ -152,6 +152,14 @@ pub enum Limit {
     /// Every one of a workspace's `limit` snippet header documents has a
     /// call in flight.
     SnippetHeaders { limit: usize },
+    /// One more Lean worker (`worker` bytes, estimated) is larger than the
+    /// whole memory budget (`limit` bytes, from `source`): no probe slot can
+    /// ever fit.
+    LeanMemory {
+        limit: u64,
+        worker: u64,
+        source: String,
+    },
     /// A Lean process was killed for its memory; `path` is the document
     /// whose worker it was (or that the call was about).
     Memory {

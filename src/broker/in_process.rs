@@ -26,6 +26,8 @@ use super::{
 use crate::lsp::testing::{Elaboration, Report, Script, ScriptedLean, diagnostic};
 use crate::results::Outcome;
 
+mod memory_budget;
+
 /// A progress sink that follows nothing.
 struct Quiet;
 

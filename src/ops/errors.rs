@@ -479,6 +479,29 @@ fn resource_limit(limit: Limit) -> ToolError {
             ),
         ),
         Limit::Memory { kill, path } => memory_error(kill, path.as_deref()),
+        Limit::LeanMemory {
+            limit,
+            worker,
+            source,
+        } => {
+            const MIB: u64 = 1024 * 1024;
+            ToolError::new(
+                ErrorCode::ResourceLimit,
+                format!(
+                    "no Lean worker can be opened for this call: one needs about {} MiB, more than the whole memory budget of the Lean processes, {} MiB ({source}). Raise it in the server's environment, e.g. {}={}G",
+                    worker.div_ceil(MIB),
+                    limit / MIB,
+                    env::MAX_LEAN_MEMORY,
+                    (worker.saturating_mul(4)).div_ceil(1 << 30).max(1)
+                ),
+            )
+            .with_data(json!({
+                "kind": "leanMemory",
+                "env": env::MAX_LEAN_MEMORY,
+                "limit": limit,
+                "used": worker,
+            }))
+        }
         // A fixed number, not a variable: no bound to raise.
         Limit::SnippetHeaders { limit } => ToolError::new(
             ErrorCode::ResourceLimit,

@@ -122,4 +122,9 @@ pub struct BatchResult {
     /// read from it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disk_changed: bool,
+    /// Present when the memory budget (`LEAN_BEAM_MAX_LEAN_MEMORY`) made
+    /// candidates wait for, reuse or reclaim a Lean worker: what it did, with
+    /// the figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
 }

@@ -82,11 +82,50 @@ pub struct Limits {
     /// In MiB.
     #[serde(rename = "LEAN_BEAM_MAX_LEAN_RSS_MIB")]
     pub max_lean_rss_mib: LimitUse,
+    #[serde(rename = "LEAN_BEAM_MAX_LEAN_MEMORY")]
+    pub max_lean_memory: LeanMemoryUse,
     #[serde(rename = "LEAN_BEAM_MAX_FILE_BYTES")]
     pub max_file_bytes: LimitUse,
     /// In seconds; `used` is the longest idle time.
     #[serde(rename = "LEAN_BEAM_RUNTIME_IDLE_SECS")]
     pub runtime_idle_secs: LimitUse,
+}
+
+/// The memory budget of the Lean processes: what they may hold together as
+/// proportional memory (PSS: shared `.olean` pages counted once), what they
+/// hold now by kind, and what the budget made probes do since the start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LeanMemoryUse {
+    pub limit_mib: u64,
+    /// The variable, or how the default was derived.
+    pub source: String,
+    /// Every Lean process's PSS, with workers just opened and not measured
+    /// yet counted at their estimate.
+    pub used_mib: u64,
+    /// The servers themselves (and Lake serving them).
+    pub server_mib: u64,
+    /// The workers of the agent's documents.
+    pub documents_mib: u64,
+    /// The workers of probe slots.
+    pub shadows_mib: u64,
+    /// The workers of `lean_run_code`'s header documents.
+    pub snippets_mib: u64,
+    pub processes: u64,
+    /// What one more worker is estimated to add: the largest private memory
+    /// of a worker (its shared pages are counted already).
+    pub worker_estimate_mib: u64,
+    /// Probes that waited for a slot.
+    pub waited: u64,
+    /// Times idle slots of other files were closed to make room.
+    pub reclaimed: u64,
+    /// Slots opened over the budget (the server and documents held it).
+    pub over_budget: u64,
+    /// Calls refused: one worker is larger than the whole budget.
+    pub refused: u64,
+    /// Snippet headers that took another header's document.
+    pub headers_taken: u64,
+    pub per: &'static str,
 }
 
 /// One document a runtime mirrors.
@@ -139,6 +178,13 @@ pub struct PrefixBaseStats {
     pub compiling: bool,
     pub compiled: u64,
     pub failed: u64,
+    /// Compiles put off for the memory budget (`LEAN_BEAM_MAX_LEAN_MEMORY`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deferred: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One cached workspace runtime.

@@ -39,4 +39,9 @@ pub struct RunCodeResult {
     /// `timeout`, `messages` holds what Lean had reported by then.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exhausted: Option<super::Exhausted>,
+    /// Present when the memory budget (`LEAN_BEAM_MAX_LEAN_MEMORY`) made
+    /// the snippet wait for a Lean worker or take another header's: what it did, with
+    /// the figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
 }

@@ -100,6 +100,11 @@ pub struct RunResult {
     /// was read from it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disk_changed: bool,
+    /// Present when the memory budget (`LEAN_BEAM_MAX_LEAN_MEMORY`) made
+    /// the probe wait for, reuse or reclaim a Lean worker: what it did, with
+    /// the figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
 }
 
 /// A budget that ran out: a probe's step or a `lean_run_code` snippet.

@@ -1,8 +1,8 @@
 //! The tools one server serves: every tool, a profile of `operations.toml`, or a
 //! list of names (`--tools core`, `--tools lean_sync,lean_goals`,
 //! `LEAN_BEAM_TOOLS`). Outside the set a tool is as unknown as a misspelt one:
-//! it is not in tools/list, its arguments are never parsed (so its validator is
-//! never compiled), and a call to it is refused before dispatch.
+//! it is not in tools/list, its arguments are never parsed, and a call to it is
+//! refused before dispatch.
 
 use std::sync::Arc;
 
@@ -125,14 +125,6 @@ impl ToolSet {
     /// The `tools` array of a tools/list result, as JSON text.
     pub fn catalog_json(&self) -> &str {
         &self.catalog
-    }
-
-    /// Compile the members' validators now (benchmarks; the server compiles
-    /// each on its tool's first call, so a start compiles none).
-    pub fn warm(&self) {
-        for tool in self.tools() {
-            std::sync::LazyLock::force(&super::VALIDATORS[tool.index()]);
-        }
     }
 
     /// Parse and validate a call; a tool outside the set is `UnknownTool`.

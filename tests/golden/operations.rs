@@ -2170,81 +2170,959 @@ pub const INPUT_SCHEMAS: [&str; 31usize] = [
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"},\"diagnostic_scope\":{\"type\":\"string\",\"enum\":[\"errors\",\"all\"],\"default\":\"errors\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\"}},\"required\":[\"root\"],\"additionalProperties\":false},\"path\":{\"type\":\"string\"}},\"required\":[\"workspace\",\"path\"],\"additionalProperties\":false}",
 ];
-/// Each tool's validator, compiled on its first use, so that a server
-/// serving a tool set compiles only the validators of that set.
-pub static VALIDATORS: [::std::sync::LazyLock<::jsonschema::Validator>; 31usize] = [
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[0usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[1usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[2usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[3usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[4usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[5usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[6usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[7usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[8usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[9usize])),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[10usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[11usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[12usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[13usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[14usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[15usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[16usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[17usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[18usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[19usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[20usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[21usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[22usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[23usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[24usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[25usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[26usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[27usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[28usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(
-        INPUT_SCHEMAS[29usize],
-    )),
-    ::std::sync::LazyLock::new(|| crate::surface::compile_schema(INPUT_SCHEMAS[30usize])),
+/// Each tool's argument validator, in tools/list order: generated from
+/// the tool's input schema (`INPUT_SCHEMAS`), so nothing is compiled at
+/// run time. `crate::surface::validate` runs one and collects its
+/// violations.
+pub static VALIDATORS: [crate::surface::validate::Check; 31usize] = [
+    validators::v0,
+    validators::v0,
+    validators::v1,
+    validators::v12,
+    validators::v13,
+    validators::v13,
+    validators::v16,
+    validators::v17,
+    validators::v17,
+    validators::v18,
+    validators::v20,
+    validators::v21,
+    validators::v22,
+    validators::v23,
+    validators::v24,
+    validators::v25,
+    validators::v27,
+    validators::v28,
+    validators::v32,
+    validators::v34,
+    validators::v34,
+    validators::v35,
+    validators::v36,
+    validators::v37,
+    validators::v38,
+    validators::v41,
+    validators::v42,
+    validators::v42,
+    validators::v44,
+    validators::v44,
+    validators::v41,
 ];
+mod validators {
+    //! One function per distinct schema node; the checks are
+    //! `crate::surface::validate`'s.
+    use ::serde_json::Value;
+    use crate::surface::validate::{self as check, At, Type};
+    use crate::surface::Violation;
+    ///The schema node first met in `beam_version`.
+    #[allow(unused_variables)]
+    pub(super) fn v0(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::closed(value, &[], at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/workspace/root`.
+    #[allow(unused_variables)]
+    pub(super) fn v3(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/workspace`.
+    #[allow(unused_variables)]
+    pub(super) fn v2(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["root"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "root" => v3(member, &at.key("root"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["root"], at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/kind`.
+    #[allow(unused_variables)]
+    pub(super) fn v4(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["bug", "ux", "perf", "docs", "question"], at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/severity`.
+    #[allow(unused_variables)]
+    pub(super) fn v5(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["low", "medium", "high", "critical"], at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/tags`.
+    #[allow(unused_variables)]
+    pub(super) fn v6(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Array, at, out);
+        if let Value::Array(items) = value {
+            for (i, item) in items.iter().enumerate() {
+                v3(item, &at.index(i), out);
+            }
+        }
+    }
+    ///The schema node first met in `beam_feedback_report/request`.
+    #[allow(unused_variables)]
+    pub(super) fn v7(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        if let Value::Object(members) = value {}
+    }
+    ///The schema node first met in `beam_feedback_report/evidence/items`.
+    #[allow(unused_variables)]
+    pub(super) fn v9(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["name"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "name" => v3(member, &at.key("name"), out),
+                    "content" => v3(member, &at.key("content"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["name", "content", "path"], at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/evidence`.
+    #[allow(unused_variables)]
+    pub(super) fn v8(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Array, at, out);
+        if let Value::Array(items) = value {
+            for (i, item) in items.iter().enumerate() {
+                v9(item, &at.index(i), out);
+            }
+        }
+    }
+    ///The schema node first met in `beam_feedback_report/bundle`.
+    #[allow(unused_variables)]
+    pub(super) fn v10(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["none", "dir", "zip"], at, out);
+    }
+    ///The schema node first met in `beam_feedback_report/redact`.
+    #[allow(unused_variables)]
+    pub(super) fn v11(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Boolean, at, out);
+    }
+    ///The schema node first met in `beam_feedback_report`.
+    #[allow(unused_variables)]
+    pub(super) fn v1(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(
+            value,
+            &["workspace", "title", "summary", "reproduction", "expected", "actual"],
+            at,
+            out,
+        );
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "title" => v3(member, &at.key("title"), out),
+                    "summary" => v3(member, &at.key("summary"), out),
+                    "reproduction" => v3(member, &at.key("reproduction"), out),
+                    "expected" => v3(member, &at.key("expected"), out),
+                    "actual" => v3(member, &at.key("actual"), out),
+                    "kind" => v4(member, &at.key("kind"), out),
+                    "severity" => v5(member, &at.key("severity"), out),
+                    "impact" => v3(member, &at.key("impact"), out),
+                    "workaround" => v3(member, &at.key("workaround"), out),
+                    "tags" => v6(member, &at.key("tags"), out),
+                    "client_request_id" => v3(member, &at.key("client_request_id"), out),
+                    "request" => v7(member, &at.key("request"), out),
+                    "response" => v7(member, &at.key("response"), out),
+                    "evidence" => v8(member, &at.key("evidence"), out),
+                    "bundle" => v10(member, &at.key("bundle"), out),
+                    "bundle_dir" => v3(member, &at.key("bundle_dir"), out),
+                    "redact" => v11(member, &at.key("redact"), out),
+                    "confidential" => v11(member, &at.key("confidential"), out),
+                    "include_collected" => v11(member, &at.key("include_collected"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "title",
+                "summary",
+                "reproduction",
+                "expected",
+                "actual",
+                "kind",
+                "severity",
+                "impact",
+                "workaround",
+                "tags",
+                "client_request_id",
+                "request",
+                "response",
+                "evidence",
+                "bundle",
+                "bundle_dir",
+                "redact",
+                "confidential",
+                "include_collected",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_drop_workspace`.
+    #[allow(unused_variables)]
+    pub(super) fn v12(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["workspace"], at, out);
+    }
+    ///The schema node first met in `lean_run_at/version`.
+    #[allow(unused_variables)]
+    pub(super) fn v14(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Integer, at, out);
+        check::minimum(value, 0i64, at, out);
+    }
+    ///The schema node first met in `lean_run_at/at`.
+    #[allow(unused_variables)]
+    pub(super) fn v15(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["start", "end"], at, out);
+    }
+    ///The schema node first met in `lean_run_at`.
+    #[allow(unused_variables)]
+    pub(super) fn v13(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "version", "text"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "declaration" => v3(member, &at.key("declaration"), out),
+                    "at" => v15(member, &at.key("at"), out),
+                    "text" => v3(member, &at.key("text"), out),
+                    "max_heartbeats" => v14(member, &at.key("max_heartbeats"), out),
+                    "timeout_ms" => v14(member, &at.key("timeout_ms"), out),
+                    "structured_goals" => v11(member, &at.key("structured_goals"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "line",
+                "character",
+                "declaration",
+                "at",
+                "text",
+                "max_heartbeats",
+                "timeout_ms",
+                "structured_goals",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_run_batch`.
+    #[allow(unused_variables)]
+    pub(super) fn v16(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "texts"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "declaration" => v3(member, &at.key("declaration"), out),
+                    "at" => v15(member, &at.key("at"), out),
+                    "handle" => v3(member, &at.key("handle"), out),
+                    "texts" => v6(member, &at.key("texts"), out),
+                    "stop_on_first_close" => {
+                        v11(member, &at.key("stop_on_first_close"), out)
+                    }
+                    "handles" => v11(member, &at.key("handles"), out),
+                    "diff" => v11(member, &at.key("diff"), out),
+                    "max_heartbeats" => v14(member, &at.key("max_heartbeats"), out),
+                    "timeout_ms" => v14(member, &at.key("timeout_ms"), out),
+                    "structured_goals" => v11(member, &at.key("structured_goals"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "line",
+                "character",
+                "declaration",
+                "at",
+                "handle",
+                "texts",
+                "stop_on_first_close",
+                "handles",
+                "diff",
+                "max_heartbeats",
+                "timeout_ms",
+                "structured_goals",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_hover`.
+    #[allow(unused_variables)]
+    pub(super) fn v17(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(
+            value,
+            &["workspace", "path", "version", "line", "character"],
+            at,
+            out,
+        );
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "path", "version", "line", "character", "max_result_bytes"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_completions/limit`.
+    #[allow(unused_variables)]
+    pub(super) fn v19(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Integer, at, out);
+        check::minimum(value, 1i64, at, out);
+    }
+    ///The schema node first met in `lean_completions`.
+    #[allow(unused_variables)]
+    pub(super) fn v18(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(
+            value,
+            &["workspace", "path", "version", "line", "character"],
+            at,
+            out,
+        );
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "limit" => v19(member, &at.key("limit"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "line",
+                "character",
+                "limit",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_definition`.
+    #[allow(unused_variables)]
+    pub(super) fn v20(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(
+            value,
+            &["workspace", "path", "version", "line", "character"],
+            at,
+            out,
+        );
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "path", "version", "line", "character"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_references`.
+    #[allow(unused_variables)]
+    pub(super) fn v21(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(
+            value,
+            &["workspace", "path", "version", "line", "character"],
+            at,
+            out,
+        );
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "include_declaration" => {
+                        v11(member, &at.key("include_declaration"), out)
+                    }
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "line",
+                "character",
+                "include_declaration",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_document_symbols`.
+    #[allow(unused_variables)]
+    pub(super) fn v22(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "version"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "signatures" => v11(member, &at.key("signatures"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "path", "version", "signatures", "max_result_bytes"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_workspace_symbols`.
+    #[allow(unused_variables)]
+    pub(super) fn v23(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "query"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "query" => v3(member, &at.key("query"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["workspace", "query", "max_result_bytes"], at, out);
+    }
+    ///The schema node first met in `lean_search`.
+    #[allow(unused_variables)]
+    pub(super) fn v24(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "query"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "query" => v3(member, &at.key("query"), out),
+                    "limit" => v19(member, &at.key("limit"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "query", "limit", "max_result_bytes"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_goals/mode`.
+    #[allow(unused_variables)]
+    pub(super) fn v26(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["before", "after"], at, out);
+    }
+    ///The schema node first met in `lean_goals`.
+    #[allow(unused_variables)]
+    pub(super) fn v25(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "version", "mode"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "declaration" => v3(member, &at.key("declaration"), out),
+                    "at" => v15(member, &at.key("at"), out),
+                    "mode" => v26(member, &at.key("mode"), out),
+                    "structured_goals" => v11(member, &at.key("structured_goals"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "line",
+                "character",
+                "declaration",
+                "at",
+                "mode",
+                "structured_goals",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_term_goal`.
+    #[allow(unused_variables)]
+    pub(super) fn v27(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "version"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "line" => v14(member, &at.key("line"), out),
+                    "character" => v14(member, &at.key("character"), out),
+                    "declaration" => v3(member, &at.key("declaration"), out),
+                    "at" => v15(member, &at.key("at"), out),
+                    "structured_goals" => v11(member, &at.key("structured_goals"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "line",
+                "character",
+                "declaration",
+                "at",
+                "structured_goals",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_todo/kinds/items`.
+    #[allow(unused_variables)]
+    pub(super) fn v30(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(
+            value,
+            &["sorry", "hole", "diagnostic", "code_action", "incomplete_proof"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_todo/kinds`.
+    #[allow(unused_variables)]
+    pub(super) fn v29(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Array, at, out);
+        if let Value::Array(items) = value {
+            for (i, item) in items.iter().enumerate() {
+                v30(item, &at.index(i), out);
+            }
+        }
+    }
+    ///The schema node first met in `lean_todo/suggest`.
+    #[allow(unused_variables)]
+    pub(super) fn v31(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["none", "basic"], at, out);
+    }
+    ///The schema node first met in `lean_todo`.
+    #[allow(unused_variables)]
+    pub(super) fn v28(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "version"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "start_line" => v14(member, &at.key("start_line"), out),
+                    "start_character" => v14(member, &at.key("start_character"), out),
+                    "end_line" => v14(member, &at.key("end_line"), out),
+                    "end_character" => v14(member, &at.key("end_character"), out),
+                    "declaration" => v3(member, &at.key("declaration"), out),
+                    "kinds" => v29(member, &at.key("kinds"), out),
+                    "suggest" => v31(member, &at.key("suggest"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "start_line",
+                "start_character",
+                "end_line",
+                "end_character",
+                "declaration",
+                "kinds",
+                "suggest",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_code_action_resolve/code_action`.
+    #[allow(unused_variables)]
+    pub(super) fn v33(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        if let Value::Object(members) = value {}
+        check::required(value, &["data"], at, out);
+    }
+    ///The schema node first met in `lean_code_action_resolve`.
+    #[allow(unused_variables)]
+    pub(super) fn v32(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(
+            value,
+            &["workspace", "path", "version", "code_action"],
+            at,
+            out,
+        );
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "code_action" => v33(member, &at.key("code_action"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "path", "version", "code_action", "max_result_bytes"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_run_with`.
+    #[allow(unused_variables)]
+    pub(super) fn v34(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "handle", "text"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "handle" => v3(member, &at.key("handle"), out),
+                    "text" => v3(member, &at.key("text"), out),
+                    "max_heartbeats" => v14(member, &at.key("max_heartbeats"), out),
+                    "timeout_ms" => v14(member, &at.key("timeout_ms"), out),
+                    "structured_goals" => v11(member, &at.key("structured_goals"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "handle",
+                "text",
+                "max_heartbeats",
+                "timeout_ms",
+                "structured_goals",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_release`.
+    #[allow(unused_variables)]
+    pub(super) fn v35(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "handle"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "handle" => v3(member, &at.key("handle"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["workspace", "path", "handle"], at, out);
+    }
+    ///The schema node first met in `lean_handle_edit`.
+    #[allow(unused_variables)]
+    pub(super) fn v36(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "handle"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "handle" => v3(member, &at.key("handle"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "path", "handle", "max_result_bytes"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_run_code`.
+    #[allow(unused_variables)]
+    pub(super) fn v37(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "code"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "code" => v3(member, &at.key("code"), out),
+                    "max_heartbeats" => v14(member, &at.key("max_heartbeats"), out),
+                    "timeout_ms" => v14(member, &at.key("timeout_ms"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &["workspace", "code", "max_heartbeats", "timeout_ms", "max_result_bytes"],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_verify/declarations/items`.
+    #[allow(unused_variables)]
+    pub(super) fn v40(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["name"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "name" => v3(member, &at.key("name"), out),
+                    "reference" => v3(member, &at.key("reference"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["name", "reference"], at, out);
+    }
+    ///The schema node first met in `lean_verify/declarations`.
+    #[allow(unused_variables)]
+    pub(super) fn v39(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Array, at, out);
+        if let Value::Array(items) = value {
+            for (i, item) in items.iter().enumerate() {
+                v40(item, &at.index(i), out);
+            }
+        }
+    }
+    ///The schema node first met in `lean_verify`.
+    #[allow(unused_variables)]
+    pub(super) fn v38(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path", "version"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "version" => v14(member, &at.key("version"), out),
+                    "declarations" => v39(member, &at.key("declarations"), out),
+                    "allowed_axioms" => v6(member, &at.key("allowed_axioms"), out),
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "version",
+                "declarations",
+                "allowed_axioms",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_update`.
+    #[allow(unused_variables)]
+    pub(super) fn v41(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["workspace", "path"], at, out);
+    }
+    ///The schema node first met in `lean_sync/diagnostic_scope`.
+    #[allow(unused_variables)]
+    pub(super) fn v43(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["errors", "all"], at, out);
+    }
+    ///The schema node first met in `lean_sync`.
+    #[allow(unused_variables)]
+    pub(super) fn v42(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "diagnostic_scope" => v43(member, &at.key("diagnostic_scope"), out),
+                    "diagnostics_in_result" => {
+                        v11(member, &at.key("diagnostics_in_result"), out)
+                    }
+                    "max_result_bytes" => v14(member, &at.key("max_result_bytes"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(
+            value,
+            &[
+                "workspace",
+                "path",
+                "diagnostic_scope",
+                "diagnostics_in_result",
+                "max_result_bytes",
+            ],
+            at,
+            out,
+        );
+    }
+    ///The schema node first met in `lean_save`.
+    #[allow(unused_variables)]
+    pub(super) fn v44(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::Object, at, out);
+        check::required(value, &["workspace", "path"], at, out);
+        if let Value::Object(members) = value {
+            for (name, member) in members {
+                match name.as_str() {
+                    "workspace" => v2(member, &at.key("workspace"), out),
+                    "path" => v3(member, &at.key("path"), out),
+                    "diagnostic_scope" => v43(member, &at.key("diagnostic_scope"), out),
+                    _ => {}
+                }
+            }
+        }
+        check::closed(value, &["workspace", "path", "diagnostic_scope"], at, out);
+    }
+}
 /// A named tool set of the table (`[profile.<name>]`).
 #[derive(Debug, Clone, Copy)]
 pub struct ProfileSpec {
@@ -2431,7 +3309,7 @@ pub fn parse(
             members.remove(*injected);
         }
     }
-    crate::surface::validate(&VALIDATORS[tool.index()], &arguments)?;
+    crate::surface::validate::run(VALIDATORS[tool.index()], &arguments)?;
     let call = match tool {
         Tool::BeamVersion => {
             ::serde_json::from_value(arguments).map(ToolCall::BeamVersion)

@@ -20,6 +20,7 @@ mod handle_edit;
 mod inspect;
 mod lake_setup;
 mod lsp_client;
+mod memory_budget;
 mod outline;
 mod prefix_bases;
 mod readings;

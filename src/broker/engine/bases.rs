@@ -73,6 +73,8 @@ struct State {
     failures: u64,
     /// Probes that ran on a base.
     uses: u64,
+    /// Compiles put off because the memory budget had no room.
+    deferred: u64,
     /// A base has imported in this runtime: the search path reaches them.
     confirmed: bool,
     /// Bases do not import here (the first one failed): off for good.
@@ -137,6 +139,7 @@ impl Bases {
         limit: Duration,
         shadow: &str,
         cut: usize,
+        may_compile: bool,
     ) -> Option<Rewritten> {
         let dir = self.dir.as_ref()?;
         if cut > shadow.len() || !shadow.is_char_boundary(cut) {
@@ -159,6 +162,11 @@ impl Bases {
         match entry {
             None => {
                 state.entries.insert(key, Entry::Seen);
+            }
+            // No room in the memory budget for the compile's `lean`: the
+            // prefix stays seen, and a later probe compiles it.
+            Some(Entry::Seen) if state.compiling.is_none() && !may_compile => {
+                state.deferred += 1;
             }
             Some(Entry::Seen) if state.compiling.is_none() => {
                 let verdict = Skeleton::of(&shadow[..cut]).and_then(|sk| {
@@ -261,6 +269,7 @@ impl Bases {
             compiling: state.compiling.is_some(),
             compiled: state.compiles,
             failed: state.failures,
+            deferred: state.deferred,
         }
     }
 }

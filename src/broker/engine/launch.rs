@@ -216,6 +216,11 @@ pub struct Limits {
     /// The resident memory a Lean server or worker may use, in bytes
     /// (`LEAN_BEAM_MAX_LEAN_RSS_MIB`); `None`: no bound.
     pub lean_rss: Option<u64>,
+    /// What the Lean processes may hold together, as PSS
+    /// (`LEAN_BEAM_MAX_LEAN_MEMORY`): probes open new workers within it.
+    pub lean_memory: super::memory::Budget,
+    /// How that memory is measured (tests script it).
+    pub meter: super::memory::Meter,
     /// Larger source files are refused (`invalidInput`), never read
     /// (`LEAN_BEAM_MAX_FILE_BYTES`).
     pub max_file_bytes: u64,
@@ -231,6 +236,7 @@ pub mod env {
     pub const RUNTIME_IDLE_SECS: &str = "LEAN_BEAM_RUNTIME_IDLE_SECS";
     pub const SHADOW_SLOTS: &str = "LEAN_BEAM_SHADOW_SLOTS";
     pub const MAX_FILE_BYTES: &str = "LEAN_BEAM_MAX_FILE_BYTES";
+    pub const MAX_LEAN_MEMORY: &str = super::super::memory::ENV;
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -265,6 +271,8 @@ impl Limits {
             shadow_idle: Duration::from_secs(n("LEAN_BEAM_SHADOW_IDLE_SECS", 300)),
             runtime_idle: Duration::from_secs(n(env::RUNTIME_IDLE_SECS, 1800)),
             lean_rss: positive(env::MAX_LEAN_RSS_MIB).map(|mib| mib.saturating_mul(MIB)),
+            lean_memory: super::memory::Budget::from_env(),
+            meter: super::memory::Meter::proc(),
             max_file_bytes: positive(env::MAX_FILE_BYTES)
                 .unwrap_or(crate::safe_fs::DEFAULT_MAX_FILE_BYTES),
         }

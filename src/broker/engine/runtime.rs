@@ -15,6 +15,7 @@ use super::edit;
 use super::handles::HandleStore;
 use super::import_stamps::ImportStamps;
 use super::launch::{Launcher, Limits, Timeouts};
+use super::memory::Memory;
 use super::server::{Admission, LeanServer, stop};
 use super::shadow::Pool;
 use super::workspace::{DocPath, Root};
@@ -37,6 +38,8 @@ pub struct Runtime {
     /// When a call last began or ended on it.
     last_used: Mutex<Instant>,
     memory: Mutex<MemoryUse>,
+    /// The broker's memory budget, which every runtime draws on.
+    budget: Arc<Memory>,
     /// Source files larger than this are refused.
     pub max_file_bytes: u64,
     shadow_slots: usize,
@@ -97,6 +100,7 @@ impl Runtime {
         timeouts: Timeouts,
         limits: &Limits,
         handles: HandleStore,
+        budget: Arc<Memory>,
     ) -> Self {
         let bases = Bases::new(limits.prefix_bases);
         let docs = Arc::new(Docs::new(version_floors));
@@ -110,6 +114,7 @@ impl Runtime {
             in_flight: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
             memory: Mutex::default(),
+            budget,
             max_file_bytes: limits.max_file_bytes,
             shadow_slots: limits.shadow_slots,
             shadows: Mutex::new(HashMap::new()),
@@ -183,8 +188,42 @@ impl Runtime {
                 path.clone(),
                 self.shadow_slots,
                 Arc::clone(&self.docs),
+                Arc::clone(&self.budget),
             ))
         }))
+    }
+
+    /// Every shadow slot pool (probed documents and snippet headers).
+    pub fn shadow_pools(&self) -> Vec<Arc<Pool>> {
+        lock(&self.shadows).values().cloned().collect()
+    }
+
+    /// A shadow slot of `pool` for text `wanted`, within the memory budget
+    /// (see [`super::slots`]); its `note` says what the budget made it do.
+    pub async fn slot(
+        &self,
+        server: &LeanServer,
+        pool: &Pool,
+        wanted: &str,
+    ) -> Result<super::shadow::SlotGuard> {
+        let others: Vec<Arc<Pool>> = self
+            .shadow_pools()
+            .into_iter()
+            .filter(|p| !std::ptr::eq(p.as_ref(), pool))
+            .collect();
+        super::slots::acquire(&self.budget, server, pool, &others, wanted).await
+    }
+
+    /// The broker's memory budget.
+    pub fn memory(&self) -> &Arc<Memory> {
+        &self.budget
+    }
+
+    /// Whether one more Lean worker like the one of `path` (`None`: the
+    /// largest) fits in the memory budget by its last reading (never waits).
+    pub fn room_for_worker(&self, path: Option<&DocPath>) -> bool {
+        let uri = path.map_or_else(String::new, |p| crate::lsp::uri::path_to_uri(&p.file));
+        self.budget.room_now(&uri)
     }
 
     /// Give back the Lean workers of shadow slots unused for `idle`.
@@ -203,9 +242,17 @@ impl Runtime {
 
     /// `shadow` rewritten onto a prefix base for its first `cut` bytes, when
     /// one is ready (see [`Bases::rewrite`]).
-    pub fn rebase(&self, shadow: &str, cut: usize) -> Option<Rewritten> {
-        self.bases
-            .rewrite(&self.launcher, &self.root, self.timeouts.sync, shadow, cut)
+    /// A base compiles in a `lean` process of its own: only while one more
+    /// worker like `path`'s fits in the memory budget (else later).
+    pub fn rebase(&self, path: &DocPath, shadow: &str, cut: usize) -> Option<Rewritten> {
+        self.bases.rewrite(
+            &self.launcher,
+            &self.root,
+            self.timeouts.sync,
+            shadow,
+            cut,
+            self.room_for_worker(Some(path)),
+        )
     }
 
     /// The prefix base `key` did not import: stop using it.
@@ -262,6 +309,7 @@ impl Runtime {
             }
         })?;
         self.starts.fetch_add(1, Ordering::SeqCst);
+        self.budget.register(&server.client);
         log_info!(
             "started Lean server for {} (pid {}, generation {generation})",
             self.root.display(),

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use super::launch::{Launcher, Limits, Timeouts};
 use super::runtime::{Runtime, RuntimeUse};
 use super::workspace::{self, Root};
-use super::{bases, checkpoint, docs, handles};
+use super::{bases, checkpoint, docs, handles, memory};
 use crate::broker::error::{Error, Limit, Result};
 use crate::results::{self, LimitUse, RuntimeStats};
 use crate::util::lock;
@@ -35,11 +35,18 @@ pub(crate) struct Runtimes {
     /// `lean_search`'s declaration indexes, one per workspace, shared by
     /// every client.
     pub(crate) indexes: crate::search::Indexes,
+    /// The memory budget every runtime's Lean processes draw on.
+    pub(crate) memory: Arc<memory::Memory>,
 }
 
 impl Runtimes {
     pub fn new(launcher: Launcher, timeouts: Timeouts, limits: Limits) -> Self {
+        let memory = Arc::new(memory::Memory::new(
+            limits.lean_memory.clone(),
+            limits.meter.clone(),
+        ));
         Runtimes {
+            memory,
             launcher,
             timeouts,
             limits,
@@ -134,6 +141,7 @@ impl Runtimes {
             self.timeouts.clone(),
             &self.limits,
             handles,
+            Arc::clone(&self.memory),
         ));
         rt.spawn_housekeeping();
         // What killed servers left behind: checkpoint scratch in this root,
@@ -241,6 +249,7 @@ impl Runtimes {
                 busy: None,
                 per: "Lean process",
             },
+            max_lean_memory: self.memory_use().await,
             max_file_bytes: bound(limits.max_file_bytes, None, "source file"),
             runtime_idle_secs: bound(
                 limits.runtime_idle.as_secs(),
@@ -253,6 +262,36 @@ impl Runtimes {
                 })),
                 "runtime",
             ),
+        }
+    }
+}
+
+impl Runtimes {
+    /// The memory budget, its use now (measured, at most a second old) and
+    /// what it made probes do.
+    async fn memory_use(&self) -> results::LeanMemoryUse {
+        use memory::Kind;
+        use std::sync::atomic::Ordering::Relaxed;
+        let memory = &self.memory;
+        let reading = memory.reading().await;
+        let mib = |b: u64| b.div_ceil(1 << 20);
+        let events = &memory.events;
+        results::LeanMemoryUse {
+            limit_mib: memory.budget.bytes >> 20,
+            source: memory.budget.source.clone(),
+            used_mib: mib(memory.used(&reading)),
+            server_mib: mib(reading.of(Kind::Server)),
+            documents_mib: mib(reading.of(Kind::Document)),
+            shadows_mib: mib(reading.of(Kind::Shadow)),
+            snippets_mib: mib(reading.of(Kind::Snippet)),
+            processes: reading.processes.len() as u64,
+            worker_estimate_mib: mib(reading.new_worker("")),
+            waited: events.waited.load(Relaxed),
+            reclaimed: events.reclaimed.load(Relaxed),
+            over_budget: events.over.load(Relaxed),
+            refused: events.refused.load(Relaxed),
+            headers_taken: events.headers_reused.load(Relaxed),
+            per: "server",
         }
     }
 }

@@ -18,6 +18,7 @@ use super::docs::Docs;
 use super::document::{Doc, DocUse, SHADOW_MARKER, Sent, Snapshot};
 use super::edit;
 use super::forward::Forwarder;
+use super::memory::Memory;
 use super::server::LeanServer;
 use super::sync;
 use super::workspace::DocPath;
@@ -48,6 +49,8 @@ pub struct Pool {
     capacity: usize,
     /// The runtime's documents, which the slots are.
     docs: Arc<Docs>,
+    /// Told when a slot is given back (probes waiting on the budget).
+    memory: Arc<Memory>,
     permits: Arc<Semaphore>,
     slots: Mutex<Vec<Arc<Slot>>>,
     /// Lean had no `skip` tactic in this document's shadows (a prelude
@@ -79,6 +82,10 @@ pub struct SlotGuard {
     /// Taken only by a reset (see [`elaborate`]), which keeps the slot until
     /// Lean has been told to stop.
     permit: Option<OwnedSemaphorePermit>,
+    memory: Arc<Memory>,
+    /// What the memory budget made this probe do to get the slot (waited,
+    /// took others' idle slots, opened over it), said in its result.
+    pub note: Option<String>,
     /// While Lean elaborates text in this slot for a probe that may be
     /// abandoned (cancelled, out of time): the server to close the slot's
     /// document in then, so that Lean stops the abandoned work.
@@ -96,6 +103,8 @@ impl Drop for SlotGuard {
                 _use: self.slot.doc.begin_use(),
                 slot: Arc::clone(&self.slot),
                 permit: Some(permit),
+                memory: Arc::clone(&self.memory),
+                note: None,
                 reset: None,
             };
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -117,6 +126,9 @@ impl Drop for SlotGuard {
         self.slot
             .busy
             .store(false, std::sync::atomic::Ordering::SeqCst);
+        // The permit goes with the rest of the guard, after this; a woken
+        // probe waits for it.
+        self.memory.returned.notify_waiters();
     }
 }
 
@@ -150,12 +162,13 @@ fn common_prefix(a: &str, b: &str) -> usize {
 }
 
 impl Pool {
-    pub fn new(path: DocPath, capacity: usize, docs: Arc<Docs>) -> Self {
+    pub fn new(path: DocPath, capacity: usize, docs: Arc<Docs>, memory: Arc<Memory>) -> Self {
         let capacity = capacity.max(1);
         Pool {
             path,
             capacity,
             docs,
+            memory,
             permits: Arc::new(Semaphore::new(capacity)),
             slots: Mutex::new(Vec::new()),
             no_sentinel: std::sync::atomic::AtomicBool::new(false),
@@ -174,45 +187,87 @@ impl Pool {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Take an idle slot, preferring the one whose text shares the longest
-    /// prefix with `wanted` (least re-elaboration); open a new slot only when
-    /// none is idle. Waits while all slots are busy.
-    pub async fn acquire(&self, wanted: &str) -> SlotGuard {
-        let permit = Arc::clone(&self.permits)
+    /// The document the slots are shadows of.
+    pub fn path(&self) -> &DocPath {
+        &self.path
+    }
+
+    /// A permit to hold a slot: waits while all slots are busy.
+    pub async fn permit(&self) -> OwnedSemaphorePermit {
+        Arc::clone(&self.permits)
             .acquire_owned()
             .await
-            .expect("pool semaphore is never closed");
-        let mut slots = lock(&self.slots);
+            .expect("pool semaphore is never closed")
+    }
+
+    /// Take an idle slot, preferring the one whose text shares the longest
+    /// prefix with `wanted` (least re-elaboration); the permit back when
+    /// none is idle.
+    pub fn take_idle_slot(
+        &self,
+        permit: OwnedSemaphorePermit,
+        wanted: &str,
+    ) -> std::result::Result<SlotGuard, OwnedSemaphorePermit> {
+        let slots = lock(&self.slots);
         let idle = slots
             .iter()
             .filter(|s| !s.busy.load(std::sync::atomic::Ordering::SeqCst))
             .max_by_key(|s| common_prefix(&s.doc.state().text, wanted))
             .cloned();
-        let slot = match idle {
-            Some(slot) => slot,
-            None => {
-                let k = slots.len();
-                debug_assert!(
-                    k < self.capacity,
-                    "a permit guarantees an idle or a new slot"
-                );
-                let slot = Arc::new(Slot {
-                    doc: Arc::clone(&self.docs.doc(&shadow_path(&self.path, k))),
-                    busy: std::sync::atomic::AtomicBool::new(false),
-                    last_used: Mutex::new(Instant::now()),
-                    confirmed_header: Mutex::new(None),
-                });
-                slots.push(Arc::clone(&slot));
-                slot
-            }
-        };
+        match idle {
+            Some(slot) => Ok(self.guard(slot, permit)),
+            None => Err(permit),
+        }
+    }
+
+    /// Open a new slot (none is idle: with a permit, one more fits).
+    pub fn open(&self, permit: OwnedSemaphorePermit) -> SlotGuard {
+        let mut slots = lock(&self.slots);
+        let k = slots.len();
+        debug_assert!(
+            k < self.capacity,
+            "a permit guarantees an idle or a new slot"
+        );
+        let slot = Arc::new(Slot {
+            doc: Arc::clone(&self.docs.doc(&shadow_path(&self.path, k))),
+            busy: std::sync::atomic::AtomicBool::new(false),
+            last_used: Mutex::new(Instant::now()),
+            confirmed_header: Mutex::new(None),
+        });
+        slots.push(Arc::clone(&slot));
+        drop(slots);
+        self.guard(slot, permit)
+    }
+
+    fn guard(&self, slot: Arc<Slot>, permit: OwnedSemaphorePermit) -> SlotGuard {
         slot.busy.store(true, std::sync::atomic::Ordering::SeqCst);
         SlotGuard {
             _use: slot.doc.begin_use(),
             slot,
             permit: Some(permit),
+            memory: Arc::clone(&self.memory),
+            note: None,
             reset: None,
         }
+    }
+
+    /// Slots in use now.
+    pub fn busy(&self) -> usize {
+        lock(&self.slots)
+            .iter()
+            .filter(|s| s.busy.load(std::sync::atomic::Ordering::SeqCst))
+            .count()
+    }
+
+    /// Idle slots open in Lean (each a worker that could be given back).
+    pub fn idle_open(&self) -> usize {
+        lock(&self.slots)
+            .iter()
+            .filter(|s| {
+                !s.busy.load(std::sync::atomic::Ordering::SeqCst)
+                    && s.doc.lifecycle().generation().is_some()
+            })
+            .count()
     }
 
     /// Exclusive use of every slot that is open in Lean and has not been
@@ -244,6 +299,8 @@ impl Pool {
                     _use: slot.doc.begin_use(),
                     slot: Arc::clone(slot),
                     permit: Some(permit),
+                    memory: Arc::clone(&self.memory),
+                    note: None,
                     reset: None,
                 });
             }

@@ -34,6 +34,9 @@ pub struct Claim<'a> {
     pub index: usize,
     /// The header had a document already (its worker may be warm).
     pub reused: bool,
+    /// The header took another header's document instead of a new one,
+    /// because the memory budget had no room for one more worker.
+    pub for_memory: bool,
 }
 
 impl Drop for Claim<'_> {
@@ -81,13 +84,28 @@ impl Headers {
     }
 
     /// Claim the document of `header`: the one it already has, else a new
-    /// one while fewer than [`HEADERS`] exist, else the least recently used
-    /// one no call holds. `None` when every one is held.
-    pub fn claim(&self, header: &str) -> Option<Claim<'_>> {
+    /// one while fewer than [`HEADERS`] exist and `room` (the memory budget
+    /// has room for one more worker), else the least recently used one no
+    /// call holds (or, when none is free, a new one after all: the slot
+    /// then waits on the budget). `None` when every one is held.
+    pub fn claim(&self, header: &str, room: bool) -> Option<Claim<'_>> {
         let key = key(header);
         let mut entries = self.lock();
+        let free = |entries: &[Entry]| {
+            entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.users == 0)
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(i, _)| i)
+        };
+        let mut for_memory = false;
         let (index, reused) = if let Some(i) = entries.iter().position(|e| e.key == key) {
             (i, true)
+        } else if let Some(i) = free(&entries).filter(|_| !room && entries.len() < HEADERS) {
+            for_memory = true;
+            entries[i].key = key;
+            (i, false)
         } else if entries.len() < HEADERS {
             entries.push(Entry {
                 key,
@@ -96,12 +114,7 @@ impl Headers {
             });
             (entries.len() - 1, false)
         } else {
-            let i = entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.users == 0)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)?;
+            let i = free(&entries)?;
             entries[i].key = key;
             (i, false)
         };
@@ -112,6 +125,7 @@ impl Headers {
             headers: self,
             index,
             reused,
+            for_memory,
         })
     }
 }
@@ -162,29 +176,44 @@ mod tests {
     #[test]
     fn same_header_same_document_layout_aside() {
         let headers = Headers::default();
-        let a = headers.claim("prelude\nimport A\n").unwrap();
+        let a = headers.claim("prelude\nimport A\n", true).unwrap();
         assert!(!a.reused);
         let again = headers
-            .claim("prelude  \n\nimport A -- the same\n")
+            .claim("prelude  \n\nimport A -- the same\n", true)
             .unwrap();
         assert!(again.reused);
         assert_eq!(a.index, again.index);
-        let b = headers.claim("prelude\nimport B\n").unwrap();
+        let b = headers.claim("prelude\nimport B\n", true).unwrap();
         assert_ne!(a.index, b.index);
+    }
+
+    #[test]
+    fn without_room_for_a_worker_a_new_header_takes_a_free_document() {
+        let headers = Headers::default();
+        let a = headers.claim("import A\n", true).unwrap().index;
+        let b = headers.claim("import B\n", false).unwrap();
+        assert_eq!((b.index, b.reused, b.for_memory), (a, false, true));
+        // None free: a new document after all (its slot waits on the budget).
+        let c = headers.claim("import C\n", false).unwrap();
+        assert!(!c.for_memory);
+        assert_ne!(c.index, b.index);
+        drop((b, c));
+        let again = headers.claim("import B\n", false).unwrap();
+        assert!(again.reused && !again.for_memory, "its own document");
     }
 
     #[test]
     fn the_least_recently_used_free_header_gives_way_and_held_ones_never() {
         let headers = Headers::default();
         let held: Vec<Claim<'_>> = (0..HEADERS - 1)
-            .map(|i| headers.claim(&format!("import M{i}\n")).unwrap())
+            .map(|i| headers.claim(&format!("import M{i}\n"), true).unwrap())
             .collect();
-        let free = headers.claim("import Free\n").unwrap().index;
-        let taken = headers.claim("import New\n").unwrap();
+        let free = headers.claim("import Free\n", true).unwrap().index;
+        let taken = headers.claim("import New\n", true).unwrap();
         assert_eq!(taken.index, free, "the only header no call holds");
         assert!(!taken.reused);
-        assert!(headers.claim("import Other\n").is_none(), "all held");
+        assert!(headers.claim("import Other\n", true).is_none(), "all held");
         drop(held);
-        assert!(headers.claim("import M0\n").unwrap().reused);
+        assert!(headers.claim("import M0\n", true).unwrap().reused);
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::broker::ask::{EditMode, RunCode};
 use crate::broker::engine::edit;
+use crate::broker::engine::memory::Events;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::engine::server::LeanServer;
 use crate::broker::engine::shadow::Placement;
@@ -97,7 +98,7 @@ impl Runtimes {
         let header = shadow::header(&text).to_string();
         let claim =
             rt.snippets
-                .claim(&header)
+                .claim(&header, rt.room_for_worker(None))
                 .ok_or(Error::ResourceLimit(Limit::SnippetHeaders {
                     limit: HEADERS,
                 }))?;
@@ -110,7 +111,18 @@ impl Runtimes {
         );
         let server = rt.server().await?;
         let pool = rt.shadow_pool(&claim.path(&rt.root));
-        let mut slot = pool.acquire(&text).await;
+        let mut slot = rt.slot(&server, &pool, &text).await?;
+        if claim.for_memory {
+            Events::count(&rt.memory().events.headers_reused);
+        }
+        let memory = slot.note.take().or_else(|| {
+            claim.for_memory.then(|| {
+                format!(
+                    "took the document of another snippet header (its worker restarts on this header): {}",
+                    rt.memory().said_now()
+                )
+            })
+        });
         let shown = "snippet";
         let elaborate = shadow::elaborate(
             &server,
@@ -188,6 +200,7 @@ impl Runtimes {
             messages,
             header_error,
             exhausted,
+            memory,
         })
     }
 }

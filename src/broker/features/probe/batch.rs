@@ -272,6 +272,8 @@ impl Runtimes {
         let mut candidates: Vec<Candidate> = Vec::with_capacity(total);
         let mut fingerprints: Vec<Option<String>> = Vec::with_capacity(total);
         let mut crashed = Vec::new();
+        // What the memory budget made candidates do, of those that ran.
+        let (mut notes, mut candidates_run) = (Vec::new(), 0);
         for (index, ran) in done.into_iter().enumerate() {
             // After the winner every candidate is skipped, also one that
             // happened to finish: the answer does not depend on timing.
@@ -294,6 +296,8 @@ impl Runtimes {
                 }
                 Some(Ok(ran)) => ran,
             };
+            candidates_run += 1;
+            notes.extend(ran.result.memory.clone());
             let outcome = verdict(&ran.result, ran.crashed);
             let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
             let progressed = outcome == Outcome::Progressed;
@@ -358,6 +362,14 @@ impl Runtimes {
                 candidates,
                 first_closed,
                 disk_changed,
+                memory: (!notes.is_empty()).then(|| {
+                    format!(
+                        "{} of {} candidates: {}",
+                        notes.len(),
+                        candidates_run,
+                        notes[0]
+                    )
+                }),
             },
             crashed,
         })

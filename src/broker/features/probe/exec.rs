@@ -75,12 +75,13 @@ pub(super) fn base_cut(step: &Step) -> Option<usize> {
 
 pub(super) fn exec_text(
     rt: &Runtime,
+    pool: &Pool,
     step: &Step,
     max_heartbeats: Option<u64>,
     sentinel: bool,
 ) -> Exec {
     let cut = base_cut(step);
-    let rewritten = cut.and_then(|cut| rt.rebase(&step.shadow, cut));
+    let rewritten = cut.and_then(|cut| rt.rebase(pool.path(), &step.shadow, cut));
     let exec = match rewritten {
         Some(r) => Exec {
             start: (step.start as isize + r.shift) as usize,
@@ -290,8 +291,9 @@ pub(super) async fn run_step(
         &step.shadow[step.start..step.end],
         budget.max_heartbeats,
     )?;
-    let exec = exec_text(rt, step, budget.max_heartbeats, pool.takes_sentinel());
-    let slot = pool.acquire(&exec.text).await;
+    let exec = exec_text(rt, pool, step, budget.max_heartbeats, pool.takes_sentinel());
+    let slot = rt.slot(server, pool, &exec.text).await?;
+    let memory = slot.note.clone();
     let run = interpret(rt, server, asker, pool, slot, exec, step, baseline, budget);
     let ran = match budget.timeout {
         None => run.await,
@@ -311,13 +313,14 @@ pub(super) async fn run_step(
                     next_handle: None,
                     exhausted: Some(Exhausted::Timeout),
                     disk_changed: false,
+                    memory: None,
                 },
                 crashed: false,
                 step: None,
             }),
         },
     };
-    match ran {
+    let ran = match ran {
         // The worker died under the step: a verdict like any other, the same
         // from every probe tool (a batch candidate's, a single probe's), not
         // a tool error naming the shadow document. The slot was closed and
@@ -344,12 +347,17 @@ pub(super) async fn run_step(
                 next_handle: None,
                 exhausted: None,
                 disk_changed: false,
+                memory: None,
             },
             crashed: true,
             step: None,
         }),
         other => other,
-    }
+    };
+    ran.map(|mut ran| {
+        ran.result.memory = memory;
+        ran
+    })
 }
 
 /// What a step whose worker died says.
@@ -513,6 +521,7 @@ pub(super) async fn interpret(
         next_handle: None,
         exhausted: reading.exhausted,
         disk_changed: false,
+        memory: None,
     };
     result.outcome = verdict(&result, crashed);
     Ok(Ran {

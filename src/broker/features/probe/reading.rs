@@ -555,6 +555,7 @@ mod tests {
             next_handle: None,
             exhausted: None,
             disk_changed: false,
+            memory: None,
         }
     }
 

@@ -20,6 +20,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod questions;
+mod verdicts;
+
 use super::certify::{self, BuildError, Closure, Origin, PackageStatus};
 use super::lake_trace;
 use crate::broker::ask::{Declaration, Verify};
@@ -31,25 +34,20 @@ use crate::broker::engine::workspace::Root;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::hatches::{self, Hit};
-use crate::lean_source::lexer::{self, LexemeKind};
 use crate::results::{
     CheckedDeclaration, FailureReason, HatchHit, ImportedSource, PackageModule, Provenance, Range,
-    ReferenceCheck, Tier, VerifyFailure, VerifyResult,
+    Tier, VerifyFailure, VerifyResult,
 };
 use crate::safe_fs::{self, FsError};
 use crate::sha256;
+use questions::{answers, check_module, check_name, check_reference, parse_axioms};
+use verdicts::{Verdict, verdict_key};
 
 /// Axioms allowed when the call names none: the three of classical Lean.
 pub const DEFAULT_AXIOMS: &[&str] = &["propext", "Classical.choice", "Quot.sound"];
 
 /// Declarations one call may name (the schema says so too).
 pub const MAX_DECLARATIONS: usize = 64;
-
-/// Characters of one reference statement.
-const MAX_REFERENCE_CHARS: usize = 8_192;
-
-/// Characters of one declaration name.
-const MAX_NAME_CHARS: usize = 1_024;
 
 /// How long `lean --version` and `--print-prefix` may take.
 const VERSION_LIMIT: Duration = Duration::from_secs(30);
@@ -72,153 +70,6 @@ fn hatch(path: &str, text: &str, hit: &Hit) -> HatchHit {
         text: text[hit.start..hit.end].to_string(),
         fails: hit.kind.fails(),
     }
-}
-
-/// What `#print axioms` said: `'N' depends on axioms: [a, b]` or `'N'
-/// does not depend on any axioms`.
-fn parse_axioms(message: &str) -> Option<Vec<String>> {
-    if message.ends_with("does not depend on any axioms") {
-        return Some(Vec::new());
-    }
-    let list = message.split_once("depends on axioms: [")?.1;
-    let list = list.trim_end().strip_suffix(']')?;
-    Some(
-        list.split(',')
-            .map(|a| a.trim().to_string())
-            .filter(|a| !a.is_empty())
-            .collect(),
-    )
-}
-
-/// A declaration name is one Lean name as the lexer reads it: words (plain
-/// or `«…»`) joined by dots with nothing between them, and nothing else.
-/// Returned without a leading `_root_.` (every check adds its own).
-fn check_name(name: &str) -> Result<&str> {
-    let bad = || Error::Argument {
-        what: format!("declaration name {name:?}"),
-        rule: "is not one Lean name: give it as `Namespace.name` (parts in «» where they need quoting), without spaces, comments or other text",
-    };
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(bad());
-    }
-    let lexemes = lexer::lex(name);
-    let mut at = 0;
-    for (i, l) in lexemes.iter().enumerate() {
-        let want_word = i % 2 == 0;
-        let ok = l.start == at
-            && if want_word {
-                l.kind == LexemeKind::Word
-                    && (!name[l.start..l.end].starts_with('«')
-                        || name[l.start..l.end].ends_with('»'))
-            } else {
-                l.kind == LexemeKind::Symbol && &name[l.start..l.end] == "."
-            };
-        if !ok {
-            return Err(bad());
-        }
-        at = l.end;
-    }
-    if at != name.len() || lexemes.len() % 2 == 0 {
-        return Err(bad());
-    }
-    Ok(name.strip_prefix("_root_.").unwrap_or(name))
-}
-
-/// A reference is one term: its brackets balance (never closing one it did
-/// not open), and every comment and string in it ends inside it. It goes
-/// between parentheses on lines of their own, so text that tried to close
-/// the term early, or to add a command, cannot parse as one.
-fn check_reference(reference: &str) -> Result<()> {
-    let bad = |rule: &'static str| Error::Argument {
-        what: format!("reference {reference:?}"),
-        rule,
-    };
-    if reference.trim().is_empty() || reference.chars().count() > MAX_REFERENCE_CHARS {
-        return Err(bad(
-            "must be one statement (a Lean term), not empty and at most 8192 characters",
-        ));
-    }
-    let mut open: Vec<char> = Vec::new();
-    for l in lexer::lex(reference) {
-        let s = &reference[l.start..l.end];
-        match l.kind {
-            LexemeKind::Comment { .. }
-                if s.starts_with("/-") && !(s.len() >= 4 && s.ends_with("-/")) =>
-            {
-                return Err(bad("has a comment that does not end: give one term"));
-            }
-            LexemeKind::Str if s.len() < 2 || !s.ends_with('"') && !s.ends_with('#') => {
-                return Err(bad("has a string that does not end: give one term"));
-            }
-            LexemeKind::Word if s.starts_with('«') && !s.contains('»') => {
-                return Err(bad("has a «name» that does not end: give one term"));
-            }
-            LexemeKind::Symbol => {
-                let c = s.chars().next().unwrap_or(' ');
-                let closes = match c {
-                    ')' => Some('('),
-                    ']' => Some('['),
-                    '}' => Some('{'),
-                    '⟩' => Some('⟨'),
-                    '⦄' => Some('⦃'),
-                    '⟧' => Some('⟦'),
-                    _ => None,
-                };
-                if matches!(c, '(' | '[' | '{' | '⟨' | '⦃' | '⟦') {
-                    open.push(c);
-                } else if let Some(opener) = closes {
-                    if open.pop() != Some(opener) {
-                        return Err(bad(
-                            "closes a bracket it did not open: give one term (a statement), not commands",
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    if !open.is_empty() {
-        return Err(bad("leaves a bracket open: give one term"));
-    }
-    Ok(())
-}
-
-/// One question of the check module: the line it starts on (1-based), the
-/// declaration, and whether it is the reference check.
-struct Question {
-    line: u32,
-    index: usize,
-    reference: bool,
-}
-
-/// The generated check module for `module` and `targets`.
-fn check_module(module: &str, targets: &[Declaration]) -> (String, Vec<Question>) {
-    let mut text = format!("prelude\nimport {module}\n");
-    let mut line = 3;
-    let mut questions = Vec::new();
-    for (index, t) in targets.iter().enumerate() {
-        questions.push(Question {
-            line,
-            index,
-            reference: false,
-        });
-        text.push_str(&format!("#print axioms _root_.{}\n", t.name));
-        line += 1;
-        if let Some(reference) = &t.reference {
-            questions.push(Question {
-                line,
-                index,
-                reference: true,
-            });
-            let command = format!(
-                "def «_beam_reference_{index}» : Prop := (\n{reference}\n)\nexample : _root_.«_beam_reference_{index}» := @_root_.{}\n",
-                t.name
-            );
-            line += command.matches('\n').count() as u32;
-            text.push_str(&command);
-        }
-    }
-    (text, questions)
 }
 
 /// SHA-256 of a file, or `None` when it cannot be read (off the runtime).
@@ -763,85 +614,6 @@ impl Runtimes {
     }
 }
 
-/// Read Lean's answers to the check module into the declarations' entries.
-fn answers(
-    targets: &[Declaration],
-    questions: &[Question],
-    messages: &[certify::Message],
-    fail: &mut impl FnMut(FailureReason, String),
-) -> Vec<CheckedDeclaration> {
-    let mut checked: Vec<CheckedDeclaration> = targets
-        .iter()
-        .map(|t| CheckedDeclaration {
-            name: t.name.clone(),
-            reference: t.reference.as_ref().map(|r| ReferenceCheck {
-                statement: r.clone(),
-                matches: true,
-                message: None,
-            }),
-            ..CheckedDeclaration::default()
-        })
-        .collect();
-    for m in messages {
-        let Some(q) = questions.iter().rev().find(|q| q.line <= m.line) else {
-            if m.error {
-                fail(FailureReason::CheckFailed, m.text.clone());
-            }
-            continue;
-        };
-        let entry = &mut checked[q.index];
-        if q.reference {
-            if m.error || m.text.contains("sorry") {
-                if let Some(r) = entry.reference.as_mut() {
-                    r.matches = false;
-                    r.message.get_or_insert_with(|| m.text.clone());
-                }
-            }
-        } else if m.error {
-            entry.error.get_or_insert_with(|| m.text.clone());
-        } else if let Some(axioms) = parse_axioms(&m.text) {
-            if entry.axioms.is_some() {
-                // One `#print axioms` answers once: a second answer came
-                // from text that is not ours.
-                entry
-                    .error
-                    .get_or_insert_with(|| "Lean answered twice for it".to_string());
-            }
-            entry.axioms = Some(axioms);
-        }
-    }
-    for c in &mut checked {
-        if let Some(why) = &c.error {
-            if c.axioms.is_some() {
-                fail(
-                    FailureReason::UnknownDeclaration,
-                    format!("{}: {why}", c.name),
-                );
-                c.axioms = None;
-                continue;
-            }
-        }
-        if c.axioms.is_none() {
-            let why = c
-                .error
-                .get_or_insert_with(|| "Lean reported no axioms for it".to_string());
-            fail(
-                FailureReason::UnknownDeclaration,
-                format!("{}: {why}", c.name),
-            );
-        }
-        if let Some(r) = &c.reference {
-            if !r.matches {
-                fail(
-                    FailureReason::ReferenceMismatch,
-                    format!("{} does not have the type {}", c.name, r.statement),
-                );
-            }
-        }
-    }
-    checked
-}
-
 /// The kernel replay of every workspace module of the closure with the
 /// toolchain's `leanchecker` (where it ships one).
 async fn replay(
@@ -881,167 +653,4 @@ struct Fresh<'a> {
     allowed: &'a [String],
     module: &'a str,
     shown: &'a str,
-}
-
-/// What a fresh build and its checks concluded: the part of a verdict that
-/// is a function of its key alone.
-#[derive(Debug, Clone)]
-struct Verdict {
-    failures: Vec<VerifyFailure>,
-    checked: Vec<CheckedDeclaration>,
-    tier: Tier,
-    rebuilt: u32,
-    reused: u32,
-}
-
-impl Verdict {
-    /// Kept for a repeat only when it rests on a whole build and check: not
-    /// a build that failed or timed out, nor a check or replay that did not
-    /// answer (which a busy machine can cause).
-    fn cacheable(&self) -> bool {
-        self.tier != Tier::None
-            && !self
-                .failures
-                .iter()
-                .any(|f| f.reason == FailureReason::CheckFailed)
-    }
-}
-
-/// The whole key of a verdict: the root, the file's module and its cache key
-/// (which covers every module of its closure: sources, the lakefile's
-/// arguments, packages' `.olean` hashes, the Lean version and toolchain),
-/// the kernel replay's checker (which file, which build of it), and the request (declarations with their
-/// references, allowed axioms). `None` when the file has no key.
-fn verdict_key(
-    root: &Root,
-    module: &str,
-    closure: &Closure,
-    replays: Option<&str>,
-    named: &[Declaration],
-    allowed: &[String],
-) -> Option<String> {
-    let file_key = closure.keys.get(module)?;
-    let request = serde_json::json!({
-        "declarations": named
-            .iter()
-            .map(|d| serde_json::json!([d.name, d.reference]))
-            .collect::<Vec<_>>(),
-        "allowed_axioms": allowed,
-    });
-    let text = format!(
-        "lean-beam-verdict 1\n{}\n{module}\n{file_key}\n{replays:?}\n{request}\n",
-        root.path().display()
-    );
-    Some(sha256::hex(text.as_bytes()))
-}
-
-/// This process's verdicts by key, the most recently used last, at most
-/// [`MAX_VERDICTS`].
-mod verdicts {
-    use std::sync::{Arc, Mutex};
-
-    use super::Verdict;
-
-    pub const MAX_VERDICTS: usize = 256;
-
-    static VERDICTS: Mutex<Vec<(String, Arc<Verdict>)>> = Mutex::new(Vec::new());
-
-    pub fn get(key: &str) -> Option<Arc<Verdict>> {
-        let mut all = crate::util::lock(&VERDICTS);
-        let at = all.iter().position(|(k, _)| k == key)?;
-        let entry = all.remove(at);
-        let v = Arc::clone(&entry.1);
-        all.push(entry);
-        Some(v)
-    }
-
-    pub fn put(key: String, verdict: Verdict) {
-        let mut all = crate::util::lock(&VERDICTS);
-        all.retain(|(k, _)| *k != key);
-        if all.len() >= MAX_VERDICTS {
-            all.remove(0);
-        }
-        all.push((key, Arc::new(verdict)));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_single_identifiers() {
-        assert!(check_name("Ver.«odd name»").is_ok());
-        assert!(check_name("Ver.odd name").is_err());
-        assert!(check_name("").is_err());
-        assert!(check_name("a\n#eval 1").is_err());
-        assert!(check_name("Ver.no_axioms").is_ok());
-    }
-
-    #[test]
-    fn print_axioms_answers_are_read() {
-        assert_eq!(
-            parse_axioms("'Fix.t' depends on axioms: [propext, sorryAx]"),
-            Some(vec!["propext".to_string(), "sorryAx".to_string()])
-        );
-        assert_eq!(
-            parse_axioms("'Fix.t' does not depend on any axioms"),
-            Some(vec![])
-        );
-        assert_eq!(parse_axioms("unknown constant 'x'"), None);
-    }
-
-    #[test]
-    fn a_second_answer_to_one_question_is_no_answer() {
-        let targets = [Declaration {
-            name: "a".into(),
-            reference: None,
-        }];
-        let (_, questions) = check_module("M", &targets);
-        let info = |text: &str| certify::Message {
-            line: 3,
-            error: false,
-            text: text.into(),
-        };
-        let mut failed = Vec::new();
-        let one = answers(
-            &targets,
-            &questions,
-            &[info("'a' does not depend on any axioms")],
-            &mut |r, _| failed.push(r),
-        );
-        assert_eq!(one[0].axioms, Some(vec![]));
-        assert!(failed.is_empty());
-        let two = answers(
-            &targets,
-            &questions,
-            &[
-                info("'a' depends on axioms: [sorryAx]"),
-                info("'ok' does not depend on any axioms"),
-            ],
-            &mut |r, _| failed.push(r),
-        );
-        assert_eq!(two[0].axioms, None);
-        assert_eq!(failed, [FailureReason::UnknownDeclaration]);
-    }
-
-    #[test]
-    fn references_are_one_term() {
-        assert!(check_reference("∀ (n : N), Eq (f n) n").is_ok());
-        assert!(check_reference("(a, b) = ⟨c, d⟩ -- note").is_ok());
-        for bad in [
-            "True) := x\nexample : (True",
-            "(True",
-            "True /-",
-            "\"open",
-            "",
-            "«x",
-        ] {
-            assert!(check_reference(bad).is_err(), "{bad:?}");
-        }
-        assert_eq!(check_name("_root_.Ver.x").unwrap(), "Ver.x");
-        assert!(check_name("Ver.x--c").is_err());
-        assert!(check_name("Ver.«x y»").is_ok());
-        assert!(check_name("a».b").is_err());
-    }
 }
