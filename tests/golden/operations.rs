@@ -3071,7 +3071,22 @@ mod validators {
     #[allow(unused_variables)]
     pub(super) fn v43(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
         check::type_(value, Type::String, at, out);
-        check::one_of(value, &["errors", "all"], at, out);
+        check::one_of(
+            value,
+            &[
+                "errors",
+                "all",
+                "error",
+                "unsolved_goals",
+                "sorry",
+                "linter",
+                "warning",
+                "suggestion",
+                "info",
+            ],
+            at,
+            out,
+        );
     }
     ///The schema node first met in `lean_sync`.
     #[allow(unused_variables)]
@@ -3105,6 +3120,12 @@ mod validators {
             out,
         );
     }
+    ///The schema node first met in `lean_save/diagnostic_scope`.
+    #[allow(unused_variables)]
+    pub(super) fn v45(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
+        check::type_(value, Type::String, at, out);
+        check::one_of(value, &["errors", "all"], at, out);
+    }
     ///The schema node first met in `lean_save`.
     #[allow(unused_variables)]
     pub(super) fn v44(value: &Value, at: &At<'_>, out: &mut Vec<Violation>) {
@@ -3115,7 +3136,7 @@ mod validators {
                 match name.as_str() {
                     "workspace" => v2(member, &at.key("workspace"), out),
                     "path" => v3(member, &at.key("path"), out),
-                    "diagnostic_scope" => v43(member, &at.key("diagnostic_scope"), out),
+                    "diagnostic_scope" => v45(member, &at.key("diagnostic_scope"), out),
                     _ => {}
                 }
             }
