@@ -126,7 +126,10 @@ fn every_category_shows_in_lean_sync_and_a_scope_keeps_one() {
     );
     assert_eq!(e["code"], "invalidInput", "{e:#}");
     assert!(
-        e["message"].as_str().unwrap_or("").contains("/diagnostic_scope"),
+        e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("/diagnostic_scope"),
         "names the argument: {e:#}"
     );
 }
