@@ -79,8 +79,8 @@ pub struct Index {
     interner: Interner,
     declarations: usize,
     max_declarations: usize,
-    /// Files the bound left out at the last refresh.
-    left_out: usize,
+    /// Files the bound left out.
+    left_out: std::collections::HashSet<PathBuf>,
     refreshed: usize,
 }
 
@@ -91,7 +91,7 @@ impl Index {
             interner: Interner::default(),
             declarations: 0,
             max_declarations,
-            left_out: 0,
+            left_out: Default::default(),
             refreshed: 0,
         }
     }
@@ -144,41 +144,79 @@ impl Index {
         progress.total.store(changed.len(), Ordering::Relaxed);
         progress.done.store(0, Ordering::Relaxed);
         self.refreshed = 0;
-        self.left_out = 0;
+        self.left_out.clear();
         for listed in changed {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Cancelled);
             }
-            let old = self
-                .files
-                .remove(&listed.path)
-                .map_or(0, |f| f.entries.len());
-            self.declarations -= old;
-            let text = read(listed);
+            self.read_file(listed, read);
             progress.done.fetch_add(1, Ordering::Relaxed);
-            let Some(text) = text else {
-                continue;
-            };
-            let found = decls::declarations(&text);
-            if self.declarations + found.len() > self.max_declarations {
-                self.left_out += 1;
-                continue;
-            }
-            let entries = self.entries(&text, found);
-            self.declarations += entries.len();
-            self.refreshed += 1;
-            self.files.insert(
-                listed.path.clone(),
-                File {
-                    stamp: listed.stamp,
-                    shown: listed.shown.clone(),
-                    module: listed.module.clone(),
-                    origin: listed.origin.clone(),
-                    entries,
-                },
-            );
         }
         Ok(())
+    }
+
+    /// Bring the files the watch saw change in line, each read again whatever
+    /// its stamp says (`None`: gone, dropped). Each is taken out of
+    /// `pending` once done, so a cancelled update leaves the rest there.
+    pub fn update(
+        &mut self,
+        pending: &mut std::collections::BTreeSet<PathBuf>,
+        look: &dyn Fn(&std::path::Path) -> Option<Listed>,
+        read: &dyn Fn(&Listed) -> Option<String>,
+        cancel: &AtomicBool,
+        progress: &Progress,
+    ) -> Result<(), Cancelled> {
+        progress.total.store(pending.len(), Ordering::Relaxed);
+        progress.done.store(0, Ordering::Relaxed);
+        self.refreshed = 0;
+        while let Some(path) = pending.first().cloned() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Cancelled);
+            }
+            match look(&path) {
+                Some(listed) => self.read_file(&listed, read),
+                None => {
+                    if let Some(file) = self.files.remove(&path) {
+                        self.declarations -= file.entries.len();
+                    }
+                    self.left_out.remove(&path);
+                }
+            }
+            pending.remove(&path);
+            progress.done.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Read one listed file in place of what the index held for it.
+    fn read_file(&mut self, listed: &Listed, read: &dyn Fn(&Listed) -> Option<String>) {
+        let old = self
+            .files
+            .remove(&listed.path)
+            .map_or(0, |f| f.entries.len());
+        self.declarations -= old;
+        self.left_out.remove(&listed.path);
+        let Some(text) = read(listed) else {
+            return;
+        };
+        let found = decls::declarations(&text);
+        if self.declarations + found.len() > self.max_declarations {
+            self.left_out.insert(listed.path.clone());
+            return;
+        }
+        let entries = self.entries(&text, found);
+        self.declarations += entries.len();
+        self.refreshed += 1;
+        self.files.insert(
+            listed.path.clone(),
+            File {
+                stamp: listed.stamp,
+                shown: listed.shown.clone(),
+                module: listed.module.clone(),
+                origin: listed.origin.clone(),
+                entries,
+            },
+        );
     }
 
     fn entries(&mut self, text: &str, found: Vec<decls::Decl>) -> Vec<Entry> {
@@ -295,11 +333,12 @@ impl Index {
                 declarations: self.declarations,
                 bytes: self.bytes(),
                 refreshed_files: self.refreshed,
-                complete: self.left_out == 0,
-                left_out: (self.left_out > 0).then(|| {
+                complete: self.left_out.is_empty(),
+                left_out: (!self.left_out.is_empty()).then(|| {
                     format!(
                         "{} file(s) past the bound of {} declarations ({max_declarations_var})",
-                        self.left_out, self.max_declarations
+                        self.left_out.len(),
+                        self.max_declarations
                     )
                 }),
             },

@@ -3,10 +3,16 @@
 //! the lexer (no Lean process), queried by name or by statement pattern.
 //!
 //! One index per workspace (its canonical root), built on first use, shared
-//! by every client of the server, and brought up to date at each query:
-//! the file trees are listed again and every file whose stamp (size,
-//! modification time, inode; of the source and of its `.ilean`) changed is
-//! read again, the others kept (`walk`, `index`). Listing, reading and the
+//! by every client of the server, and brought up to date at each query. The
+//! first query lists the file trees, watching every directory it enters
+//! (`watch`: inotify), and reads every file; a later one reads again exactly
+//! the files the kernel reported written, created, touched or removed since
+//! (`.ilean`s count for their sources), whatever their stamps say, and lists
+//! nothing. Where the watch cannot tell (a directory created or removed, a
+//! queue overflow, a watch the system refuses, no inotify) the query lists
+//! the trees again and reads every file whose stamp (size, modification time,
+//! inode; of the source and of its `.ilean`) changed, as every query did
+//! before the watch (`walk`, `index`). Listing, reading and the
 //! query run on the blocking pool, never on the async runtime; a caller that
 //! goes away stops a refresh between two files (what was read stays, so the
 //! next query continues from there).
@@ -29,6 +35,7 @@ mod rank;
 mod source;
 mod terms;
 mod walk;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +58,7 @@ const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// The indexes of one server process.
 pub struct Indexes {
     /// Most recently used last.
-    held: Mutex<Vec<(Trees, Arc<Mutex<index::Index>>)>>,
+    held: Mutex<Vec<(Trees, Arc<Mutex<Held>>)>>,
     max_declarations: usize,
     max_workspaces: usize,
 }
@@ -89,7 +96,7 @@ impl Indexes {
             .map(|(t, _)| t.toolchain.clone())
     }
 
-    fn index_of(&self, trees: &Trees) -> Arc<Mutex<index::Index>> {
+    fn index_of(&self, trees: &Trees) -> Arc<Mutex<Held>> {
         let mut held = lock(&self.held);
         let found = held.iter().position(|(t, _)| t == trees);
         // A root met again with another toolchain starts afresh.
@@ -98,7 +105,7 @@ impl Indexes {
             Some(k) => held.remove(k),
             None => (
                 trees.clone(),
-                Arc::new(Mutex::new(index::Index::new(self.max_declarations))),
+                Arc::new(Mutex::new(Held::new(self.max_declarations))),
             ),
         };
         let index = entry.1.clone();
@@ -122,15 +129,67 @@ impl Indexes {
         let cancel = Arc::new(AtomicBool::new(false));
         let (p, c) = (progress.clone(), cancel.clone());
         let task = tokio::task::spawn_blocking(move || {
-            let listing = walk::list(&trees);
-            let mut index = lock(&index);
-            index.refresh(listing, &read_source, &c, &p)?;
-            Ok(index.search(&query, limit, MAX_DECLARATIONS_VAR))
+            let mut held = lock(&index);
+            held.bring_up_to_date(&trees, &c, &p)?;
+            Ok(held.index.search(&query, limit, MAX_DECLARATIONS_VAR))
         });
         Job {
             task,
             progress,
             cancel,
+        }
+    }
+}
+
+/// One workspace's index and what keeps it fresh.
+struct Held {
+    index: index::Index,
+    /// Watching the trees since their last listing; `None` before the
+    /// first, after an event the watch cannot describe, or where the
+    /// system gives no watch (then every query lists and stamps).
+    watch: Option<watch::Watch>,
+    /// Sources the watch reported and the index has not yet read again
+    /// (a cancelled update leaves them here).
+    pending: std::collections::BTreeSet<PathBuf>,
+}
+
+impl Held {
+    fn new(max_declarations: usize) -> Held {
+        Held {
+            index: index::Index::new(max_declarations),
+            watch: None,
+            pending: Default::default(),
+        }
+    }
+
+    fn bring_up_to_date(
+        &mut self,
+        trees: &Trees,
+        cancel: &AtomicBool,
+        progress: &Progress,
+    ) -> Result<(), Cancelled> {
+        let seen = self.watch.as_mut().map(watch::Watch::take);
+        match seen {
+            Some(seen) if !seen.everything => {
+                self.pending
+                    .extend(seen.files.iter().filter_map(|f| walk::source_of(trees, f)));
+                let look = |path: &Path| walk::listed(trees, path);
+                self.index
+                    .update(&mut self.pending, &look, &read_source, cancel, progress)
+            }
+            _ => {
+                // Watch first, so that a change made while listing is seen
+                // by the next query; keep it only if every directory is
+                // watched.
+                let mut fresh = watch::Watch::new();
+                self.watch = None;
+                self.pending.clear();
+                let (listing, all_watched) = walk::list(trees, fresh.as_mut());
+                self.index
+                    .refresh(listing, &read_source, cancel, progress)?;
+                self.watch = fresh.filter(|_| all_watched);
+                Ok(())
+            }
         }
     }
 }

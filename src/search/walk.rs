@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::watch::Watch;
+
 /// What a file looked like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
@@ -63,18 +65,37 @@ pub struct Trees {
     pub toolchain: Option<PathBuf>,
 }
 
-/// Every source file of the trees: the workspace first, then the packages
-/// (by name), then the toolchain.
-pub fn list(trees: &Trees) -> Vec<Listed> {
-    let mut out = Vec::new();
+/// One tree of sources: where its files are, where their `.ilean`s are
+/// built, and whose it is.
+struct Tree {
+    base: PathBuf,
+    build: PathBuf,
+    origin: Origin,
+    /// Directories above the build folder (and the packages' folder) that
+    /// are watched so that their creation is seen.
+    chain: Vec<PathBuf>,
+}
+
+/// The trees, in listing order: the workspace, then the packages (by
+/// name), then the toolchain's library sources when it ships them.
+fn trees_of(trees: &Trees) -> Vec<Tree> {
     let root = &trees.root;
-    tree(
-        root,
-        &root.join(".lake/build/lib/lean"),
-        root,
-        &Origin::Workspace,
-        &mut out,
-    );
+    let lake = |base: &Path| {
+        let build = base.join(".lake/build/lib/lean");
+        let chain = [".lake", ".lake/build", ".lake/build/lib"]
+            .iter()
+            .map(|d| base.join(d))
+            .collect::<Vec<_>>();
+        (build, chain)
+    };
+    let (build, mut chain) = lake(root);
+    chain.push(root.join(".lake/packages"));
+    let mut out = vec![Tree {
+        base: root.clone(),
+        build,
+        origin: Origin::Workspace,
+        chain,
+    }];
     let mut packages: Vec<PathBuf> = std::fs::read_dir(root.join(".lake/packages"))
         .into_iter()
         .flatten()
@@ -88,28 +109,122 @@ pub fn list(trees: &Trees) -> Vec<Listed> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let build = package.join(".lake/build/lib/lean");
-        tree(&package, &build, root, &Origin::Package(name), &mut out);
+        let (build, chain) = lake(&package);
+        out.push(Tree {
+            base: package,
+            build,
+            origin: Origin::Package(name),
+            chain,
+        });
     }
     if let Some(prefix) = &trees.toolchain {
         let src = prefix.join("src/lean");
         if src.is_dir() {
-            tree(
-                &src,
-                &prefix.join("lib/lean"),
-                root,
-                &Origin::Toolchain,
-                &mut out,
-            );
+            out.push(Tree {
+                base: src,
+                build: prefix.join("lib/lean"),
+                origin: Origin::Toolchain,
+                chain: vec![prefix.join("lib")],
+            });
         }
     }
     out
 }
 
-fn tree(base: &Path, build: &Path, root: &Path, origin: &Origin, out: &mut Vec<Listed>) {
+/// Every source file of the trees: the workspace first, then the packages
+/// (by name), then the toolchain. With a `watch`, every directory entered
+/// (and the build trees' and the folders above them) is watched before it is
+/// read; the answer's flag is false if one could not be.
+pub fn list(trees: &Trees, mut watch: Option<&mut Watch>) -> (Vec<Listed>, bool) {
+    let mut out = Vec::new();
+    let mut watched = true;
+    for t in trees_of(trees) {
+        if let Some(w) = watch.as_deref_mut() {
+            for dir in &t.chain {
+                if dir.is_dir() && !w.add(dir) {
+                    watched = false;
+                }
+            }
+            watched &= watch_tree(&t.build, w);
+        }
+        watched &= tree(&t, &trees.root, watch.as_deref_mut(), &mut out);
+    }
+    (out, watched)
+}
+
+/// Watch `dir` and every directory under it (a build tree); true when all
+/// could be (a missing tree is seen through its parent's watch).
+fn watch_tree(dir: &Path, watch: &mut Watch) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut ok = true;
+    while let Some(dir) = stack.pop() {
+        if !dir.is_dir() {
+            continue;
+        }
+        ok &= watch.add(&dir);
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|k| k.is_dir()) {
+                stack.push(entry.path());
+            }
+        }
+    }
+    ok
+}
+
+/// The source file an event at `path` is about: a `.lean` of a tree
+/// (outside its dot-folders, not its `lakefile.lean`) or the source of a
+/// built `.ilean`; `None` for anything else.
+pub fn source_of(trees: &Trees, path: &Path) -> Option<PathBuf> {
+    for t in trees_of(trees) {
+        if let Ok(rel) = path.strip_prefix(&t.build) {
+            if rel.extension().is_some_and(|e| e == "ilean") {
+                return Some(t.base.join(rel.with_extension("lean")));
+            }
+            return None;
+        }
+    }
+    // The deepest base first: a package's files are under the workspace's
+    // `.lake`, which the workspace's own tree does not enter.
+    let mut all = trees_of(trees);
+    all.sort_by_key(|t| std::cmp::Reverse(t.base.as_os_str().len()));
+    let t = all.iter().find(|t| path.starts_with(&t.base))?;
+    let rel = path.strip_prefix(&t.base).ok()?;
+    let mut dirs = rel.parent().into_iter().flat_map(Path::components);
+    let hidden = dirs.any(|c| c.as_os_str().as_encoded_bytes().starts_with(b"."));
+    let lean = rel.extension().is_some_and(|e| e == "lean");
+    (lean && !hidden && rel != Path::new("lakefile.lean")).then(|| path.to_path_buf())
+}
+
+/// `path` (a source [`source_of`] gave) as listed now; `None` when it is
+/// gone or no longer a regular file or link.
+pub fn listed(trees: &Trees, path: &Path) -> Option<Listed> {
+    let mut all = trees_of(trees);
+    all.sort_by_key(|t| std::cmp::Reverse(t.base.as_os_str().len()));
+    let t = all.iter().find(|t| path.starts_with(&t.base))?;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.is_dir() {
+        return None;
+    }
+    entry(
+        t,
+        &trees.root,
+        path.to_path_buf(),
+        Stamp::of_meta(&meta),
+        t.build.is_dir(),
+    )
+}
+
+/// List one tree into `out`, watching each directory before reading it;
+/// false when a watch was refused.
+fn tree(t: &Tree, root: &Path, mut watch: Option<&mut Watch>, out: &mut Vec<Listed>) -> bool {
+    let base = &t.base;
     let mut stack = vec![base.to_path_buf()];
     let mut files = Vec::new();
+    let mut watched = true;
     while let Some(dir) = stack.pop() {
+        if let Some(w) = watch.as_deref_mut() {
+            watched &= w.add(&dir) || !dir.is_dir();
+        }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -123,7 +238,7 @@ fn tree(base: &Path, build: &Path, root: &Path, origin: &Origin, out: &mut Vec<L
                 if !name.starts_with('.') {
                     stack.push(entry.path());
                 }
-            } else if name.ends_with(".lean") && !(dir == base && name == "lakefile.lean") {
+            } else if name.ends_with(".lean") && !(dir == *base && name == "lakefile.lean") {
                 // Stat through the directory (`fstatat`), not the full path.
                 let Some(stamp) = entry.metadata().ok().map(|m| Stamp::of_meta(&m)) else {
                     continue;
@@ -136,32 +251,38 @@ fn tree(base: &Path, build: &Path, root: &Path, origin: &Origin, out: &mut Vec<L
     // serves (it decides only which files a bound leaves out).
     files.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
     // Without a build folder there is no `.ilean` to stat.
-    let built = build.is_dir();
-    for (path, stamp) in files {
-        let Ok(rel) = path.strip_prefix(base) else {
-            continue;
-        };
-        let module_path = rel.with_extension("");
-        let module = module_path
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(".");
-        let ilean = if built {
-            Stamp::of(&build.join(&module_path).with_extension("ilean"))
-        } else {
-            None
-        };
-        let shown = match path.strip_prefix(root) {
-            Ok(rel) => rel.display().to_string(),
-            Err(_) => path.display().to_string(),
-        };
-        out.push(Listed {
-            path,
-            shown,
-            module,
-            origin: origin.clone(),
-            stamp: (stamp, ilean),
-        });
-    }
+    let built = t.build.is_dir();
+    out.extend(
+        files
+            .into_iter()
+            .filter_map(|(path, stamp)| entry(t, root, path, stamp, built)),
+    );
+    watched
+}
+
+/// One listed file of tree `t`, with its `.ilean`'s stamp when `built`.
+fn entry(t: &Tree, root: &Path, path: PathBuf, stamp: Stamp, built: bool) -> Option<Listed> {
+    let rel = path.strip_prefix(&t.base).ok()?;
+    let module_path = rel.with_extension("");
+    let module = module_path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(".");
+    let ilean = if built {
+        Stamp::of(&t.build.join(&module_path).with_extension("ilean"))
+    } else {
+        None
+    };
+    let shown = match path.strip_prefix(root) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    };
+    Some(Listed {
+        path,
+        shown,
+        module,
+        origin: t.origin.clone(),
+        stamp: (stamp, ilean),
+    })
 }

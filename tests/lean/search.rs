@@ -1,6 +1,7 @@
 //! `lean_search` on the real server (issue 28): declarations of a workspace
 //! with imports and of a Lake package found by name and by statement
-//! pattern, the index kept fresh after edits, its bound, cancellation, and
+//! pattern, the index kept fresh after edits (and by its watch where the
+//! stamps cannot tell), its bound, cancellation, and
 //! bad input answered with clear errors.
 
 use crate::common;
@@ -175,6 +176,56 @@ fn the_index_follows_edits_new_files_and_deletions() {
     let gone = search(&mut mcp, &root, "brand_new", 10);
     assert_eq!(gone["matched"], 0, "{gone:#}");
     assert_eq!(gone["index"]["files"].as_u64(), Some(files));
+}
+
+/// The watch (inotify) reports what the stamps cannot: a rewrite that keeps
+/// the file's size, inode and modification time is read again at the next
+/// query, and listing nothing, an unchanged query reads nothing. A new
+/// directory (which the watch does not describe) makes the query list the
+/// trees again, and its file is found; a file added to it later is seen by
+/// the watch the listing put on it.
+#[test]
+fn the_watch_sees_what_the_stamps_cannot() {
+    let tmp = workspace();
+    let root = tmp.root_str();
+    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let path = tmp.root().join(".lake/packages/pkg/Pkg/Lemmas.lean");
+    let first = search(&mut mcp, &root, "flip_flip_", 10);
+    assert_eq!(names(&first), ["Pkg.flip_flip_eq"], "{first:#}");
+    let quiet = search(&mut mcp, &root, "flip_flip_", 10);
+    assert_eq!(quiet["index"]["refreshed_files"], 0, "{quiet:#}");
+
+    // Same length, same inode (written in place), the old modification time.
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let same_size = PACKAGE.replace("flip_flip_eq", "flip_flip_id");
+    assert_eq!(same_size.len(), PACKAGE.len());
+    std::fs::write(&path, &same_size).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let renamed = search(&mut mcp, &root, "flip_flip_", 10);
+    assert_eq!(names(&renamed), ["Pkg.flip_flip_id"], "{renamed:#}");
+    assert_eq!(renamed["index"]["refreshed_files"], 1, "{renamed:#}");
+
+    // A new directory and a file in it.
+    tmp.write(
+        "Sec/Deep/New.lean",
+        "prelude\ntheorem deep_new (n : Nat) : Eq n n := Eq.refl n\n",
+    );
+    let deep = search(&mut mcp, &root, "deep_new", 10);
+    assert_eq!(names(&deep), ["deep_new"], "{deep:#}");
+    assert_eq!(deep["hits"][0]["module"], "Sec.Deep.New", "{deep:#}");
+    // And a file added to that directory afterwards: its watch is in place.
+    tmp.write(
+        "Sec/Deep/Other.lean",
+        "prelude\ntheorem deep_other (n : Nat) : Eq n n := Eq.refl n\n",
+    );
+    let other = search(&mut mcp, &root, "deep_other", 10);
+    assert_eq!(names(&other), ["deep_other"], "{other:#}");
+    assert_eq!(other["index"]["refreshed_files"], 1, "{other:#}");
 }
 
 #[test]

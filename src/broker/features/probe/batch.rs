@@ -5,13 +5,14 @@
 
 use serde_json::{Value, json};
 
-use super::{FromHandle, Ran, Start, verdict};
+use super::reading::{self, Against, fingerprint, goals_of, unrun, verdict};
+use super::{FromHandle, Ran, Start};
 use crate::broker::ask::{Batch, Budget, Continue, Place as Asked, Taking};
 use crate::broker::engine::concurrent::AsCompleted;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::{Error, Result};
 use crate::broker::progress::{LogLevel, ProgressSink, SinkFuture};
-use crate::results::{BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome, StepKind};
+use crate::results::{BatchResult, Candidate, Outcome, StepKind};
 
 /// A batch's answer: the result, and the error of each candidate that
 /// crashed (its index in `texts`), for the caller to put in words
@@ -19,94 +20,6 @@ use crate::results::{BatchResult, Candidate, Goal, GoalDiff, HypsDiff, Outcome, 
 pub struct BatchRun {
     pub result: BatchResult,
     pub crashed: Vec<(usize, Error)>,
-}
-
-/// FNV-1a, 128 bits, over the pretty-printed goals: stable across calls and
-/// processes (no random seed), unlike std's hasher.
-fn fingerprint(goals: &[Goal]) -> String {
-    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
-    const PRIME: u128 = 0x0000000001000000000000000000013b;
-    let mut hash = OFFSET;
-    for goal in goals {
-        // A separator that no goal text holds keeps goal boundaries apart.
-        for byte in goal.pretty.bytes().chain([0u8]) {
-            hash ^= u128::from(byte);
-            hash = hash.wrapping_mul(PRIME);
-        }
-    }
-    format!("{hash:032x}")
-}
-
-/// A goal's hypotheses, one line each as Lean prints them.
-fn hyp_lines(goal: &Goal) -> Vec<String> {
-    goal.hyps()
-        .iter()
-        .map(|h| {
-            let mut line = format!("{} : {}", h.names.join(" "), h.ty);
-            if let Some(value) = &h.value {
-                line.push_str(" := ");
-                line.push_str(value);
-            }
-            line
-        })
-        .collect()
-}
-
-fn diff(start: &[Goal], after: &[Goal]) -> GoalDiff {
-    let closed: Vec<usize> = (0..start.len())
-        .filter(|&i| !after.iter().any(|g| g.pretty == start[i].pretty))
-        .collect();
-    let added: Vec<usize> = (0..after.len())
-        .filter(|&i| !start.iter().any(|g| g.pretty == after[i].pretty))
-        .collect();
-    let hyps = added
-        .iter()
-        .filter_map(|&goal| {
-            let name = after[goal].user_name();
-            let from = start
-                .iter()
-                .position(|g| name.is_some() && g.user_name() == name)
-                .or_else(|| closed.first().copied())?;
-            let (now, then) = (hyp_lines(&after[goal]), hyp_lines(&start[from]));
-            let added: Vec<String> = now.iter().filter(|h| !then.contains(h)).cloned().collect();
-            let removed: Vec<String> = then.iter().filter(|h| !now.contains(h)).cloned().collect();
-            (!added.is_empty() || !removed.is_empty()).then_some(HypsDiff {
-                goal,
-                from,
-                added,
-                removed,
-            })
-        })
-        .collect();
-    GoalDiff {
-        closed,
-        added,
-        hyps,
-    }
-}
-
-/// A candidate that did not run to its end.
-fn without_run(outcome: Outcome) -> Candidate {
-    Candidate {
-        outcome,
-        messages: Vec::new(),
-        goals: None,
-        goals_at_start: false,
-        error: None,
-        fingerprint: None,
-        same_as: None,
-        diff: None,
-        handle: None,
-    }
-}
-
-/// The goals of a step's proof state (none for a command).
-fn goals_of(ran: &Ran) -> Vec<Goal> {
-    ran.result
-        .proof_state
-        .as_ref()
-        .map(|p| p.goals.clone())
-        .unwrap_or_default()
 }
 
 /// The place the candidates start from, either kind.
@@ -218,7 +131,7 @@ impl Runtimes {
         while let Some((i, ran)) = running.next().await {
             if i == total {
                 start_goals = Some(match ran {
-                    Ok(ran) => goals_of(&ran),
+                    Ok(ran) => goals_of(&ran.result),
                     Err(e) if e.lost_worker() => Vec::new(),
                     Err(e) => return Err(e),
                 });
@@ -262,7 +175,7 @@ impl Runtimes {
             drop(running);
             if let Some(future) = start_future {
                 if let Ok(ran) = future.await {
-                    start_goals = Some(goals_of(&ran));
+                    start_goals = Some(goals_of(&ran.result));
                 }
             }
         }
@@ -284,13 +197,13 @@ impl Runtimes {
             };
             let ran = match ran {
                 None => {
-                    candidates.push(without_run(Outcome::Skipped));
+                    candidates.push(unrun(Outcome::Skipped));
                     fingerprints.push(None);
                     continue;
                 }
                 Some(Err(e)) => {
                     crashed.push((index, e));
-                    candidates.push(without_run(Outcome::Crashed));
+                    candidates.push(unrun(Outcome::Crashed));
                     fingerprints.push(None);
                     continue;
                 }
@@ -298,16 +211,17 @@ impl Runtimes {
             };
             candidates_run += 1;
             notes.extend(ran.result.memory.clone());
-            let outcome = verdict(&ran.result, ran.crashed);
+            let against = Against {
+                kind,
+                start_goals: &start_goals,
+                earlier: &fingerprints,
+                diff: batch.diff,
+            };
+            let (mut candidate, fingerprint) =
+                reading::candidate(ran.result, ran.crashed, &against);
+            let outcome = candidate.outcome;
             let reached = matches!(outcome, Outcome::Closed | Outcome::Progressed);
             let progressed = outcome == Outcome::Progressed;
-            let goals = goals_of(&ran);
-            let fingerprint = (reached && tactic).then(|| fingerprint(&goals));
-            let same_as = fingerprint.as_ref().and_then(|f| {
-                fingerprints
-                    .iter()
-                    .position(|other| other.as_ref() == Some(f))
-            });
             let minting = reached && batch.handles == Continue::WithHandles;
             let handle = match (place, minting, &ran.step) {
                 (Place::At(start), true, Some(step)) if kind == StepKind::Command || progressed => {
@@ -316,22 +230,9 @@ impl Runtimes {
                 (Place::With(from), true, _) => Some(from.mint(&batch.texts[index])?),
                 _ => None,
             };
-            // Closed: no goals to show. Failed at its first step: the goals
-            // are the start goals, said once for the batch.
-            let shown = ran.result.proof_state.is_some() && outcome != Outcome::Closed;
-            let at_start = outcome == Outcome::Failed && tactic && goals == start_goals;
-            fingerprints.push(fingerprint.clone());
-            candidates.push(Candidate {
-                outcome,
-                messages: ran.result.messages,
-                diff: (progressed && tactic && batch.diff).then(|| diff(&start_goals, &goals)),
-                goals: (shown && !at_start).then_some(goals),
-                goals_at_start: at_start,
-                fingerprint: fingerprint.filter(|_| progressed),
-                same_as: same_as.filter(|_| progressed),
-                handle,
-                error: None,
-            });
+            candidate.handle = handle;
+            fingerprints.push(fingerprint);
+            candidates.push(candidate);
         }
         batch.form.apply(start_goals.iter_mut());
         batch.form.apply(
@@ -373,70 +274,5 @@ impl Runtimes {
             },
             crashed,
         })
-    }
-}
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn goal(name: Option<&str>, hyps: &[(&str, &str)], target: &str) -> Goal {
-        let mut g = Goal {
-            pretty: String::new(),
-            parts: Some(crate::results::GoalParts {
-                goal_prefix: "⊢ ".to_owned(),
-                target: target.to_owned(),
-                hyps: hyps
-                    .iter()
-                    .map(|(n, t)| crate::results::Hypothesis {
-                        names: vec![(*n).to_owned()],
-                        ty: (*t).to_owned(),
-                        value: None,
-                    })
-                    .collect(),
-                user_name: name.map(str::to_owned),
-            }),
-        };
-        // What fingerprints compare: the hypotheses and target as printed.
-        g.pretty = hyp_lines(&g)
-            .into_iter()
-            .chain([format!("⊢ {target}")])
-            .collect::<Vec<_>>()
-            .join("\n");
-        g
-    }
-
-    #[test]
-    fn fingerprints_are_equal_exactly_when_the_goals_print_alike() {
-        let a = goal(None, &[("n", "N")], "Eq n n");
-        let b = goal(None, &[("n", "N")], "Eq n n");
-        let c = goal(None, &[("m", "N")], "Eq n n");
-        let one = |g: &Goal| fingerprint(std::slice::from_ref(g));
-        assert_eq!(one(&a), one(&b));
-        assert_ne!(one(&a), one(&c));
-        // Goal boundaries count: two goals are not one goal holding both.
-        assert_ne!(fingerprint(&[a.clone(), b]), fingerprint(&[a]));
-        assert_eq!(fingerprint(&[]).len(), 32);
-        // Fixed: the same text gives the same fingerprint in every process.
-        assert_eq!(
-            fingerprint(&[]),
-            format!("{:032x}", 0x6c62272e07bb014262b821756295c58du128)
-        );
-    }
-
-    #[test]
-    fn diffs_name_closed_and_added_goals_and_their_hypotheses() {
-        let start = [goal(None, &[("n", "N")], "P n")];
-        let after = [
-            goal(Some("zero"), &[], "P N.zero"),
-            goal(Some("succ"), &[("m", "N"), ("ih", "P m")], "P m.succ"),
-        ];
-        let d = diff(&start, &after);
-        assert_eq!(d.closed, [0]);
-        assert_eq!(d.added, [0, 1]);
-        assert_eq!(d.hyps.len(), 2);
-        assert_eq!(d.hyps[0].removed, ["n : N"]);
-        assert_eq!(d.hyps[1].added, ["m : N", "ih : P m"]);
-        let same = diff(&start, &start);
-        assert!(same.closed.is_empty() && same.added.is_empty() && same.hyps.is_empty());
     }
 }

@@ -6,7 +6,6 @@ use super::*;
 use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
 use crate::lsp::protocol::Diagnostic;
-use crate::results::{DiagnosticCategory, RunMessage, Severity};
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
@@ -300,55 +299,18 @@ pub(super) async fn run_step(
         Some(limit) => match tokio::time::timeout(limit, run).await {
             Ok(ran) => ran,
             Err(_) => Ok(Ran {
-                result: RunResult {
-                    declaration: None,
-                    workspace: rt.root.descriptor(),
-                    line_text: None,
-                    outcome: Outcome::Timeout,
-                    success: false,
-                    sorry: false,
-                    messages: Vec::new(),
-                    traces: Vec::new(),
-                    proof_state: None,
-                    next_handle: None,
-                    exhausted: Some(Exhausted::Timeout),
-                    disk_changed: false,
-                    memory: None,
-                },
+                result: unread(Unread::Timeout, rt.root.descriptor()),
                 crashed: false,
                 step: None,
             }),
         },
     };
     let ran = match ran {
-        // The worker died under the step: a verdict like any other, the same
-        // from every probe tool (a batch candidate's, a single probe's), not
-        // a tool error naming the shadow document. The slot was closed and
-        // opens on a new worker at its next use.
+        // The worker died under the step: a verdict like any other (see
+        // [`unread`]), not a tool error naming the shadow document. The slot
+        // was closed and opens on a new worker at its next use.
         Err(error) if error.lost_worker() => Ok(Ran {
-            result: RunResult {
-                declaration: None,
-                workspace: rt.root.descriptor(),
-                line_text: None,
-                outcome: Outcome::Crashed,
-                success: false,
-                sorry: false,
-                messages: vec![RunMessage {
-                    severity: Severity::Error,
-                    category: DiagnosticCategory::Error,
-                    text: CRASHED.to_owned(),
-                    range: None,
-                    step_range: None,
-                    unplaced: true,
-                    before_step: false,
-                }],
-                traces: Vec::new(),
-                proof_state: None,
-                next_handle: None,
-                exhausted: None,
-                disk_changed: false,
-                memory: None,
-            },
+            result: unread(Unread::Crashed, rt.root.descriptor()),
             crashed: true,
             step: None,
         }),
@@ -359,10 +321,6 @@ pub(super) async fn run_step(
         ran
     })
 }
-
-/// What a step whose worker died says.
-const CRASHED: &str = "Lean's worker died under this text (it crashed or was killed): nothing \
-else is known of it; the next probe runs on a new worker, and the file itself is unaffected";
 
 /// Lean's diagnostics on an elaborated step, with the text the broker put
 /// before the step's command taken out, and their reading.
@@ -451,81 +409,38 @@ pub(super) async fn interpret(
         slot.close_after_crash(server);
     }
     let Read { index, reading, .. } = read;
-    let proof_state = match step.kind {
-        // Nothing after the header was elaborated: no goals to read.
-        _ if blocked => None,
-        StepKind::Tactic => {
+    let from_sentinel = exec.sentinel.is_some() && !reading.sentinel_failed;
+    let asked = match goals_to_ask(step.kind, blocked, &reading) {
+        None => None,
+        Some(ask) => {
+            let byte = match (ask, exec.sentinel) {
+                (Ask::BeforeStep, _) => exec.start,
+                // Before the sentinel; where it did not parse (a file
+                // without `skip`), at the end of the step's text.
+                (Ask::AfterStep, Some(at)) if !reading.sentinel_failed => at,
+                (Ask::AfterStep, other) => exec.text[..other.unwrap_or(exec.text.len())]
+                    .trim_end()
+                    .len(),
+            };
             let target = Target {
                 server,
                 doc: slot.doc(),
                 version,
                 sink: None,
             };
-            // After a failed step Lean's error recovery leaves goals that
-            // look finished; the goals before the step are what to work
-            // from. Only one of the two positions is asked.
-            let at = |byte: usize| {
-                let (line, character) = index.position(&exec.text, byte);
-                goals::goals(&target, line as u64, character as u64)
-            };
-            let (at_end, before) = if reading.success {
-                // Before the sentinel; where it did not parse (a file
-                // without `skip`), at the end of the step's text.
-                let end = match exec.sentinel {
-                    Some(at) if !reading.sentinel_failed => at,
-                    other => exec.text[..other.unwrap_or(exec.text.len())]
-                        .trim_end()
-                        .len(),
-                };
-                (at(end).await?, None)
-            } else {
-                (
-                    (Vec::new(), GoalSource::PlainGoal),
-                    Some(at(exec.start).await?),
-                )
-            };
-            let from_sentinel = exec.sentinel.is_some() && !reading.sentinel_failed;
-            Some(goals_left(&reading, at_end, from_sentinel, || {
-                before.expect("the goals before a failed step")
-            }))
+            let (line, character) = index.position(&exec.text, byte);
+            Some(goals::goals(&target, line as u64, character as u64).await?)
         }
-        // A term that elaborates leaves nothing to prove; one that does not
-        // still has the type expected where it goes.
-        StepKind::Term => {
-            let goals = match (&step.expected, reading.success) {
-                (Some(expected), false) => vec![expected.clone()],
-                _ => Vec::new(),
-            };
-            Some(ProofState {
-                goals,
-                source: GoalSource::PlainTermGoal,
-                at: if reading.success {
-                    ProofStateAt::AfterStep
-                } else {
-                    ProofStateAt::BeforeFailedStep
-                },
-            })
-        }
-        StepKind::Command => None,
     };
-    let mut result = RunResult {
-        declaration: None,
-        workspace: rt.root.descriptor(),
-        line_text: None,
-        outcome: Outcome::Closed,
-        success: reading.success,
-        sorry: reading.sorry,
-        messages: reading.messages,
-        traces: reading.traces,
-        proof_state,
-        next_handle: None,
-        exhausted: reading.exhausted,
-        disk_changed: false,
-        memory: None,
+    let facts = Facts {
+        kind: step.kind,
+        blocked,
+        crashed,
+        from_sentinel,
+        expected: step.expected.as_ref(),
     };
-    result.outcome = verdict(&result, crashed);
     Ok(Ran {
-        result,
+        result: conclude(reading, &facts, asked, rt.root.descriptor()),
         crashed,
         step: None,
     })

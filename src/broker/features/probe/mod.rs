@@ -7,7 +7,7 @@
 //! in here.
 
 use crate::broker::ask::{At, Continue};
-use crate::lsp::protocol::{PlainGoal, PlainTermGoal};
+use crate::lsp::protocol::PlainGoal;
 
 use super::goals::{self, query_position};
 use crate::broker::ask::{Budget, GoalsMode, Taking};
@@ -26,10 +26,7 @@ use crate::broker::progress::ProgressSink;
 use crate::lean_source::lexer::{self, TokenKind};
 use crate::lean_source::outline;
 use crate::lean_source::text::LineIndex;
-use crate::results::{
-    Exhausted, Goal, GoalSource, Outcome, ProofState, ProofStateAt, Range, RunResult, StepKind,
-    WorkspaceEcho,
-};
+use crate::results::{Goal, Range, RunResult, StepKind, WorkspaceEcho};
 
 mod batch;
 mod exec;
@@ -41,7 +38,6 @@ pub use super::heartbeats::check_budget;
 pub use batch::BatchRun;
 pub use exec::Ran;
 use exec::*;
-pub use reading::verdict;
 use text::*;
 
 /// Where a step starts in its shadow, and what the shadow is.
@@ -72,10 +68,7 @@ async fn term_at(
     at: &At<'_>,
     offset: usize,
 ) -> Result<Option<TermAt>> {
-    let answer = bound
-        .request_typed::<PlainTermGoal>(bound.lean_position(at.line, at.character))
-        .await?;
-    let Some(answer) = answer else {
+    let Some(answer) = goals::term_goal(bound, at.line, at.character).await? else {
         return Ok(None);
     };
     let (text, index) = (&bound.state.text, &bound.state.index);
@@ -87,12 +80,11 @@ async fn term_at(
     let (Some(start), Some(end)) = (byte(answer.range.start), byte(answer.range.end)) else {
         return Ok(None);
     };
-    let goal = answer.goal.as_str();
     Ok(
-        (start <= offset && offset <= end && start < end).then(|| TermAt {
+        (start <= offset && offset <= end && start < end).then_some(TermAt {
             start,
             end,
-            expected: goals::plain_goal(goal),
+            expected: answer.goal,
         }),
     )
 }
