@@ -8,7 +8,6 @@ use crate::broker::ask::At;
 use crate::broker::engine::runtimes::Runtimes;
 use crate::broker::error::Result;
 use crate::broker::progress::ProgressSink;
-use crate::lsp::protocol::PlainTermGoal;
 use crate::results::{Range, TermGoalResult};
 
 impl Runtimes {
@@ -17,12 +16,11 @@ impl Runtimes {
         let bound = self.bind(sink, at.workspace, at.path, at.version).await?;
         bound.check_position(at.line, at.character)?;
         let (answer, disk_changed) = tokio::join!(
-            bound.request_typed::<PlainTermGoal>(bound.lean_position(at.line, at.character)),
+            goals::term_goal(&bound, at.line, at.character),
             bound.disk_changed()
         );
         let answer = answer?;
-        let goal = answer.as_ref().map(|a| goals::plain_goal(&a.goal));
-        let range = answer.map(|a| {
+        let range = answer.as_ref().map(|a| {
             Range::new(
                 (a.range.start.line, a.range.start.character),
                 (a.range.end.line, a.range.end.character),
@@ -31,7 +29,7 @@ impl Runtimes {
         Ok(TermGoalResult {
             declaration: None,
             head: head(&bound, Some(at.line), disk_changed),
-            goal,
+            goal: answer.map(|a| a.goal),
             range,
         })
     }

@@ -2,10 +2,10 @@
 //! the wait, and what Lean said turned into a run result.
 
 use super::reading::*;
-use super::text::lsp_position;
 use super::*;
 use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
+use crate::lsp::protocol::Diagnostic;
 
 /// The text a step is elaborated in: its shadow, or the shadow rewritten
 /// onto a prefix base (same lines and columns from the base's end on).
@@ -39,16 +39,11 @@ impl Inserted {
     }
 
     /// A diagnostic with its ranges moved as [`Inserted::remove`] says.
-    fn remove_from(&self, diagnostic: &Value) -> Value {
+    fn remove_from(&self, diagnostic: &Diagnostic) -> Diagnostic {
         let mut d = diagnostic.clone();
-        for range in ["range", "fullRange"] {
-            for end in ["start", "end"] {
-                let Some(p) = d.get_mut(range).and_then(|r| r.get_mut(end)) else {
-                    continue;
-                };
-                let at = |k: &str| p[k].as_u64().unwrap_or(0) as u32;
-                let (l, c) = self.remove((at("line"), at("character")));
-                *p = json!({ "line": l, "character": c });
+        for range in std::iter::once(&mut d.range).chain(d.full_range.as_mut()) {
+            for p in [&mut range.start, &mut range.end] {
+                (p.line, p.character) = self.remove((p.line, p.character));
             }
         }
         d
@@ -161,19 +156,9 @@ pub(super) fn with_heartbeats(
     exec
 }
 
-/// Whether Lean could not take the shadow's header: it stopped processing
-/// the file, or reported an error within the header (a module that does not
-/// import). Nothing after the header was elaborated then.
-pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
-    let header = shadow::header(text);
-    let line = header.matches('\n').count() as u32;
-    let character = header.len() - header.rfind('\n').map_or(0, |i| i + 1);
-    snap.progress.fatal
-        || snap.diagnostics.items().iter().any(|d| {
-            diagnostics::severity(d) == ERROR
-                && !shadow::starts_at_or_after(d, line, character as u32)
-        })
-}
+/// Whether Lean could not take the shadow's header (see
+/// [`snippet_docs::header_failed`](crate::broker::engine::snippet_docs::header_failed)).
+pub(super) use crate::broker::engine::snippet_docs::header_failed;
 
 /// Whether Lean's worker died under the step: a fatal report that no error
 /// within the header explains. A header Lean or Lake rejects (Lake's
@@ -297,7 +282,7 @@ pub(super) async fn run_step(
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
-    baseline: &[Value],
+    baseline: &[Diagnostic],
     budget: Budget,
 ) -> Result<Ran> {
     check_budget(
@@ -341,16 +326,16 @@ pub(super) async fn run_step(
 /// before the step's command taken out, and their reading.
 struct Read {
     index: LineIndex,
-    items: Vec<Value>,
+    items: Vec<Diagnostic>,
     reading: Reading,
 }
 
-fn read_elaborated(done: &Elaborated, step: &Step, baseline: &[Value]) -> Read {
+fn read_elaborated(done: &Elaborated, step: &Step, baseline: &[Diagnostic]) -> Read {
     let exec = &done.exec;
     let index = LineIndex::new(&exec.text);
     let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
     let start = unbudgeted(index.position(&exec.text, exec.start));
-    let items: Vec<Value> = match exec.budget {
+    let items: Vec<Diagnostic> = match exec.budget {
         Some(inserted) => done
             .snap
             .diagnostics
@@ -388,7 +373,7 @@ pub(super) async fn interpret(
     slot: SlotGuard,
     exec: Exec,
     step: &Step,
-    baseline: &[Value],
+    baseline: &[Diagnostic],
     budget: Budget,
 ) -> Result<Ran> {
     let mut done =
@@ -397,11 +382,10 @@ pub(super) async fn interpret(
     if read.reading.sentinel_failed {
         if let Some(at) = done.exec.sentinel {
             let position = read.index.position(&done.exec.text, at);
-            let unknown = read.items.iter().any(|d| {
-                diagnostics::severity(d) == ERROR
-                    && diagnostics::message(d) == UNKNOWN_TACTIC
-                    && lsp_position(d.get("range").unwrap_or(&Value::Null), "start") >= position
-            });
+            let unknown = read
+                .items
+                .iter()
+                .any(|d| d.is_error() && d.message == UNKNOWN_TACTIC && d.start() >= position);
             if unknown {
                 pool.refuse_sentinel();
             }
@@ -467,7 +451,7 @@ fn frame<'a>(
     step: &Step,
     start: (u32, u32),
     sentinel: Option<(u32, u32)>,
-    baseline: &'a [Value],
+    baseline: &'a [Diagnostic],
     blocked: bool,
 ) -> Frame<'a> {
     let shadow = &step.shadow;

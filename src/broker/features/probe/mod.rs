@@ -6,14 +6,11 @@
 //! None of it leaves the broker: slots, sessions and the handle store stay
 //! in here.
 
-use serde_json::{Value, json};
-
 use crate::broker::ask::{At, Continue};
-use crate::lsp::protocol::{PlainGoal, PlainTermGoal};
+use crate::lsp::protocol::PlainGoal;
 
 use super::goals::{self, query_position};
 use crate::broker::ask::{Budget, GoalsMode, Taking};
-use crate::broker::engine::diagnostics::{self, ERROR};
 use crate::broker::engine::document::{DocState, DocUse, Snapshot};
 use crate::broker::engine::handles::{HandleState, HandleStore, Shadow};
 use crate::broker::engine::runtime::{Runtime, RuntimeUse};
@@ -71,10 +68,7 @@ async fn term_at(
     at: &At<'_>,
     offset: usize,
 ) -> Result<Option<TermAt>> {
-    let answer = bound
-        .request_typed::<PlainTermGoal>(bound.lean_position(at.line, at.character))
-        .await?;
-    let Some(answer) = answer else {
+    let Some(answer) = goals::term_goal(bound, at.line, at.character).await? else {
         return Ok(None);
     };
     let (text, index) = (&bound.state.text, &bound.state.index);
@@ -86,12 +80,11 @@ async fn term_at(
     let (Some(start), Some(end)) = (byte(answer.range.start), byte(answer.range.end)) else {
         return Ok(None);
     };
-    let goal = answer.goal.as_str();
     Ok(
-        (start <= offset && offset <= end && start < end).then(|| TermAt {
+        (start <= offset && offset <= end && start < end).then_some(TermAt {
             start,
             end,
-            expected: goals::plain_goal(goal),
+            expected: answer.goal,
         }),
     )
 }

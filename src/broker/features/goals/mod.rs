@@ -1,7 +1,17 @@
-//! Structured proof goals, from Lean's builtin RPC
-//! `Lean.Widget.getInteractiveGoals` (hypotheses as names/type/value, not
-//! re-parsed text), with `$/lean/plainGoal` as the fallback where RPC is
-//! unavailable.
+//! Every producer of a `results::Goal`, in one feature: structured goals
+//! from Lean's builtin RPC `Lean.Widget.getInteractiveGoals` (hypotheses as
+//! names/type/value, not re-parsed text; `interactive.rs`), with
+//! `$/lean/plainGoal` as the fallback where RPC is unavailable; plain goal
+//! text and Lean's unsolved-goals report read into the same shape
+//! (`plain.rs`); the type expected in a term (`term.rs`). The other
+//! features (inspection, probes, `lean_term_goal`) call these.
+
+mod interactive;
+mod plain;
+mod term;
+
+pub use plain::{plain_goal, unsolved};
+pub use term::term_goal;
 
 use std::time::Duration;
 
@@ -11,11 +21,12 @@ use crate::broker::error::Result;
 use crate::log_warn;
 use crate::lsp::LeanErrorCode;
 use crate::lsp::protocol::{
-    DocumentPositionParams, GET_INTERACTIVE_GOALS, InteractiveGoal, InteractiveGoals, PlainGoal,
-    RpcCall, RpcCallParams, RpcConnect, RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams,
-    RpcRelease, RpcReleaseParams, RpcSessionId, collect_rpc_refs, flatten_tagged_text,
+    DocumentPositionParams, GET_INTERACTIVE_GOALS, InteractiveGoals, PlainGoal, RpcCall,
+    RpcCallParams, RpcConnect, RpcConnectParams, RpcKeepAlive, RpcKeepAliveParams, RpcRelease,
+    RpcReleaseParams, RpcSessionId, collect_rpc_refs,
 };
-use crate::results::{Goal, GoalParts, GoalSource, Hypothesis};
+use crate::results::{Goal, GoalSource};
+use interactive::interactive_goal;
 use lsp_types::Position;
 use serde::Deserialize;
 
@@ -84,55 +95,6 @@ fn byte_of_utf16(s: &str, units: usize) -> usize {
         n += c.len_utf16();
     }
     s.len()
-}
-
-/// One interactive goal (`Lean.Widget.InteractiveGoal`) as agents see it:
-/// tagged text flattened, hypotheses with their names, type and value.
-fn interactive_goal(goal: &InteractiveGoal) -> Goal {
-    let hyps = goal
-        .hyps
-        .iter()
-        .map(|h| Hypothesis {
-            names: h.names.clone(),
-            ty: flatten_tagged_text(&h.ty),
-            value: h.val.as_ref().map(flatten_tagged_text),
-        })
-        .collect();
-    let parts = GoalParts {
-        goal_prefix: goal.goal_prefix.as_deref().unwrap_or("⊢ ").to_owned(),
-        target: flatten_tagged_text(&goal.target),
-        hyps,
-        user_name: goal.user_name.clone(),
-    };
-    Goal {
-        pretty: pretty(&parts),
-        parts: Some(parts),
-    }
-}
-
-/// A structured goal as Lean prints it (`ppGoal`): the case name, one line
-/// per hypothesis group (`a b : T`, `x : T := v`), then the target after
-/// its prefix.
-pub fn pretty(goal: &GoalParts) -> String {
-    let mut out = String::new();
-    if let Some(name) = &goal.user_name {
-        out.push_str("case ");
-        out.push_str(name);
-        out.push('\n');
-    }
-    for hyp in &goal.hyps {
-        out.push_str(&hyp.names.join(" "));
-        out.push_str(" : ");
-        out.push_str(&hyp.ty);
-        if let Some(value) = &hyp.value {
-            out.push_str(" := ");
-            out.push_str(value);
-        }
-        out.push('\n');
-    }
-    out.push_str(&goal.goal_prefix);
-    out.push_str(&goal.target);
-    out
 }
 
 /// Which RPC session a goal query uses.
@@ -262,54 +224,6 @@ pub async fn goals(
     Ok((goals, GoalSource::PlainGoal))
 }
 
-/// A rendered goal (`case x\nh : T\n⊢ target`) in the structured shape, for
-/// the fallback path and for Lean's `plainTermGoal`.
-pub fn plain_goal(text: &str) -> Goal {
-    let mut lines = text.lines().peekable();
-    let mut user_name = None;
-    if let Some(first) = lines.peek() {
-        if let Some(name) = first.strip_prefix("case ") {
-            user_name = Some(name.to_string());
-            lines.next();
-        }
-    }
-    let mut hyps = Vec::new();
-    let mut target = String::new();
-    let mut in_target = false;
-    for line in lines {
-        if in_target {
-            target.push('\n');
-            target.push_str(line);
-        } else if let Some(t) = line.strip_prefix("⊢ ") {
-            target = t.to_string();
-            in_target = true;
-        } else if let Some((names, ty)) = line.split_once(" : ") {
-            let (ty, value) = match ty.split_once(" := ") {
-                Some((t, v)) => (t, Some(v)),
-                None => (ty, None),
-            };
-            hyps.push(Hypothesis {
-                names: names.split_whitespace().map(str::to_owned).collect(),
-                ty: ty.to_owned(),
-                value: value.map(str::to_owned),
-            });
-        } else if let Some(last) = hyps.last_mut() {
-            last.ty.push('\n');
-            last.ty.push_str(line);
-        }
-    }
-    Goal {
-        // Lean's own text, as it printed it.
-        pretty: text.to_owned(),
-        parts: Some(GoalParts {
-            goal_prefix: "⊢ ".to_owned(),
-            target,
-            hyps,
-            user_name,
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,37 +260,5 @@ mod tests {
         ] {
             assert!(!starts_tactic(before), "{before:?}");
         }
-    }
-
-    #[test]
-    fn plain_goal_fallback_parses_cases_and_lets() {
-        let g = plain_goal("case succ\nm : N\nt : N := one.add one\n⊢ Eq t two");
-        assert_eq!(g.user_name(), Some("succ"));
-        assert_eq!(g.hyps()[1].value.as_deref(), Some("one.add one"));
-        let parts = g.parts.as_ref().expect("parts");
-        assert_eq!(parts.target, "Eq t two");
-        // Rendering the parsed goal gives Lean's text back.
-        let text = "case succ\nm : N\nt : N := one.add one\n⊢ Eq t two";
-        assert_eq!(g.pretty, text);
-        assert_eq!(pretty(parts), text);
-    }
-
-    #[test]
-    fn interactive_goals_print_as_lean_prints_them() {
-        let goal: InteractiveGoal = serde_json::from_value(serde_json::json!({
-            "userName": "succ",
-            "goalPrefix": "⊢ ",
-            "type": { "text": "Eq (N.add m n) n" },
-            "hyps": [
-                { "names": ["m", "n"], "type": { "text": "N" } },
-                { "names": ["t"], "type": { "text": "N" }, "val": { "text": "one" } },
-            ],
-        }))
-        .unwrap();
-        let goal = interactive_goal(&goal);
-        assert_eq!(
-            goal.pretty,
-            "case succ\nm n : N\nt : N := one\n⊢ Eq (N.add m n) n"
-        );
     }
 }
