@@ -661,7 +661,7 @@ fn no_tool_that_waits_on_lean_is_quiet() {
 /// speculative tools state that boundary directly").
 #[test]
 fn speculative_tools_state_the_io_boundary() {
-    const BOUNDARY: &str = "User and project Lean code may perform IO";
+    const BOUNDARY: &str = "User/project Lean code may do IO";
     let speculative = [
         "lean_run_at",
         "lean_run_at_handle",

@@ -261,7 +261,7 @@ fn invalid_arguments_read_as_before() {
             r#""version" is a required property; /workspace/root: 1 is not of type "string"; /line: 2.5 is not of type "integer"; /wrkspace: undeclared field `wrkspace` (additionalProperties is false)"#,
         ),
         (
-            "lean_sync",
+            "lean_save",
             json!({"workspace": root, "path": "A.lean", "diagnostic_scope": "some"}),
             r#"/diagnostic_scope: "some" is not one of "errors" or "all""#,
         ),

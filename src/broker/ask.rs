@@ -30,6 +30,8 @@ pub enum DiagnosticScope {
     Errors,
     /// Every severity.
     All,
+    /// One category only.
+    Only(crate::results::DiagnosticCategory),
 }
 
 /// What `engine::handles::HandleStore::take` does with the handle.

@@ -292,8 +292,8 @@ async fn an_edit_is_sent_as_a_change_and_read_at_its_version() {
     assert_eq!(items.len(), 1);
     // The scripted Lean applied the change to its copy: the error is where
     // the disk text has it.
-    assert_eq!(items[0].range["start"]["line"], 1);
-    assert_eq!(items[0].range["start"]["character"], 9);
+    assert_eq!(items[0].range.start.line, 1);
+    assert_eq!(items[0].range.start.character, 9);
     assert_eq!(lean.count("textDocument/didOpen", "A.lean"), 1);
     assert_eq!(lean.count("textDocument/didChange", "A.lean"), 1);
 }

@@ -15,6 +15,23 @@ impl From<DiagnosticScope> for broker::DiagnosticScope {
     }
 }
 
+impl From<SyncScope> for broker::DiagnosticScope {
+    fn from(scope: SyncScope) -> Self {
+        use crate::results::DiagnosticCategory as C;
+        match scope {
+            SyncScope::Errors => broker::DiagnosticScope::Errors,
+            SyncScope::All => broker::DiagnosticScope::All,
+            SyncScope::Error => broker::DiagnosticScope::Only(C::Error),
+            SyncScope::UnsolvedGoals => broker::DiagnosticScope::Only(C::UnsolvedGoals),
+            SyncScope::Sorry => broker::DiagnosticScope::Only(C::Sorry),
+            SyncScope::Linter => broker::DiagnosticScope::Only(C::Linter),
+            SyncScope::Warning => broker::DiagnosticScope::Only(C::Warning),
+            SyncScope::Suggestion => broker::DiagnosticScope::Only(C::Suggestion),
+            SyncScope::Info => broker::DiagnosticScope::Only(C::Info),
+        }
+    }
+}
+
 impl From<GoalsMode> for broker::GoalsMode {
     fn from(mode: GoalsMode) -> Self {
         match mode {

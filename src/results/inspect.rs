@@ -162,6 +162,9 @@ pub struct TodoItem {
     /// For diagnostic items: `"error"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub severity: Option<super::Severity>,
+    /// For diagnostic items: `error` or `unsolved_goals`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<super::DiagnosticCategory>,
     /// For diagnostic items, Lean's diagnostic code, when it gave one. With
     /// `range`, `message`, `severity` and `full_range` the item carries the
     /// whole diagnostic, each field once.
@@ -171,8 +174,7 @@ pub struct TodoItem {
     /// For diagnostic items, the whole span the diagnostic is about, when it
     /// differs from `range`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Range>")]
-    pub full_range: Option<Value>,
+    pub full_range: Option<Range>,
     /// The LSP code action, for `lean_code_action_resolve`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::passthrough::object")]

@@ -229,6 +229,32 @@ pub enum Severity {
     Unknown,
 }
 
+/// What a diagnostic is, read from Lean's severity, tags and codes; where
+/// Lean gives no mark (`sorry`, `suggestion`, a linter without a tag), from
+/// its fixed wording.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticCategory {
+    /// An error other than unsolved goals.
+    Error,
+    /// Lean's "unsolved goals" error (by its tag): the goals follow the
+    /// first line.
+    UnsolvedGoals,
+    /// The warning "declaration uses `sorry`".
+    Sorry,
+    /// A linter's warning (unused variable, deprecation, …): noise to a
+    /// proof.
+    Linter,
+    /// Any other warning.
+    Warning,
+    /// A "Try this": its edits are in `suggestions`.
+    Suggestion,
+    /// Any other information (`#check`, `#eval`, traces) or hint.
+    Info,
+}
+
 /// The complete counts of a version's diagnostics, by severity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DiagnosticCounts {
@@ -246,18 +272,22 @@ pub struct DiagnosticCounts {
 #[serde(rename_all = "camelCase")]
 pub struct DiagnosticItem {
     /// Lean's range of the message.
-    #[schemars(with = "Range")]
-    pub range: Value,
+    pub range: Range,
     pub severity: Severity,
+    pub category: DiagnosticCategory,
     pub message: String,
     /// The whole span the message is about, when it differs from `range`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Range>")]
-    pub full_range: Option<Value>,
+    pub full_range: Option<Range>,
     /// Lean's diagnostic code, when it gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "passthrough::diagnostic_code")]
     pub code: Option<Value>,
+    /// For a `suggestion`, each "Try this" as an edit of `range` (where
+    /// Lean reports it; `show_term` reports at its keyword, while its code
+    /// action replaces the whole tactic).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<TextEdit>,
 }
 
 /// Why a version is or is not save-ready.

@@ -10,6 +10,7 @@ use super::{Range, Severity, WorkspaceEcho};
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SnippetMessage {
     pub severity: Severity,
+    pub category: super::DiagnosticCategory,
     pub text: String,
     pub range: Range,
 }

@@ -29,6 +29,7 @@ pub enum StepKind {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunMessage {
     pub severity: Severity,
+    pub category: super::DiagnosticCategory,
     pub text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub range: Option<Range>,

@@ -12,10 +12,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::decls::{self, Kind};
+use super::pattern::Compiled;
 use super::query::Query;
 use super::rank::{NameQuery, Tier, byte_mask};
 use super::source::LineIndex;
-use super::terms::{Compiled, Interner, conclusion_start};
+use super::terms::{Interner, conclusion_start};
 use super::walk::{Listed, Origin, Stamp};
 use crate::results::{Range, SearchHit, SearchIndex};
 

@@ -30,6 +30,7 @@
 
 mod decls;
 mod index;
+mod pattern;
 mod query;
 mod rank;
 mod source;

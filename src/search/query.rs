@@ -11,7 +11,8 @@
 //! name search here (Loogle: "mentions this constant"), the common case for
 //! an agent who half-remembers a lemma.
 
-use super::terms::{Pattern, Token, tokens};
+use super::pattern::Pattern;
+use super::terms::{Token, tokens};
 
 /// Queries longer than this are refused.
 pub const MAX_QUERY_CHARS: usize = 1000;

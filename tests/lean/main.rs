@@ -11,6 +11,7 @@ mod common;
 mod batch;
 mod bounds;
 mod broker;
+mod categories;
 mod completions;
 mod contract;
 mod declarations;

@@ -65,7 +65,7 @@ fn snippets_succeed_report_sorry_and_errors_and_reuse_their_header() {
     assert_eq!(r["sorry"], true, "{r}");
     assert_eq!(
         r["messages"],
-        json!([{ "severity": "warning", "text": "declaration uses `sorry`", "range": range(3, 8, 3, 9) }]),
+        json!([{ "severity": "warning", "category": "sorry", "text": "declaration uses `sorry`", "range": range(3, 8, 3, 9) }]),
         "ranges count from the snippet's first line: {r}"
     );
 

@@ -7,12 +7,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::diagnostics::{self};
 use super::document::{DiagnosticSet, Doc, Snapshot};
 use crate::broker::ask::DiagnosticScope;
 use crate::broker::progress::{LogLevel, ProgressSink};
+use crate::lsp::protocol::Diagnostic;
+use crate::results::DiagnosticCategory;
 
 /// Progress notifications are throttled to at most one per this interval
 /// (the final `done` update is never throttled).
@@ -152,9 +154,12 @@ impl<'a> Forwarder<'a> {
                 None => false,
                 Some(_) if !self.sink.admits(LogLevel::Error) => false,
                 Some(DiagnosticScope::Errors) => snap.diagnostics.may_hold_errors(),
-                Some(DiagnosticScope::All) => true,
+                Some(DiagnosticScope::Only(
+                    DiagnosticCategory::Error | DiagnosticCategory::UnsolvedGoals,
+                )) => snap.diagnostics.may_hold_errors(),
+                Some(DiagnosticScope::All | DiagnosticScope::Only(_)) => true,
             };
-        let to_read: Cow<'_, [Value]> = if worth_reading {
+        let to_read: Cow<'_, [Diagnostic]> = if worth_reading {
             let added = self
                 .read_diagnostics
                 .as_ref()
@@ -173,7 +178,7 @@ impl<'a> Forwarder<'a> {
             if !self.sink.admits(level) {
                 continue;
             }
-            let key = diagnostic.to_string();
+            let key = serde_json::to_string(diagnostic).unwrap_or_default();
             if self.sent.insert(key) {
                 let data = json!({
                     "path": self.doc.path.shown,

@@ -24,5 +24,6 @@ pub(super) mod slots;
 pub(super) mod snapshot;
 pub(super) mod snippet_docs;
 pub(super) mod sync;
+pub(super) mod try_this;
 pub(super) mod wait;
 pub(super) mod workspace;

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::docs::Docs;
@@ -431,17 +430,6 @@ async fn remember_worker(server: &LeanServer, doc: &Doc, sent: Sent) {
     if let Some(worker) = found {
         doc.on_worker_seen(sent, worker);
     }
-}
-
-/// Whether a diagnostic starts at or after `(line, character)`.
-pub fn starts_at_or_after(diagnostic: &Value, line: u32, character: u32) -> bool {
-    let at = |k: &str| {
-        diagnostic
-            .pointer(&format!("/range/start/{k}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as u32
-    };
-    (at("line"), at("character")) >= (line, character)
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ impl Bound<'_> {
                     path: self.doc.path.shown.clone(),
                     version,
                     import: super::snippet_docs::failed_import(text, error),
-                    message: super::diagnostics::message(error).to_owned(),
+                    message: error.message.clone(),
                 })
             })
     }

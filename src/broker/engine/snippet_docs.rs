@@ -5,13 +5,11 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde_json::Value;
-
-use super::diagnostics;
 use super::document::Snapshot;
 use super::shadow;
 use super::workspace::{DocPath, Root};
 use crate::lean_source::outline;
+use crate::lsp::protocol::Diagnostic;
 
 /// Headers kept warm per workspace runtime, each in its own virtual document.
 pub const HEADERS: usize = 4;
@@ -140,31 +138,30 @@ pub fn header_failed(snap: &Snapshot, text: &str) -> bool {
 }
 
 /// The errors Lean reported within the header of `text`.
-pub fn header_errors<'s>(snap: &'s Snapshot, text: &str) -> impl Iterator<Item = &'s Value> {
+pub fn header_errors<'s>(snap: &'s Snapshot, text: &str) -> impl Iterator<Item = &'s Diagnostic> {
     let header = shadow::header(text);
     let line = header.matches('\n').count() as u32;
     let character = (header.len() - header.rfind('\n').map_or(0, |i| i + 1)) as u32;
-    snap.diagnostics.items().iter().filter(move |d| {
-        diagnostics::severity(d) == diagnostics::ERROR
-            && !shadow::starts_at_or_after(d, line, character)
-    })
+    snap.diagnostics
+        .items()
+        .iter()
+        .filter(move |d| d.is_error() && d.start() < (line, character))
 }
 
 /// The import a header error is about: the module imported on the line the
 /// error is on, else the one its message names.
-pub fn failed_import(text: &str, error: &Value) -> Option<String> {
+pub fn failed_import(text: &str, error: &Diagnostic) -> Option<String> {
     let header = shadow::header(text);
     let modules = outline::imports(header).unwrap_or_default();
-    let line = error
-        .pointer("/range/start/line")
-        .and_then(Value::as_u64)
-        .and_then(|l| header.lines().nth(l as usize))
+    let line = header
+        .lines()
+        .nth(error.range.start.line as usize)
         .unwrap_or("");
     let named_on_line = |m: &&String| {
         line.split(|c: char| c.is_whitespace())
             .any(|word| word == m.as_str())
     };
-    let message = diagnostics::message(error);
+    let message = &error.message;
     modules
         .iter()
         .find(named_on_line)

@@ -199,7 +199,7 @@ pub async fn apply_and_wait(
             .diagnostics
             .items()
             .iter()
-            .any(|d| diagnostics::message(d).contains(IMPORTS_OUT_OF_DATE));
+            .any(|d| d.message.contains(IMPORTS_OUT_OF_DATE));
         if stale_imports && !reopened_for_imports {
             // A dependency was rebuilt under the open file: reopen it once so
             // Lean loads the new imports, instead of reporting stale state.

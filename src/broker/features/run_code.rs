@@ -11,12 +11,9 @@
 //! restarts that document's worker on the header change. Every slot is a Lean
 //! worker admitted within `LEAN_BEAM_MAX_DOCUMENTS` like any shadow.
 
-use serde_json::Value;
-
 use std::time::Duration;
 
 use crate::broker::ask::{EditMode, RunCode};
-use crate::broker::engine::diagnostics::ERROR;
 use crate::broker::engine::edit;
 use crate::broker::engine::memory::Events;
 use crate::broker::engine::runtimes::Runtimes;
@@ -28,7 +25,9 @@ use crate::broker::engine::{diagnostics, shadow};
 use crate::broker::error::{Error, Limit, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::text::LineIndex;
-use crate::results::{Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage};
+use crate::results::{
+    DiagnosticCategory, Exhausted, HeaderError, Range, RunCodeResult, SnippetMessage,
+};
 
 /// Give up on a slot's snippet (its time ran out): its text becomes the
 /// header alone, so that Lean stops elaborating the commands, and its header
@@ -75,13 +74,12 @@ fn budgeted(code: &str, max_heartbeats: Option<u64>) -> (String, Option<Placemen
 const OUT_OF_HEARTBEATS: &str = "maximum number of heartbeats";
 
 /// A range of the elaborated text in the snippet's coordinates.
-fn snippet_range(range: &Value, placement: Option<&Placement>) -> Range {
-    let at = |which: &str| {
-        let p = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
-        let position = (p("line"), p("character"));
+fn snippet_range(range: lsp_types::Range, placement: Option<&Placement>) -> Range {
+    let at = |p: lsp_types::Position| {
+        let position = (p.line, p.character);
         placement.map_or(position, |placement| placement.to_user(position))
     };
-    Range::new(at("start"), at("end"))
+    Range::new(at(range.start), at(range.end))
 }
 
 impl Runtimes {
@@ -165,7 +163,7 @@ impl Runtimes {
                 import: first.and_then(|e| failed_import(&text, e)),
                 message: first.map_or_else(
                     || "Lean stopped processing the snippet's header".to_string(),
-                    |e| diagnostics::message(e).to_string(),
+                    |e| e.message.clone(),
                 ),
             }
         });
@@ -177,17 +175,15 @@ impl Runtimes {
             .items()
             .iter()
             .map(|d| {
-                let severity = diagnostics::severity(d);
-                let text = diagnostics::message(d).to_string();
-                success &= severity != ERROR;
-                sorry |= diagnostics::says_sorry(&text);
-                out_of_heartbeats |= severity == ERROR && text.contains(OUT_OF_HEARTBEATS);
+                let text = d.message.clone();
+                let category = diagnostics::category(d);
+                success &= !d.is_error();
+                sorry |= category == DiagnosticCategory::Sorry;
+                out_of_heartbeats |= d.is_error() && text.contains(OUT_OF_HEARTBEATS);
                 SnippetMessage {
-                    severity: diagnostics::severity_name(severity),
-                    range: snippet_range(
-                        d.get("range").unwrap_or(&Value::Null),
-                        placement.as_ref(),
-                    ),
+                    severity: diagnostics::severity_name(d.severity),
+                    category,
+                    range: snippet_range(d.range, placement.as_ref()),
                     text,
                 }
             })

@@ -13,8 +13,8 @@ use crate::broker::error::{Error, Result};
 use crate::broker::progress::ProgressSink;
 use crate::lean_source::lexer::{self, TokenKind};
 use crate::lsp::protocol::{
-    CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams, PlainGoal, WaitForDiagnostics,
-    WaitForDiagnosticsParams,
+    CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams, Diagnostic, PlainGoal,
+    WaitForDiagnostics, WaitForDiagnosticsParams,
 };
 use crate::results::{Probe, Range, TodoItem, TodoItemKind, TodoResult};
 
@@ -24,7 +24,7 @@ const SEARCH_TACTIC: &str = "exact?";
 const SEARCH_TERM: &str = "by exact?";
 
 /// One `textDocument/codeAction` query: a range and the diagnostics sent with it.
-type Query = ((u32, u32), (u32, u32), Vec<Value>);
+type Query = ((u32, u32), (u32, u32), Vec<Diagnostic>);
 
 /// An item and where it starts, for document order.
 struct Item {
@@ -47,6 +47,7 @@ fn todo_item(kind: TodoItemKind, range: Range, run_at: (u32, u32)) -> TodoItem {
         },
         message: None,
         severity: None,
+        category: None,
         code: None,
         full_range: None,
         code_action: None,
@@ -185,16 +186,15 @@ impl Runtimes {
 
         let mut range_diagnostics = Vec::new();
         for diagnostic in snapshot.diagnostics.items() {
-            let start = lsp_pos(diagnostic, "range/start");
-            let end = lsp_pos(diagnostic, "range/end");
+            let (start, end) = (diagnostic.start(), diagnostic.end());
             if !in_range(start, range_start, range_end) && !in_range(end, range_start, range_end) {
                 continue;
             }
             range_diagnostics.push(diagnostic.clone());
-            if diagnostics::severity(diagnostic) != diagnostics::ERROR {
+            if !diagnostic.is_error() {
                 continue;
             }
-            let message = diagnostics::message(diagnostic);
+            let message = &diagnostic.message;
             let kind = if diagnostics::unsolved_goals(diagnostic).is_some() {
                 TodoItemKind::IncompleteProof
             } else if message.starts_with("don't know how to synthesize placeholder") {
@@ -214,6 +214,7 @@ impl Runtimes {
             let whole = diagnostics::item(diagnostic);
             item.message = Some(whole.message);
             item.severity = Some(whole.severity);
+            item.category = Some(whole.category);
             item.code = whole.code;
             item.full_range = whole.full_range;
             if kind == TodoItemKind::IncompleteProof {
@@ -232,13 +233,7 @@ impl Runtimes {
             // whole range comes last; an action found twice is kept once.
             let mut queries: Vec<Query> = range_diagnostics
                 .iter()
-                .map(|d| {
-                    (
-                        lsp_pos(d, "range/start"),
-                        lsp_pos(d, "range/end"),
-                        vec![d.clone()],
-                    )
-                })
+                .map(|d| (d.start(), d.end(), vec![d.clone()]))
                 .collect();
             queries.push((range_start, range_end, range_diagnostics.clone()));
             let mut seen = std::collections::HashSet::new();

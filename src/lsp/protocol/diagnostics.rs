@@ -34,8 +34,8 @@ impl PartialEq for PublishedDiagnostics {
 
 /// One diagnostic as Lean sends it, read without copying its text where the
 /// JSON has no escapes: a view into a published list (or into a
-/// `serde_json::Value` holding one diagnostic). `relatedInformation` and
-/// `data` are skipped.
+/// `serde_json::Value` holding one diagnostic). `relatedInformation` is
+/// skipped.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeanDiagnostic<'a> {
@@ -61,6 +61,10 @@ pub struct LeanDiagnostic<'a> {
     pub lean_tags: Option<Vec<LeanDiagnosticTag>>,
     #[serde(default)]
     pub is_silent: Option<bool>,
+    /// Lean's own payload for code actions, when it sends one (none of the
+    /// 4.35 test server's messages does).
+    #[serde(default)]
+    pub data: Option<Value>,
 }
 
 impl<'a> LeanDiagnostic<'a> {
@@ -91,11 +95,97 @@ impl<'a> LeanDiagnostic<'a> {
 
     /// The `code` as text (`"lean.unknownIdentifier"`), if any.
     pub fn code_str(&self) -> Option<Cow<'_, str>> {
-        match &self.code {
-            Some(NumberOrString::String(s)) => Some(Cow::Borrowed(s)),
-            Some(NumberOrString::Number(n)) => Some(Cow::Owned(n.to_string())),
-            None => None,
+        code_str(&self.code)
+    }
+}
+
+/// One diagnostic as the broker keeps it: owned and typed, built once from
+/// the [`LeanDiagnostic`] view when a published set is first read. It
+/// serializes back to Lean's shape (`fullRange`, `leanTags` and all), as a
+/// code action's context must carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostic {
+    pub range: Range,
+    /// As Lean sent it; see [`Self::full_range`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_range: Option<Range>,
+    /// An error when Lean left it out (as LSP says).
+    #[serde(default = "error")]
+    pub severity: DiagnosticSeverity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<NumberOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<DiagnosticTag>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lean_tags: Vec<LeanDiagnosticTag>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+fn error() -> DiagnosticSeverity {
+    DiagnosticSeverity::ERROR
+}
+
+impl Diagnostic {
+    /// One diagnostic held as a `serde_json::Value` (tests, fixtures).
+    pub fn from_value(diagnostic: &Value) -> serde_json::Result<Diagnostic> {
+        LeanDiagnostic::view(diagnostic).map(Diagnostic::from)
+    }
+
+    /// `fullRange` when present, else `range`.
+    pub fn full_range(&self) -> Range {
+        self.full_range.unwrap_or(self.range)
+    }
+
+    /// Where the message starts, as `(line, character)`.
+    pub fn start(&self) -> (u32, u32) {
+        (self.range.start.line, self.range.start.character)
+    }
+
+    /// Where `range` ends, as `(line, character)`.
+    pub fn end(&self) -> (u32, u32) {
+        (self.range.end.line, self.range.end.character)
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == DiagnosticSeverity::ERROR
+    }
+
+    /// The `code` as text (`"lean.unknownIdentifier"`), if any.
+    pub fn code_str(&self) -> Option<Cow<'_, str>> {
+        code_str(&self.code)
+    }
+
+    pub fn has_lean_tag(&self, tag: LeanDiagnosticTag) -> bool {
+        self.lean_tags.contains(&tag)
+    }
+}
+
+impl From<LeanDiagnostic<'_>> for Diagnostic {
+    fn from(view: LeanDiagnostic<'_>) -> Diagnostic {
+        Diagnostic {
+            range: view.range,
+            full_range: view.full_range,
+            severity: view.severity(),
+            code: view.code,
+            source: view.source.map(Cow::into_owned),
+            message: view.message.into_owned(),
+            tags: view.tags.unwrap_or_default(),
+            lean_tags: view.lean_tags.unwrap_or_default(),
+            data: view.data,
         }
+    }
+}
+
+fn code_str(code: &Option<NumberOrString>) -> Option<Cow<'_, str>> {
+    match code {
+        Some(NumberOrString::String(s)) => Some(Cow::Borrowed(s)),
+        Some(NumberOrString::Number(n)) => Some(Cow::Owned(n.to_string())),
+        None => None,
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 mod diagnostics;
 mod error_code;
 
-pub use diagnostics::{LeanDiagnostic, LeanDiagnosticTag, PublishedDiagnostics};
+pub use diagnostics::{Diagnostic, LeanDiagnostic, LeanDiagnosticTag, PublishedDiagnostics};
 pub use error_code::LeanErrorCode;
 
 // ---------------------------------------------------------------- requests --
@@ -185,7 +185,7 @@ pub struct CodeActionQueryParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CodeActionQueryContext {
-    pub diagnostics: Vec<Value>,
+    pub diagnostics: Vec<Diagnostic>,
     /// `1`: asked for (LSP `CodeActionTriggerKind.Invoked`).
     pub trigger_kind: u32,
 }

@@ -3,11 +3,11 @@
 
 use std::sync::OnceLock;
 
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::super::diagnostics;
 use crate::log_warn;
+use crate::lsp::protocol::{Diagnostic, LeanDiagnostic};
 
 /// One complete diagnostic set as Lean published it, read on first use. Lean
 /// republishes the whole set after each command that adds to it (44 MB of
@@ -16,32 +16,30 @@ use crate::log_warn;
 #[derive(Debug, Default)]
 pub struct DiagnosticSet {
     published: Option<Box<RawValue>>,
-    items: OnceLock<Vec<Value>>,
+    items: OnceLock<Vec<Diagnostic>>,
 }
 
-/// The diagnostics of a published list: objects only, silent ones
-/// (editor-only "Goals accomplished!") dropped, the server's private paths
-/// left out of their messages, in position order.
-fn kept_in_position_order(list: Vec<Value>) -> Vec<Value> {
-    let mut kept: Vec<Value> = list
+/// The diagnostics of a published list, typed: silent ones (editor-only
+/// "Goals accomplished!") and elements that are no diagnostic dropped, the
+/// server's private paths left out of their messages, in position order.
+/// `None` when the text is not a list.
+fn kept_in_position_order(list: &str) -> Option<Vec<Diagnostic>> {
+    let elements: Vec<&RawValue> = serde_json::from_str(list).ok()?;
+    let mut kept: Vec<Diagnostic> = elements
         .into_iter()
-        .filter(|d| d.is_object() && !diagnostics::is_silent(d))
-        .map(|mut d| {
-            diagnostics::scrub(&mut d);
-            d
+        .filter_map(|element| {
+            let view: LeanDiagnostic<'_> = serde_json::from_str(element.get()).ok()?;
+            (!view.is_silent()).then(|| {
+                let mut d = Diagnostic::from(view);
+                diagnostics::scrub(&mut d);
+                d
+            })
         })
         .collect();
     // Lean's order varies between runs (elaboration, kernel and linters run
     // in parallel); position order makes results reproducible.
-    kept.sort_by_key(|d| {
-        let at = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-        (
-            at("/range/start/line"),
-            at("/range/start/character"),
-            diagnostics::severity(d),
-        )
-    });
-    kept
+    kept.sort_by_key(|d| (d.start(), d.severity));
+    Some(kept)
 }
 
 /// Sets larger than this cannot be one line of Lake's output.
@@ -55,18 +53,17 @@ impl DiagnosticSet {
         }
     }
 
-    /// The diagnostics: objects only, silent ones (editor-only "Goals
-    /// accomplished!") dropped, in position order.
-    pub fn items(&self) -> &[Value] {
+    /// The diagnostics: silent ones (editor-only "Goals accomplished!")
+    /// dropped, in position order.
+    pub fn items(&self) -> &[Diagnostic] {
         self.items.get_or_init(|| {
             let Some(raw) = &self.published else {
                 return Vec::new();
             };
-            let list: Vec<Value> = serde_json::from_str(raw.get()).unwrap_or_else(|e| {
-                log_warn!("Lean published diagnostics that are not a list ({e}); read as none");
+            kept_in_position_order(raw.get()).unwrap_or_else(|| {
+                log_warn!("Lean published diagnostics that are not a list; read as none");
                 Vec::new()
-            });
-            kept_in_position_order(list)
+            })
         })
     }
 
@@ -75,20 +72,18 @@ impl DiagnosticSet {
     /// Read without reading the rest (Lean republishes every diagnostic so
     /// far after each command, so reading each set whole is quadratic).
     /// `None` when this set is not such an extension.
-    pub fn appended_since(&self, earlier: &DiagnosticSet) -> Option<Vec<Value>> {
+    pub fn appended_since(&self, earlier: &DiagnosticSet) -> Option<Vec<Diagnostic>> {
         let now = self.published.as_ref()?.get();
         let before = earlier.published.as_ref()?.get();
         let before_open = before.strip_suffix(']')?;
-        let list: Vec<Value> = if before_open == "[" {
-            serde_json::from_str(now).ok()?
-        } else {
-            let rest = now.strip_prefix(before_open)?;
-            if rest == "]" {
-                return Some(Vec::new());
-            }
-            serde_json::from_str(&format!("[{}", rest.strip_prefix(',')?)).ok()?
-        };
-        Some(kept_in_position_order(list))
+        if before_open == "[" {
+            return kept_in_position_order(now);
+        }
+        let rest = now.strip_prefix(before_open)?;
+        if rest == "]" {
+            return Some(Vec::new());
+        }
+        kept_in_position_order(&format!("[{}", rest.strip_prefix(',')?))
     }
 
     /// Whether some diagnostic of the set may be an error: read without
@@ -100,9 +95,7 @@ impl DiagnosticSet {
             severity: Option<u64>,
         }
         if let Some(items) = self.items.get() {
-            return items
-                .iter()
-                .any(|d| diagnostics::severity(d) == diagnostics::ERROR);
+            return items.iter().any(Diagnostic::is_error);
         }
         let Some(raw) = &self.published else {
             return false;
@@ -140,7 +133,7 @@ mod tests {
                 {"severity":2,"message":"a","range":{"start":{"line":1,"character":4},"end":{"line":1,"character":5}}}]"#,
         );
         assert!(!warnings.may_hold_errors(), "read without building it");
-        let messages: Vec<&str> = warnings.items().iter().map(diagnostics::message).collect();
+        let messages: Vec<&str> = warnings.items().iter().map(|d| &*d.message).collect();
         assert_eq!(messages, ["a", "b"]);
         assert!(!warnings.may_hold_errors(), "and from the built set");
         // A severity left out means an error, as everywhere else.
@@ -174,7 +167,7 @@ mod tests {
             d(4, "b")
         ));
         let added = three.appended_since(&one).expect("an extension");
-        let messages: Vec<&str> = added.iter().map(diagnostics::message).collect();
+        let messages: Vec<&str> = added.iter().map(|d| &*d.message).collect();
         assert_eq!(
             messages,
             ["b", "c"],

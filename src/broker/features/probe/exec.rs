@@ -3,11 +3,11 @@
 
 use super::offers::{self, Offer};
 use super::reading::*;
-use super::text::lsp_position;
 use super::*;
 use crate::broker::ask::Budget;
 use crate::broker::engine::document::Doc;
 use crate::log_debug;
+use crate::lsp::protocol::Diagnostic;
 use crate::lsp::protocol::{CodeActionQuery, CodeActionQueryContext, CodeActionQueryParams};
 use crate::results::{RunMessage, Severity};
 
@@ -43,16 +43,11 @@ impl Inserted {
     }
 
     /// A diagnostic with its ranges moved as [`Inserted::remove`] says.
-    fn remove_from(&self, diagnostic: &Value) -> Value {
+    fn remove_from(&self, diagnostic: &Diagnostic) -> Diagnostic {
         let mut d = diagnostic.clone();
-        for range in ["range", "fullRange"] {
-            for end in ["start", "end"] {
-                let Some(p) = d.get_mut(range).and_then(|r| r.get_mut(end)) else {
-                    continue;
-                };
-                let at = |k: &str| p[k].as_u64().unwrap_or(0) as u32;
-                let (l, c) = self.remove((at("line"), at("character")));
-                *p = json!({ "line": l, "character": c });
+        for range in std::iter::once(&mut d.range).chain(d.full_range.as_mut()) {
+            for p in [&mut range.start, &mut range.end] {
+                (p.line, p.character) = self.remove((p.line, p.character));
             }
         }
         d
@@ -167,19 +162,9 @@ pub(super) fn with_heartbeats(
     exec
 }
 
-/// Whether Lean could not take the shadow's header: it stopped processing
-/// the file, or reported an error within the header (a module that does not
-/// import). Nothing after the header was elaborated then.
-pub(super) fn header_failed(snap: &Snapshot, text: &str) -> bool {
-    let header = shadow::header(text);
-    let line = header.matches('\n').count() as u32;
-    let character = header.len() - header.rfind('\n').map_or(0, |i| i + 1);
-    snap.progress.fatal
-        || snap.diagnostics.items().iter().any(|d| {
-            diagnostics::severity(d) == ERROR
-                && !shadow::starts_at_or_after(d, line, character as u32)
-        })
-}
+/// Whether Lean could not take the shadow's header (see
+/// [`snippet_docs::header_failed`](crate::broker::engine::snippet_docs::header_failed)).
+pub(super) use crate::broker::engine::snippet_docs::header_failed;
 
 /// Whether Lean's worker died under the step: a fatal report that no error
 /// within the header explains. A header Lean or Lake rejects (Lake's
@@ -303,7 +288,7 @@ pub(super) async fn run_step(
     asker: Asker<'_>,
     pool: &Pool,
     step: &Step,
-    baseline: &[Value],
+    baseline: &[Diagnostic],
     budget: Budget,
 ) -> Result<Ran> {
     check_budget(
@@ -349,16 +334,16 @@ pub(super) async fn run_step(
 /// before the step's command taken out, and their reading.
 struct Read {
     index: LineIndex,
-    items: Vec<Value>,
+    items: Vec<Diagnostic>,
     reading: Reading,
 }
 
-fn read_elaborated(done: &Elaborated, step: &Step, baseline: &[Value]) -> Read {
+fn read_elaborated(done: &Elaborated, step: &Step, baseline: &[Diagnostic]) -> Read {
     let exec = &done.exec;
     let index = LineIndex::new(&exec.text);
     let unbudgeted = |p: (u32, u32)| exec.budget.map_or(p, |b| b.remove(p));
     let start = unbudgeted(index.position(&exec.text, exec.start));
-    let items: Vec<Value> = match exec.budget {
+    let items: Vec<Diagnostic> = match exec.budget {
         Some(inserted) => done
             .snap
             .diagnostics
@@ -396,7 +381,7 @@ pub(super) async fn interpret(
     slot: SlotGuard,
     exec: Exec,
     step: &Step,
-    baseline: &[Value],
+    baseline: &[Diagnostic],
     budget: Budget,
 ) -> Result<Ran> {
     let mut done =
@@ -405,11 +390,10 @@ pub(super) async fn interpret(
     if read.reading.sentinel_failed {
         if let Some(at) = done.exec.sentinel {
             let position = read.index.position(&done.exec.text, at);
-            let unknown = read.items.iter().any(|d| {
-                diagnostics::severity(d) == ERROR
-                    && diagnostics::message(d) == UNKNOWN_TACTIC
-                    && lsp_position(d.get("range").unwrap_or(&Value::Null), "start") >= position
-            });
+            let unknown = read
+                .items
+                .iter()
+                .any(|d| d.is_error() && d.message == UNKNOWN_TACTIC && d.start() >= position);
             if unknown {
                 pool.refuse_sentinel();
             }
@@ -535,9 +519,15 @@ async fn step_offers(
             &answer,
             unbudgeted(start),
             unbudgeted(end),
-            |edit: &Value| {
-                exec.budget
-                    .map_or_else(|| edit.clone(), |b| b.remove_from(edit))
+            |range: lsp_types::Range| {
+                let Some(b) = exec.budget.as_ref() else {
+                    return range;
+                };
+                let moved = |p: lsp_types::Position| {
+                    let (line, character) = b.remove((p.line, p.character));
+                    lsp_types::Position::new(line, character)
+                };
+                lsp_types::Range::new(moved(range.start), moved(range.end))
             },
         ),
         Err(_) => Vec::new(),
@@ -562,7 +552,7 @@ fn frame<'a>(
     step: &Step,
     start: (u32, u32),
     sentinel: Option<(u32, u32)>,
-    baseline: &'a [Value],
+    baseline: &'a [Diagnostic],
     blocked: bool,
 ) -> Frame<'a> {
     let shadow = &step.shadow;

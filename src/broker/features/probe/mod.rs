@@ -6,14 +6,11 @@
 //! None of it leaves the broker: slots, sessions and the handle store stay
 //! in here.
 
-use serde_json::{Value, json};
-
 use crate::broker::ask::{At, Continue};
 use crate::lsp::protocol::PlainGoal;
 
 use super::goals::{self, query_position};
 use crate::broker::ask::{Budget, GoalsMode, Taking};
-use crate::broker::engine::diagnostics::{self, ERROR};
 use crate::broker::engine::document::{DocState, DocUse, Snapshot};
 use crate::broker::engine::handles::{HandleState, HandleStore, Shadow};
 use crate::broker::engine::runtime::{Runtime, RuntimeUse};

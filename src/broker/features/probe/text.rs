@@ -111,14 +111,9 @@ pub(super) fn command_count(text: &str) -> usize {
 }
 
 /// A position of an LSP range (`start` or `end`); missing parts count as 0.
-pub(super) fn lsp_position(range: &Value, which: &str) -> (u32, u32) {
-    let at = |k: &str| range[which][k].as_u64().unwrap_or(0) as u32;
-    (at("line"), at("character"))
-}
-
 /// A range relative to the step's first character (line 0 is the step's first
 /// line), so that messages of continuation steps are easy to place.
-pub(super) fn step_range(range: &Value, start: (u32, u32)) -> Range {
+pub(super) fn step_range(range: lsp_types::Range, start: (u32, u32)) -> Range {
     let rel = |(line, character): (u32, u32)| {
         if line == start.0 {
             (0, character.saturating_sub(start.1))
@@ -127,8 +122,8 @@ pub(super) fn step_range(range: &Value, start: (u32, u32)) -> Range {
         }
     };
     Range::new(
-        rel(lsp_position(range, "start")),
-        rel(lsp_position(range, "end")),
+        rel((range.start.line, range.start.character)),
+        rel((range.end.line, range.end.character)),
     )
 }
 

@@ -194,6 +194,7 @@ mod tests {
                 .iter()
                 .map(|(text, at)| RunMessage {
                     severity: Severity::Error,
+                    category: crate::results::DiagnosticCategory::Error,
                     text: (*text).to_owned(),
                     range: None,
                     step_range: Some(Range::new(*at, (at.0, at.1 + 1))),

@@ -6,15 +6,16 @@
 //! (`lean_run_at`, `lean_run_with`, `lean_run_with_linear`, each
 //! `lean_run_batch` candidate) reads its step here and nowhere else.
 
-use serde_json::Value;
+use lsp_types::DiagnosticSeverity;
 
-use crate::broker::engine::diagnostics::{self, ERROR, INFORMATION, WARNING};
+use crate::broker::engine::diagnostics;
 use crate::broker::engine::shadow::Placement;
 use crate::broker::features::goals;
 use crate::lean_source::lexer::{self, LexemeKind, TokenKind};
+use crate::lsp::protocol::Diagnostic;
 use crate::results::{
-    Candidate, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome, ProofState, ProofStateAt,
-    Range, RunMessage, RunResult, Severity, StepKind, WorkspaceEcho,
+    Candidate, DiagnosticCategory, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
+    ProofState, ProofStateAt, Range, RunMessage, RunResult, Severity, StepKind, WorkspaceEcho,
 };
 
 /// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
@@ -37,7 +38,7 @@ pub(super) struct Frame<'a> {
     pub(super) sentinel: Option<(u32, u32)>,
     pub(super) placement: Placement,
     /// The user's document's own diagnostics, in its coordinates.
-    pub(super) baseline: &'a [Value],
+    pub(super) baseline: &'a [Diagnostic],
     /// Lean could not take the shadow's header: the step never ran.
     pub(super) blocked: bool,
     /// The step's text holds `sorry` (or `admit`).
@@ -77,17 +78,13 @@ pub(super) fn holds_sorry(text: &str) -> bool {
             .any(|l| l.kind == LexemeKind::Word && &text[l.start..l.end] == "admit")
 }
 
-fn start_of(d: &Value) -> (u32, u32) {
-    super::text::lsp_position(d.get("range").unwrap_or(&Value::Null), "start")
-}
-
 /// A range of the shadow in the user's file, when it starts in the user's
 /// own text (before the step, or after a term step where the user's
 /// declaration resumes); `None` for a range on the step's text or on text
 /// the broker put there, which the user's file does not hold.
-pub(super) fn user_range(range: &Value, placement: &Placement) -> Option<Range> {
-    let start = super::text::lsp_position(range, "start");
-    let end = super::text::lsp_position(range, "end");
+pub(super) fn user_range(range: lsp_types::Range, placement: &Placement) -> Option<Range> {
+    let start = (range.start.line, range.start.character);
+    let end = (range.end.line, range.end.character);
     let resumed = |p: (u32, u32)| placement.resume.is_some_and(|(shadow, _)| p >= shadow);
     let users = |p: (u32, u32)| p < placement.anchor || resumed(p);
     if !users(start) {
@@ -119,7 +116,7 @@ pub(super) fn user_range(range: &Value, placement: &Placement) -> Option<Range> 
 /// `sorry`: the declaration uses `sorry` (Lean's warning, wherever Lean puts
 /// it) and either the step's text holds one, or nothing else in the
 /// declaration does (a macro such as `admit`, a `first` alternative).
-pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
+pub(super) fn read(items: &[Diagnostic], frame: &Frame<'_>) -> Reading {
     let mut reading = Reading {
         success: !frame.blocked,
         messages: Vec::new(),
@@ -131,24 +128,23 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
     };
     let mut uses_sorry = false;
     for d in items {
-        let severity = diagnostics::severity(d);
-        let text = diagnostics::message(d);
-        let range = d.get("range").cloned().unwrap_or(Value::Null);
-        let at = start_of(d);
+        let severity = d.severity;
+        let text = d.message.as_str();
+        let at = d.start();
         if frame.sentinel.is_some_and(|s| at >= s) {
-            reading.sentinel_failed |= severity == ERROR;
+            reading.sentinel_failed |= d.is_error();
             continue;
         }
-        let in_users_file = user_range(&range, &frame.placement);
+        let in_users_file = user_range(d.range, &frame.placement);
         // The user's own version reports the same there.
         let known = in_users_file.is_some_and(|r| {
-            let as_lsp = serde_json::json!(r);
             frame
                 .baseline
                 .iter()
-                .any(|b| b.get("range") == Some(&as_lsp) && diagnostics::message(b) == text)
+                .any(|b| diagnostics::range(b.range) == r && b.message == text)
         });
-        if severity == WARNING && diagnostics::says_sorry(text) && at >= frame.declaration {
+        let category = diagnostics::category(d);
+        if category == DiagnosticCategory::Sorry && at >= frame.declaration {
             uses_sorry = true;
         }
         let after_term = known
@@ -157,13 +153,14 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
                 .resume
                 .is_some_and(|(resume, _)| at >= resume);
         let in_step = at >= frame.begin && !after_term;
-        let out_of_heartbeats = severity == ERROR && !known && text.contains(OUT_OF_HEARTBEATS);
+        let out_of_heartbeats = d.is_error() && !known && text.contains(OUT_OF_HEARTBEATS);
         if out_of_heartbeats {
             reading.exhausted = Some(Exhausted::Heartbeats);
             reading.success = false;
         }
         let mut entry = RunMessage {
             severity: diagnostics::severity_name(severity),
+            category,
             text: text.to_owned(),
             range: None,
             step_range: None,
@@ -171,17 +168,17 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
             before_step: false,
         };
         if in_step {
-            entry.step_range = Some(super::text::step_range(&range, frame.start));
-            if severity == ERROR {
+            entry.step_range = Some(super::text::step_range(d.range, frame.start));
+            if d.is_error() {
                 reading.success = false;
             }
-        } else if (frame.blocked || out_of_heartbeats) && severity == ERROR {
+        } else if (frame.blocked || out_of_heartbeats) && d.is_error() {
             entry.before_step = true;
             entry.range = in_users_file;
         } else if known {
             // The user's own version says the same there.
             continue;
-        } else if severity == ERROR {
+        } else if d.is_error() {
             // New before the step. Lean's unsolved-goals report at the
             // block's start is what the step leaves.
             if let Some(goals) = diagnostics::unsolved_goals(d) {
@@ -201,7 +198,7 @@ pub(super) fn read(items: &[Value], frame: &Frame<'_>) -> Reading {
             entry.range = in_users_file;
         }
         entry.unplaced = entry.range.is_none() && entry.step_range.is_none();
-        if severity == INFORMATION && text.starts_with('[') {
+        if severity == DiagnosticSeverity::INFORMATION && text.starts_with('[') {
             reading.traces.push(entry);
         } else {
             reading.messages.push(entry);
@@ -355,6 +352,7 @@ pub(super) fn unread(why: Unread, workspace: WorkspaceEcho) -> RunResult {
             None,
             vec![RunMessage {
                 severity: Severity::Error,
+                category: DiagnosticCategory::Error,
                 text: CRASHED.to_owned(),
                 range: None,
                 step_range: None,

@@ -1,9 +1,16 @@
 //! The reading of a step, table-tested with literal diagnostics and goals.
 
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
-fn diag(severity: u64, (l0, c0): (u32, u32), (l1, c1): (u32, u32), message: &str) -> Value {
+const ERROR: u64 = 1;
+const WARNING: u64 = 2;
+
+fn typed(json: Value) -> Diagnostic {
+    Diagnostic::from_value(&json).unwrap()
+}
+
+fn diag(severity: u64, (l0, c0): (u32, u32), (l1, c1): (u32, u32), message: &str) -> Diagnostic {
     let mut d = json!({
         "severity": severity,
         "message": message,
@@ -16,12 +23,12 @@ fn diag(severity: u64, (l0, c0): (u32, u32), (l1, c1): (u32, u32), message: &str
     if message == UNSOLVED {
         d["leanTags"] = json!([1]);
     }
-    d
+    typed(d)
 }
 
 /// A tactic step at (6, 2) of a theorem starting at (5, 0), as in
 /// `theorem t … := by\n  <step>`.
-fn frame(baseline: &[Value]) -> Frame<'_> {
+fn frame(baseline: &[Diagnostic]) -> Frame<'_> {
     Frame {
         start: (6, 2),
         begin: (6, 2),
@@ -320,10 +327,10 @@ fn a_new_error_before_a_term_step_fails_it() {
     assert!(r.messages[0].before_step && r.messages[0].text.starts_with("Type mismatch"));
     // The same error in the user's own version (its end after the
     // parenthesis maps to (10, 13) there) is the user's, not the step's.
-    let user = [json!({
-        "severity": ERROR, "message": diagnostics::message(&mismatch),
+    let user = [typed(json!({
+        "severity": ERROR, "message": mismatch.message,
         "range": {"start": {"line": 10, "character": 2}, "end": {"line": 10, "character": 13}},
-    })];
+    }))];
     let r = read(
         &[mismatch],
         &Frame {
@@ -348,10 +355,10 @@ fn a_term_steps_rest_of_declaration_is_the_users() {
     f.start = (6, 9);
     f.begin = (6, 8);
     let later = diag(ERROR, (7, 2), (7, 5), "unknown identifier `x`");
-    let user = [json!({
+    let user = [typed(json!({
         "severity": ERROR, "message": "unknown identifier `x`",
         "range": {"start": {"line": 7, "character": 2}, "end": {"line": 7, "character": 5}},
-    })];
+    }))];
     let r = read(std::slice::from_ref(&later), &frame(&user));
     assert!(!r.success, "as a tactic step it would be the step's");
     let r = read(

@@ -1,23 +1,22 @@
 //! The broker's errors as agents see them: one conversion from
 //! [`broker::Error`] to the tool error (code, message, data), saying what
 //! happened and what to do next. The broker matches on its variants; only
-//! this module writes prose about them.
+//! this module (with its children, one a family of
+//! errors: `lean`, `limits`, `save`, `feedback`) writes prose about them.
 
-use std::time::Duration;
+mod feedback;
+mod lean;
+mod limits;
+mod save;
 
 use serde_json::{Value, json};
 
-use crate::broker::{
-    self, HandleProblem, Limit, MemoryKill, NotModule, ProbeProblem, SaveError, SourceProblem,
-};
-use crate::feedback::{self, BundleDirProblem};
-use crate::lsp::LeanErrorCode;
-use crate::lsp::LspError;
+use crate::broker::{self, HandleProblem, ProbeProblem, SourceProblem};
 use crate::safe_fs::FsError;
 use crate::surface::{ErrorCode, ToolError};
-
-/// The names of the variables that set the bounds, as messages cite them.
-use crate::broker::env;
+use lean::{header_failed, lsp_error, runtime_setup, timeout};
+use limits::resource_limit;
+use save::save_error;
 
 impl From<broker::Error> for ToolError {
     fn from(error: broker::Error) -> Self {
@@ -117,142 +116,6 @@ impl From<broker::Error> for ToolError {
             ),
         }
     }
-}
-
-/// A version whose header Lean did not get past: say which import, and
-/// Lean's first line (all of it, Lake's stderr included, in `data`).
-fn header_failed(path: &str, version: u64, import: Option<String>, message: String) -> ToolError {
-    let about = import
-        .as_deref()
-        .map_or_else(String::new, |m| format!(" (import {m})"));
-    // Lean's first line; Lake's command line comes first and its verdict last.
-    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("");
-    let said = match lines.next_back() {
-        Some(last) => format!("{first} … {last}"),
-        None => first.to_owned(),
-    };
-    ToolError::new(
-        ErrorCode::InvalidParams,
-        format!(
-            "{path} version {version} did not get past its header{about}, so nothing after it was elaborated and there is nothing to read at a position; Lean said: {said}. Fix the header or the imported module (lean_sync shows the whole error), then lean_sync"
-        ),
-    )
-    .with_data(json!({
-        "reason": "headerFailed",
-        "path": path,
-        "version": version,
-        "import": import,
-        "message": message,
-    }))
-}
-
-/// Lean's error answer to `method`, or a broken connection during it.
-fn lsp_error(error: LspError, method: &str) -> ToolError {
-    match error {
-        LspError::Rpc {
-            code,
-            message,
-            data,
-        } => {
-            let data = json!({ "lspMethod": method, "lspCode": code, "lspMessage": message, "lspData": data });
-            match code {
-                LeanErrorCode::WorkerCrashed => ToolError::new(
-                    ErrorCode::WorkerCrashed,
-                    format!("the Lean worker crashed while answering {method}: {message}; the next lean_sync reopens the file"),
-                ),
-                LeanErrorCode::WorkerExited => ToolError::new(
-                    ErrorCode::WorkerExited,
-                    format!("the Lean worker exited while answering {method}: {message}; the next lean_sync reopens the file"),
-                ),
-                LeanErrorCode::RequestCancelled => ToolError::new(
-                    ErrorCode::RequestCancelled,
-                    format!("Lean cancelled {method}"),
-                ),
-                LeanErrorCode::ContentModified => ToolError::new(
-                    ErrorCode::ContentModified,
-                    format!("Lean refused {method}: {message}; call lean_sync and retry"),
-                ),
-                _ => ToolError::new(
-                    ErrorCode::InternalError,
-                    format!("Lean answered {method} with error {code}: {message}"),
-                ),
-            }
-            .with_data(data)
-        }
-        LspError::Exited(info) => ToolError::new(
-            ErrorCode::WorkerExited,
-            format!(
-                "the Lean server exited during {method} ({}); the next request restarts it",
-                describe_exit(info.status, info.signal)
-            ),
-        )
-        .with_data(json!({
-            "lspMethod": method,
-            "status": info.status,
-            "signal": info.signal,
-            "stderrTail": info.stderr_tail,
-        })),
-        // The connection is dead (a broken frame, or I/O): the process is killed.
-        LspError::Protocol(problem) | LspError::Io(problem) => ToolError::new(
-            ErrorCode::WorkerExited,
-            format!(
-                "the connection to the Lean server failed during {method}: {problem}; the next request restarts it"
-            ),
-        ),
-    }
-}
-
-fn describe_exit(status: Option<i32>, signal: Option<i32>) -> String {
-    match (status, signal) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => "exit status unknown".to_string(),
-    }
-}
-
-/// The Lean server of a workspace could not be started.
-fn runtime_setup(command: &str, root: &str, error: &LspError) -> ToolError {
-    let (detail, status, signal, tail) = match error {
-        LspError::Exited(info) => (
-            describe_exit(info.status, info.signal),
-            info.status,
-            info.signal,
-            info.stderr_tail.clone(),
-        ),
-        other => (other.to_string(), None, None, String::new()),
-    };
-    ToolError::new(
-        ErrorCode::RuntimeSetup,
-        format!(
-            "could not start the Lean server for {root} with `{command}`: {detail}{}. Check that the project's toolchain is installed (elan/lake on PATH, or LEAN_BEAM_LEAN), then retry; the next request tries again",
-            if tail.trim().is_empty() { String::new() } else { format!("; stderr: {}", last_lines(&tail, 5)) }
-        ),
-    )
-    .with_data(json!({
-        "command": command,
-        "root": root,
-        "status": status,
-        "signal": signal,
-        "stderrTail": tail,
-        "error": error.to_string(),
-    }))
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.trim().lines().collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
-}
-
-fn timeout(method: &str, limit: Duration) -> ToolError {
-    ToolError::new(
-        ErrorCode::InternalError,
-        format!(
-            "Lean did not answer {method} within {} s (LEAN_BEAM_REQUEST_TIMEOUT_SECS); nothing was assumed about the result",
-            limit.as_secs()
-        ),
-    )
-    .with_data(json!({ "lspMethod": method, "timeoutSecs": limit.as_secs(), "partial": true }))
 }
 
 /// Versions count up from 1 per document, so one above the current was never
@@ -374,49 +237,8 @@ fn source_error(path: &str, problem: SourceProblem) -> ToolError {
     }
 }
 
-impl From<feedback::Error> for ToolError {
-    fn from(error: feedback::Error) -> Self {
-        use feedback::Error as E;
-        match error {
-            E::Broker(error) => error.into(),
-            E::BundleDir {
-                given,
-                base,
-                problem,
-            } => {
-                let why = match problem {
-                    BundleDirProblem::Outside => "is not inside the workspace's feedback folder",
-                    BundleDirProblem::NotPlainNames => {
-                        "must name a folder by plain names (no `.`, `..` or root)"
-                    }
-                };
-                ToolError::new(
-                    ErrorCode::InvalidInput,
-                    format!(
-                        "bundle_dir {given:?} {why}; bundles are written only under {}",
-                        base.display()
-                    ),
-                )
-                .with_data(json!({ "field": "bundle_dir", "value": given, "base": base.to_string_lossy() }))
-            }
-            E::Bundle(e) => match e {
-                FsError::WrongType { .. } | FsError::Outside { .. } => fs_error(&e),
-                _ => ToolError::new(
-                    ErrorCode::InternalError,
-                    format!("cannot write the bundle: {e}"),
-                )
-                .with_data(json!({ "path": e.path().to_string_lossy(), "reason": e.reason() })),
-            },
-            E::Redact(e) => ToolError::new(
-                ErrorCode::InternalError,
-                format!("could not redact the report: {e}"),
-            ),
-        }
-    }
-}
-
 /// An `invalidInput` tool error naming the path and what is wrong with it.
-fn fs_error(error: &FsError) -> ToolError {
+pub(super) fn fs_error(error: &FsError) -> ToolError {
     let mut data = json!({
         "path": error.path().to_string_lossy(),
         "reason": error.reason(),
@@ -430,122 +252,6 @@ fn fs_error(error: &FsError) -> ToolError {
         _ => {}
     }
     ToolError::new(ErrorCode::InvalidInput, error.to_string()).with_data(data)
-}
-
-/// A configured bound was reached. `what` says what could not be done and
-/// why; the message adds the bound and how to raise it. `data.kind` names the
-/// resource, `data.env` the variable that sets the bound.
-fn limit_error(kind: &str, env: &str, limit: u64, used: u64, what: String) -> ToolError {
-    ToolError::new(
-        ErrorCode::ResourceLimit,
-        format!(
-            "{what}. The bound is {env}={limit}; raise it in the server's environment if this machine can afford more"
-        ),
-    )
-    .with_data(json!({ "kind": kind, "env": env, "limit": limit, "used": used }))
-}
-
-fn resource_limit(limit: Limit) -> ToolError {
-    match limit {
-        Limit::Runtimes { root, limit, used } => limit_error(
-            "runtimes",
-            env::MAX_RUNTIMES,
-            limit as u64,
-            used as u64,
-            format!(
-                "cannot start a Lean runtime for {root}: {used} workspace runtimes are cached and every one has a call in flight, so none can be evicted. Retry when a call has finished, or free one with lean_drop_workspace"
-            ),
-        ),
-        Limit::Documents { path, limit, open } => limit_error(
-            "documents",
-            env::MAX_DOCUMENTS,
-            limit as u64,
-            open as u64,
-            format!(
-                "cannot open {path} in Lean: {open} documents of this workspace are open (each a Lean worker, probe slots included) and every one has a call in flight, so none can be closed to make room. Retry when a call has finished, or close a document with lean_close"
-            ),
-        ),
-        Limit::HandleBytes {
-            shown,
-            limit,
-            alone,
-        } => limit_error(
-            "handleBytes",
-            env::MAX_HANDLE_BYTES,
-            limit as u64,
-            alone as u64,
-            format!(
-                "a proof handle on {shown} would hold {alone} bytes (its document's text included), more than the handles of a workspace may hold together"
-            ),
-        ),
-        Limit::Memory { kill, path } => memory_error(kill, path.as_deref()),
-        Limit::LeanMemory {
-            limit,
-            worker,
-            source,
-        } => {
-            const MIB: u64 = 1024 * 1024;
-            ToolError::new(
-                ErrorCode::ResourceLimit,
-                format!(
-                    "no Lean worker can be opened for this call: one needs about {} MiB, more than the whole memory budget of the Lean processes, {} MiB ({source}). Raise it in the server's environment, e.g. {}={}G",
-                    worker.div_ceil(MIB),
-                    limit / MIB,
-                    env::MAX_LEAN_MEMORY,
-                    (worker.saturating_mul(4)).div_ceil(1 << 30).max(1)
-                ),
-            )
-            .with_data(json!({
-                "kind": "leanMemory",
-                "env": env::MAX_LEAN_MEMORY,
-                "limit": limit,
-                "used": worker,
-            }))
-        }
-        // A fixed number, not a variable: no bound to raise.
-        Limit::SnippetHeaders { limit } => ToolError::new(
-            ErrorCode::ResourceLimit,
-            format!("{limit} other snippet headers are in use by calls in flight in this workspace; retry when one has finished, or use one of their headers"),
-        )
-        .with_data(json!({ "kind": "snippetHeaders", "limit": limit, "used": limit })),
-    }
-}
-
-/// The error of the calls that were running on a process killed for its
-/// memory. `path`: the document whose worker it was.
-fn memory_error(kill: MemoryKill, path: Option<&str>) -> ToolError {
-    const MIB: u64 = 1024 * 1024;
-    let (process, what) = if kill.server {
-        (
-            "server",
-            "the workspace's Lean server (with its workers)".to_string(),
-        )
-    } else {
-        (
-            "worker",
-            format!("the Lean worker of {}", path.unwrap_or("the document")),
-        )
-    };
-    // Rounded up: a process over the bound never reads as at it.
-    let used = kill.rss.div_ceil(MIB);
-    let mut error = limit_error(
-        "memory",
-        env::MAX_LEAN_RSS_MIB,
-        kill.limit / MIB,
-        used,
-        format!(
-            "{what} (pid {}) used {used} MiB of memory, more than allowed, and was killed; the next call starts a new one, and a smaller file (or one split into modules) needs less",
-            kill.pid,
-        ),
-    );
-    if let Some(Value::Object(data)) = &mut error.data {
-        data.insert("process".into(), json!(process));
-        data.insert("pid".into(), json!(kill.pid));
-        if let Some(path) = path {
-            data.insert("path".into(), json!(path));
-        }
-    }
-    error
 }
 
 /// What to call after a handle that cannot be used: the probe again, from
@@ -643,94 +349,14 @@ fn probe_error(line: u64, character: u64, problem: ProbeProblem) -> ToolError {
     }
 }
 
-fn save_error(error: SaveError) -> ToolError {
-    match error {
-        SaveError::NotModule { path, root, why } => {
-            let why = match why {
-                NotModule::OutsideRoot => {
-                    "it lies outside the workspace root, in no source directory of the package"
-                        .to_string()
-                }
-                NotModule::NotIdentifier(part) => {
-                    format!("`{part}` is not a Lean identifier, so the path names no module")
-                }
-                NotModule::InsideLake => {
-                    "it is inside .lake (a build or dependency directory)".to_string()
-                }
-            };
-            ToolError::new(
-                ErrorCode::SaveTargetNotModule,
-                format!("{path} is not a module of the workspace: {why}"),
-            )
-            .with_data(json!({ "path": path, "root": root }))
-        }
-        SaveError::MoreLeanArgs { lakefile } => ToolError::new(
-            ErrorCode::SaveUnsupportedSetup,
-            format!(
-                "{lakefile} passes batch-only `moreLeanArgs`, which the language server does not apply, so a checkpoint would not match a build. Move shared -D settings to `leanOptions`, or use `lake build` when the arguments are meant for batch builds only"
-            ),
-        )
-        .with_data(json!({ "reason": "moreLeanArgs", "lakefile": lakefile })),
-        SaveError::Spawn { command, error } => ToolError::new(
-            ErrorCode::RuntimeSetup,
-            format!("cannot run `{command}`: {error}"),
-        )
-        .with_data(json!({ "command": command })),
-        SaveError::CompileTimeout { path, limit } => ToolError::new(
-            ErrorCode::InternalError,
-            format!(
-                "compiling {path} took longer than {} s; nothing was published",
-                limit.as_secs()
-            ),
-        ),
-        SaveError::CompilerWait { command, error } => ToolError::new(
-            ErrorCode::InternalError,
-            format!("`{command}` failed: {error}"),
-        ),
-        SaveError::CompileFailed {
-            command,
-            status,
-            code,
-            stdout,
-            stderr,
-        } => ToolError::new(
-            ErrorCode::InternalError,
-            format!(
-                "`{command}` failed ({status}) although the language server accepted the file; nothing was published"
-            ),
-        )
-        .with_data(json!({
-            "command": command,
-            "status": code,
-            "stdout": stdout,
-            "stderr": stderr,
-        })),
-        SaveError::SourceChanged { path, when } => ToolError::new(
-            ErrorCode::ContentModified,
-            format!(
-                "{path} changed on disk {when}; nothing was saved. Call lean_sync, then lean_save again"
-            ),
-        )
-        .with_data(json!({ "reason": "sourceChanged", "path": path })),
-        SaveError::Publish(e) => match e {
-            FsError::WrongType { .. } | FsError::Outside { .. } => {
-                let mut error = fs_error(&e);
-                error.message.push_str("; nothing was published");
-                error
-            }
-            _ => ToolError::new(
-                ErrorCode::InternalError,
-                format!("{e}; nothing was published"),
-            )
-            .with_data(json!({ "path": e.path().to_string_lossy(), "reason": e.reason() })),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::broker::{Limit, MemoryKill};
     use crate::lsp::ExitInfo;
+    use crate::lsp::{LeanErrorCode, LspError};
 
     fn rpc(code: LeanErrorCode) -> broker::Error {
         broker::Error::lsp(
