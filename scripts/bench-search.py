@@ -123,10 +123,10 @@ def main():
     mcp = bench_scale.Mcp(a.binary, a.lean)
     pid = mcp.proc.pid
     mcp.call("beam_version", {})
-    rss_before = bench_scale.kib(pid, "status", "VmRSS")
+    rss_before = bench_scale.field_kib(pid, "status", "VmRSS")
 
     build_ms, first = bench_scale.timed(lambda: mcp.call("lean_search", {"workspace": w, "query": "add_comm"}))
-    rss_after = bench_scale.kib(pid, "status", "VmRSS")
+    rss_after = bench_scale.field_kib(pid, "status", "VmRSS")
     index = first["index"]
 
     # Incremental refresh: one library file changed, then the query.
@@ -158,7 +158,7 @@ def main():
         ms, _ = bench_scale.timed(lambda: mcp.call("beam_version", {}))
         timings["control"].append(ms)
     load_after = os.getloadavg()
-    rss_end = bench_scale.kib(pid, "status", "VmRSS")
+    rss_end = bench_scale.field_kib(pid, "status", "VmRSS")
     mcp.close()
 
     def stats(values):
