@@ -42,6 +42,10 @@ pub struct RunMessage {
     /// Present (true) for a message about the text before the step.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub before_step: bool,
+    /// A `suggestion`'s edits ("Try this"), each replacing the message's
+    /// own place: `range` in the file, or `step_range` in the step's text.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<super::TextEdit>,
 }
 
 /// When the goals of a proof state were taken.

@@ -154,7 +154,25 @@ fn probe_and_snippet_messages_carry_categories() {
         pairs(&[("suggestion", "Try this:")]),
         "{shown:#}"
     );
+    // Its edit replaces the message's own place in the step (show_term's
+    // keyword, where Lean reports it), with the suggestion alone.
+    let message = &shown["messages"][0];
+    assert_eq!(
+        message["suggestions"],
+        json!([{"range": message["step_range"], "newText": "exact N.add_zero a"}]),
+        "{shown:#}"
+    );
+    assert_eq!(
+        message["step_range"],
+        json!({"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 9}}),
+        "{shown:#}"
+    );
+    assert_eq!(shown["outcome"], "closed", "{shown:#}");
     let sorry = mcp.call("lean_run_at", at("exact sorry"));
+    assert!(
+        sorry["messages"][0].get("suggestions").is_none(),
+        "only a suggestion carries edits: {sorry:#}"
+    );
     assert_eq!(
         categories(&sorry["messages"]),
         pairs(&[("sorry", "declaration uses `sorry`")]),

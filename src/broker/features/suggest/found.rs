@@ -200,6 +200,7 @@ mod tests {
                     step_range: Some(Range::new(*at, (at.0, at.1 + 1))),
                     unplaced: false,
                     before_step: false,
+                    suggestions: Vec::new(),
                 })
                 .collect(),
             goals: None,

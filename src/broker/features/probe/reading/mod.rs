@@ -10,12 +10,14 @@ use lsp_types::DiagnosticSeverity;
 
 use crate::broker::engine::diagnostics;
 use crate::broker::engine::shadow::Placement;
+use crate::broker::engine::try_this;
 use crate::broker::features::goals;
 use crate::lean_source::lexer::{self, LexemeKind, TokenKind};
 use crate::lsp::protocol::Diagnostic;
 use crate::results::{
     Candidate, DiagnosticCategory, Exhausted, Goal, GoalDiff, GoalSource, HypsDiff, Outcome,
-    ProofState, ProofStateAt, Range, RunMessage, RunResult, Severity, StepKind, WorkspaceEcho,
+    ProofState, ProofStateAt, Range, RunMessage, RunResult, Severity, StepKind, TextEdit,
+    WorkspaceEcho,
 };
 
 /// Lean's message when `maxHeartbeats` runs out: "(deterministic) timeout at
@@ -166,6 +168,7 @@ pub(super) fn read(items: &[Diagnostic], frame: &Frame<'_>) -> Reading {
             step_range: None,
             unplaced: false,
             before_step: false,
+            suggestions: Vec::new(),
         };
         if in_step {
             entry.step_range = Some(super::text::step_range(d.range, frame.start));
@@ -198,6 +201,9 @@ pub(super) fn read(items: &[Diagnostic], frame: &Frame<'_>) -> Reading {
             entry.range = in_users_file;
         }
         entry.unplaced = entry.range.is_none() && entry.step_range.is_none();
+        if let Some(at) = entry.range.or(entry.step_range) {
+            entry.suggestions = suggestions_at(d, at);
+        }
         if severity == DiagnosticSeverity::INFORMATION && text.starts_with('[') {
             reading.traces.push(entry);
         } else {
@@ -206,6 +212,15 @@ pub(super) fn read(items: &[Diagnostic], frame: &Frame<'_>) -> Reading {
     }
     reading.sorry = reading.success && uses_sorry && (frame.sorry_in_step || !frame.sorry_outside);
     reading
+}
+
+/// A "Try this" message's edits, each replacing `at`, the message's own
+/// place as the probe reports it (in the user's file or in the step).
+fn suggestions_at(d: &Diagnostic, at: Range) -> Vec<TextEdit> {
+    try_this::suggestions(d)
+        .into_iter()
+        .map(|edit| TextEdit { range: at, ..edit })
+        .collect()
 }
 
 /// Which goals a step's proof state shows, for the caller to ask Lean:
@@ -358,6 +373,7 @@ pub(super) fn unread(why: Unread, workspace: WorkspaceEcho) -> RunResult {
                 step_range: None,
                 unplaced: true,
                 before_step: false,
+                suggestions: Vec::new(),
             }],
         ),
     };

@@ -527,3 +527,30 @@ fn candidates_read_against_the_start() {
     );
     assert_eq!(unrun(Outcome::Skipped).outcome, Outcome::Skipped);
 }
+
+#[test]
+fn a_try_this_in_the_step_carries_its_edit_at_the_messages_place() {
+    const INFORMATION: u64 = 3;
+    let items = [diag(
+        INFORMATION,
+        (6, 2),
+        (6, 8),
+        "Try this:\n  [apply] exact N.add_zero a",
+    )];
+    let r = read(&items, &frame(&[]));
+    assert!(r.success);
+    let m = &r.messages[0];
+    assert_eq!(m.category, DiagnosticCategory::Suggestion);
+    let at = Range::new((0, 0), (0, 6));
+    assert_eq!(m.step_range, Some(at));
+    assert_eq!(
+        m.suggestions,
+        [TextEdit {
+            range: at,
+            new_text: "exact N.add_zero a".into()
+        }]
+    );
+    // Anything else carries none.
+    let r = read(&[diag(ERROR, (6, 2), (6, 7), "oops")], &frame(&[]));
+    assert!(r.messages[0].suggestions.is_empty());
+}
