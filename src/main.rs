@@ -216,8 +216,11 @@ fn main() -> ExitCode {
         Command::Help | Command::Version | Command::Health(_) => unreachable!("answered above"),
         Command::Tools => print_stdout(&catalog_pretty(&tools)),
         Command::Validate(tool, payload) => validate(&tools, &tool, &payload),
-        Command::Call(calls) => runtime().block_on(call_all(&tools, &calls)),
-        Command::Serve => stdio_runtime().block_on(serve(tools)),
+        // The broker reads its environment and the machine's memory (for the
+        // Lean memory budget) here, before any runtime runs: no read of a
+        // file ever waits on a thread that serves clients.
+        Command::Call(calls) => runtime().block_on(call_all(&tools, &calls, Broker::from_env())),
+        Command::Serve => stdio_runtime().block_on(serve(tools, Broker::from_env())),
         Command::Doctor(root) => stdio_runtime().block_on(doctor(root.as_deref())),
         Command::Http(mut args) => {
             // Parsed (and the token file read) before any runtime runs.
@@ -225,7 +228,8 @@ fn main() -> ExitCode {
                 .and_then(|options| Ok((http::parse_cli(&args, env_var)?, options)));
             match parsed {
                 Ok(((addr, config), options)) => {
-                    runtime().block_on(serve_http(addr, config, options, tools))
+                    let broker = Broker::from_env();
+                    runtime().block_on(serve_http(addr, config, options, tools, broker))
                 }
                 Err(message) => {
                     eprintln!("lean-beam-mcp: {message}\n\n{USAGE}");
@@ -387,7 +391,7 @@ fn absolutize_root(value: &mut Value) {
 
 /// Run the calls in order in one in-process session (so that a version returned
 /// by `lean_sync` can be used by the next call), stopping at the first failure.
-async fn call_all(tools: &ToolSet, calls: &[(String, String)]) -> ExitCode {
+async fn call_all(tools: &ToolSet, calls: &[(String, String)], broker: Broker) -> ExitCode {
     let replica = match ReplicaId::from_env_or_default(env_var, None) {
         Ok(replica) => replica,
         Err(message) => {
@@ -396,7 +400,7 @@ async fn call_all(tools: &ToolSet, calls: &[(String, String)]) -> ExitCode {
         }
     };
     let stats = Arc::new(Stats::default());
-    let beam = Beam::new(stats, Broker::from_env()).with_replica(replica);
+    let beam = Beam::new(stats, broker).with_replica(replica);
     let mut status = ExitCode::SUCCESS;
     for (tool, payload) in calls {
         status = call(&beam, tools, tool, payload).await;
@@ -528,7 +532,7 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-async fn serve(tools: ToolSet) -> ExitCode {
+async fn serve(tools: ToolSet, broker: Broker) -> ExitCode {
     let config = match dispatcher_config(tools) {
         Ok(config) => config,
         Err(status) => return status,
@@ -541,7 +545,7 @@ async fn serve(tools: ToolSet) -> ExitCode {
         }
     };
     let stats = Arc::new(Stats::default());
-    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()).with_replica(replica));
+    let beam = Arc::new(Beam::new(Arc::clone(&stats), broker).with_replica(replica));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, config);
     let (input, output) = stdio::process_stdio();
     stdio::serve(dispatcher, input, output, stdio::DEFAULT_MAX_LINE).await;
@@ -554,6 +558,7 @@ async fn serve_http(
     config: http::HttpConfig,
     options: replica::ReplicaOptions,
     tools: ToolSet,
+    broker: Broker,
 ) -> ExitCode {
     let mut core = match dispatcher_config(tools) {
         Ok(core) => core,
@@ -577,7 +582,7 @@ async fn serve_http(
     eprintln!("lean-beam-mcp: replica {}", replica.as_str());
     eprintln!("lean-beam-mcp: listening on http://{local}/mcp");
     let stats = Arc::new(Stats::default());
-    let beam = Arc::new(Beam::new(Arc::clone(&stats), Broker::from_env()).with_replica(replica));
+    let beam = Arc::new(Beam::new(Arc::clone(&stats), broker).with_replica(replica));
     let dispatcher = Dispatcher::new(Arc::clone(&beam), stats, core);
     let drain = config.drain.clone();
     let admitted = Arc::clone(&dispatcher);

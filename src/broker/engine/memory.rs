@@ -197,7 +197,8 @@ impl Budget {
 }
 
 /// `MemTotal` and the cgroup's limit (v2 `memory.max`, v1
-/// `memory.limit_in_bytes`), whichever is smaller.
+/// `memory.limit_in_bytes`), whichever is smaller. Kernel files, read once
+/// at start-up before any runtime runs (`main` builds the broker first).
 fn machine() -> Option<Machine> {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         let kb: u64 = m
