@@ -10,184 +10,20 @@
 //! line. Goals: on an indented line, `⊢ True` until a `trivial` above or on
 //! it closes the proof.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::{
-    After, At, Batch, Broker, Budget, Continue, DiagnosticScope, EditMode, Error, HandleProblem,
-    Launcher, Limits, LogLevel, Pinned, Place, ProgressSink, SinkFuture, SyncOptions, Taking,
-    Timeouts,
+    After, At, Batch, Broker, Budget, Continue, Error, HandleProblem, Limits, Pinned, Place, Taking,
 };
 use crate::lsp::testing::{Elaboration, Report, Script, ScriptedLean, diagnostic};
 use crate::results::Outcome;
 
+mod fixture;
 mod memory_budget;
 
-/// A progress sink that follows nothing.
-struct Quiet;
-
-impl ProgressSink for Quiet {
-    fn has_progress_token(&self) -> bool {
-        false
-    }
-    fn admits(&self, _: LogLevel) -> bool {
-        false
-    }
-    fn follows_lake_setup(&self) -> bool {
-        false
-    }
-    fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
-        Box::pin(async { false })
-    }
-    fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
-        Box::pin(async {})
-    }
-    fn lake_setup<'a>(&'a self, _: &'a str, _: &'a str) -> SinkFuture<'a, ()> {
-        Box::pin(async {})
-    }
-}
-
-/// A workspace in the temp dir (a `lean-toolchain` makes it a project),
-/// removed at the end.
-struct Workspace {
-    root: PathBuf,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "beam-in-process-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("lean-toolchain"), "scripted\n").unwrap();
-        Workspace {
-            root: root.canonicalize().unwrap(),
-        }
-    }
-
-    fn descriptor(&self) -> String {
-        self.root.display().to_string()
-    }
-
-    fn write(&self, path: &str, text: &str) {
-        std::fs::write(self.root.join(path), text).unwrap();
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn broker(lean: &ScriptedLean) -> Broker {
-    let timeouts = Timeouts {
-        startup: Duration::from_secs(60),
-        sync: Duration::from_secs(60),
-        request: Duration::from_secs(60),
-    };
-    let limits = Limits {
-        prefix_bases: false,
-        ..Limits::from_env()
-    };
-    Broker::new(Launcher::Scripted(lean.clone()), timeouts, limits)
-}
-
-/// What the rules make of a text (see the module's comment).
-fn read(text: &str) -> Vec<Value> {
-    let mut found = Vec::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for (n, line) in lines.iter().enumerate() {
-        let n = n as u32;
-        let width = line.chars().count() as u32;
-        if line.contains("IMPORTS_STALE") {
-            found.push(diagnostic(
-                0,
-                0,
-                width,
-                1,
-                "Imports are out of date and must be rebuilt; use the \"Restart File\" command in your editor.",
-            ));
-        }
-        if let Some(at) = line.find("oops") {
-            found.push(diagnostic(
-                n,
-                at as u32,
-                at as u32 + 4,
-                1,
-                "unknown identifier 'oops'",
-            ));
-        }
-        if line.contains("sorry") {
-            found.push(diagnostic(n, 0, width, 2, "declaration uses 'sorry'"));
-        }
-        if line.trim_end().ends_with("by") {
-            let block: Vec<&str> = lines[n as usize + 1..]
-                .iter()
-                .take_while(|l| l.starts_with(' '))
-                .copied()
-                .collect();
-            let settled = block
-                .iter()
-                .any(|l| l.contains("trivial") || l.contains("sorry") || l.contains("oops"));
-            if !settled {
-                let by = line.rfind("by").unwrap() as u32;
-                let mut unsolved = diagnostic(n, by, by + 2, 1, "unsolved goals\n⊢ True");
-                unsolved["leanTags"] = serde_json::json!([1]);
-                found.push(unsolved);
-            }
-        }
-    }
-    found.sort_by_key(|d| d["range"]["start"]["line"].as_u64());
-    found
-}
-
-/// The goals the rules see at (`line`, `character`).
-fn goals_at(text: &str, line: u32, character: u32) -> Option<Vec<String>> {
-    let lines: Vec<&str> = text.lines().collect();
-    let here = lines.get(line as usize)?;
-    if !here.starts_with(' ') {
-        return None;
-    }
-    let mut above = lines[..line as usize]
-        .iter()
-        .rev()
-        .take_while(|l| l.starts_with(' '));
-    let closed_above = above.any(|l| l.contains("trivial"));
-    let closed_here = here
-        .char_indices()
-        .nth(character as usize)
-        .map_or(here.len(), |(i, _)| i)
-        .checked_sub(0)
-        .is_some_and(|end| here[..end].contains("trivial"));
-    Some(if closed_above || closed_here {
-        Vec::new()
-    } else {
-        vec!["⊢ True".to_string()]
-    })
-}
-
-fn rules() -> Script {
-    Script::new(|e: &Elaboration| Report::Diagnostics(read(&e.text))).goals(goals_at)
-}
-
-fn sync_options() -> SyncOptions {
-    SyncOptions {
-        scope: DiagnosticScope::All,
-        items: true,
-        mode: EditMode::IfChanged,
-    }
-}
-
-const PROOF: &str = "theorem t : True := by\n  sorry\n";
+use fixture::*;
 
 /// The diagnostics of a sync are Lean's whole last set for the version on
 /// disk, not one of the partial sets it publishes on the way.
@@ -514,16 +350,6 @@ async fn a_pinned_version_that_moved_on_is_refused() {
     assert!(error.is_err(), "a stale version was answered");
 }
 
-fn at<'a>(ws: &'a str, version: u64, line: u64, character: u64) -> At<'a> {
-    At {
-        workspace: ws,
-        path: "A.lean",
-        version,
-        line,
-        character,
-    }
-}
-
 /// A step that closes the goal succeeds with no goals left; one that leaves
 /// it open is no success and says the goals it left.
 #[tokio::test]
@@ -533,11 +359,7 @@ async fn a_step_is_read_as_closing_or_leaving_goals() {
     ws.write("A.lean", PROOF);
     let broker = broker(&lean);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     let closed = broker
         .run_at(
             &Quiet,
@@ -578,11 +400,7 @@ async fn a_batch_gives_verdicts_and_skips_after_the_first_close() {
     ws.write("A.lean", PROOF);
     let broker = broker(&lean);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     let texts = ["exact oops", "trivial", "skip"].map(str::to_owned);
     let batch = Batch {
         place: Place::At(at(&d, v, 1, 2)),
@@ -629,11 +447,7 @@ async fn probes_reuse_their_shadow_slot() {
     ws.write("A.lean", PROOF);
     let broker = broker(&lean);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     for text in ["trivial", "exact oops", "trivial"] {
         broker
             .run_at(
@@ -668,26 +482,12 @@ async fn probes_reuse_their_shadow_slot() {
 #[tokio::test]
 async fn an_abandoned_step_closes_its_slot_in_lean() {
     let gate = Arc::new(Semaphore::new(0));
-    let held = Arc::clone(&gate);
-    let lean = ScriptedLean::new(
-        Script::new(move |e: &Elaboration| {
-            if e.uri.contains(".beam-shadow") && e.text.contains("slow") {
-                Report::Gated(Arc::clone(&held), read(&e.text))
-            } else {
-                Report::Diagnostics(read(&e.text))
-            }
-        })
-        .goals(goals_at),
-    );
+    let lean = gated(&gate);
     let ws = Workspace::new();
     ws.write("A.lean", PROOF);
     let broker = broker(&lean);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     {
         let place = at(&d, v, 1, 2);
         let step = broker.run_at(
@@ -700,8 +500,7 @@ async fn an_abandoned_step_closes_its_slot_in_lean() {
         tokio::pin!(step);
         tokio::select! {
             _ = &mut step => panic!("the gated step answered"),
-            _ = lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics"
-                && r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow"))) => {}
+            _ = a_probe_waits(&lean) => {}
         }
     }
     lean.wait_for(|r| {
@@ -732,11 +531,7 @@ async fn a_handle_of_a_version_moved_on_is_stale() {
     ws.write("A.lean", "theorem t : True := by\n  skip\n  sorry\n");
     let broker = broker(&lean);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     let step = broker
         .run_at(
             &Quiet,

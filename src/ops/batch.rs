@@ -24,6 +24,24 @@ pub(super) struct Named<'a> {
     pub handle: Option<&'a str>,
 }
 
+/// The [`Named`] of a tool's arguments: every tool that names its place this
+/// way declares the same eight fields (operations.toml).
+macro_rules! named {
+    ($args:expr) => {
+        Named {
+            workspace: &$args.workspace,
+            path: &$args.path,
+            version: $args.version,
+            line: $args.line,
+            character: $args.character,
+            declaration: $args.declaration.as_deref(),
+            at: $args.at,
+            handle: $args.handle.as_deref(),
+        }
+    };
+}
+pub(super) use named;
+
 /// The place the arguments name: a position or a declaration of a pinned
 /// version (the declaration resolved, to echo), or a handle, never both.
 pub(super) async fn place<'a>(
@@ -76,17 +94,7 @@ pub async fn run_batch(
             "texts holds {total} candidates; give 1 to {MAX_CANDIDATES}"
         )));
     }
-    let named = Named {
-        workspace: &args.workspace,
-        path: &args.path,
-        version: args.version,
-        line: args.line,
-        character: args.character,
-        declaration: args.declaration.as_deref(),
-        at: args.at,
-        handle: args.handle.as_deref(),
-    };
-    let (place, declaration) = place(broker, ctx, named).await?;
+    let (place, declaration) = place(broker, ctx, named!(args)).await?;
     let batch = Batch {
         place,
         texts: &args.texts,

@@ -3,7 +3,7 @@
 //! crashed run's error put in words. Running the tactics and checking their
 //! suggestions is the broker's (`broker/features/suggest/`).
 
-use super::batch::{Named, invalid, place};
+use super::batch::{Named, invalid, named, place};
 use crate::broker::{self, Broker, Budget, Crashed, Suggest};
 use crate::results::{GoalForm, SuggestResult};
 use crate::surface::{CallContext, ErrorCode, LeanSuggestArgs, ToolError};
@@ -74,17 +74,7 @@ pub async fn suggest(
             args.limit
         )));
     }
-    let named = Named {
-        workspace: &args.workspace,
-        path: &args.path,
-        version: args.version,
-        line: args.line,
-        character: args.character,
-        declaration: args.declaration.as_deref(),
-        at: args.at,
-        handle: args.handle.as_deref(),
-    };
-    let (place, declaration) = place(broker, ctx, named).await?;
+    let (place, declaration) = place(broker, ctx, named!(args)).await?;
     let ask = Suggest {
         place,
         tactics: &tactics,

@@ -32,35 +32,15 @@ fn broker_with(lean: &ScriptedLean, ws: &Workspace, docs: &[&str], budget_mib: u
         }));
         all
     });
-    let timeouts = Timeouts {
-        startup: Duration::from_secs(60),
-        sync: Duration::from_secs(60),
-        request: Duration::from_secs(60),
-    };
     let limits = Limits {
-        prefix_bases: false,
         lean_memory: memory::Budget {
             bytes: budget_mib * MIB,
             source: ENV.to_string(),
         },
         meter,
-        ..Limits::from_env()
+        ..test_limits()
     };
-    Broker::new(Launcher::Scripted(lean.clone()), timeouts, limits)
-}
-
-fn gated(gate: &Arc<Semaphore>) -> ScriptedLean {
-    let held = Arc::clone(gate);
-    ScriptedLean::new(
-        Script::new(move |e: &Elaboration| {
-            if e.uri.contains(".beam-shadow") && e.text.contains("slow") {
-                Report::Gated(Arc::clone(&held), read(&e.text))
-            } else {
-                Report::Diagnostics(read(&e.text))
-            }
-        })
-        .goals(goals_at),
-    )
+    broker_with_limits(lean, limits)
 }
 
 fn shadow_opens(lean: &ScriptedLean) -> usize {
@@ -82,11 +62,7 @@ async fn a_probe_that_would_pass_the_budget_waits_for_a_slot_and_says_so() {
     ws.write("A.lean", PROOF);
     let broker = broker_with(&lean, &ws, &["A.lean"], 700);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     let place = at(&d, v, 1, 2);
     let first = broker.run_at(
         &Quiet,
@@ -98,8 +74,7 @@ async fn a_probe_that_would_pass_the_budget_waits_for_a_slot_and_says_so() {
     tokio::pin!(first);
     tokio::select! {
         _ = &mut first => panic!("the gated step answered"),
-        _ = lean.wait_for(|r| r.method == "textDocument/waitForDiagnostics"
-            && r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow"))) => {}
+        _ = a_probe_waits(&lean) => {}
     }
     let second = broker.run_at(
         &Quiet,
@@ -215,11 +190,7 @@ async fn a_worker_larger_than_the_whole_budget_is_refused_naming_it() {
     ws.write("A.lean", PROOF);
     let broker = broker_with(&lean, &ws, &["A.lean"], 150);
     let d = ws.descriptor();
-    let v = broker
-        .sync(&Quiet, &d, "A.lean", sync_options())
-        .await
-        .unwrap()
-        .version;
+    let v = synced(&broker, &d, "A.lean").await;
     let error = broker
         .run_at(
             &Quiet,
