@@ -597,3 +597,29 @@ pub fn random_name(prefix: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Remove the folders `<temp dir>/<prefix><pid>-…` of processes that are
+/// gone (killed before they could clean up): those whose pid names no
+/// running process. Where `/proc` cannot tell, nothing is removed.
+/// Blocking: run it off the runtime.
+pub fn remove_dead_process_dirs(prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("");
+        if !pid.is_empty()
+            && pid.bytes().all(|b| b.is_ascii_digit())
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

@@ -297,26 +297,7 @@ fn remove_later(remove: impl FnOnce() + Send + 'static) {
 /// could clean up): those whose pid names no running process. Blocking: run
 /// it off the runtime.
 pub fn remove_orphans() {
-    let temp = std::env::temp_dir();
-    if !Path::new("/proc/self").exists() {
-        return; // no way to tell a live pid here
-    }
-    let Ok(entries) = std::fs::read_dir(&temp) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
-            continue;
-        };
-        let pid = rest.split('-').next().unwrap_or("");
-        if !pid.is_empty()
-            && pid.bytes().all(|b| b.is_ascii_digit())
-            && !Path::new("/proc").join(pid).exists()
-        {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
+    safe_fs::remove_dead_process_dirs(DIR_PREFIX);
 }
 
 fn olean_path(dir: &Path, module: &str) -> PathBuf {

@@ -52,7 +52,7 @@ static CACHE_DIR: OnceLock<PathBuf> = OnceLock::new();
 
 fn cache_dir() -> Result<Dir, FsError> {
     let path = CACHE_DIR.get_or_init(|| {
-        remove_orphans();
+        safe_fs::remove_dead_process_dirs(CACHE_PREFIX);
         std::env::temp_dir().join(safe_fs::random_name(&format!(
             "{CACHE_PREFIX}{}-",
             std::process::id()
@@ -62,28 +62,6 @@ fn cache_dir() -> Result<Dir, FsError> {
     let dir = Dir::open(parent)?.subdir(path.file_name().unwrap_or_default(), Some(0o700))?;
     dir.set_mode(0o700)?;
     Ok(dir)
-}
-
-fn remove_orphans() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(CACHE_PREFIX)) else {
-            continue;
-        };
-        let pid = rest.split('-').next().unwrap_or("");
-        if !pid.is_empty()
-            && pid.bytes().all(|b| b.is_ascii_digit())
-            && !Path::new("/proc").join(pid).exists()
-        {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 /// What the lakefile passes `lean` for a workspace module (the caller
