@@ -25,7 +25,9 @@ use render::{render, slug};
 
 use crate::broker::{self, Broker, Root};
 use crate::identity;
-use crate::results::{FeedbackMetadata, FeedbackResult};
+use crate::results::{
+    FeedbackCollected, FeedbackEvidence, FeedbackMetadata, FeedbackResult, Truncated,
+};
 use crate::safe_fs::{self, Dir, FsError};
 use crate::surface::{BeamFeedbackReportArgs, Bundle};
 
@@ -130,43 +132,19 @@ pub async fn report(
         redacted: args.redact,
         uploaded: false,
     };
-    let mut markdown = render(args, &metadata, &evidence, collected.as_ref());
-    let mut result = FeedbackResult {
-        metadata,
-        evidence,
-        collected: collected.filter(|_| args.include_collected),
-        collection_warnings: warnings,
-        markdown: String::new(),
-        bundle_dir: None,
-        zip_path: None,
-        workspace: None,
-        truncated,
-    };
-    if args.redact {
-        let redactor = Redactor::from_env();
-        markdown = redactor.text(&markdown);
-        result = redacted(&redactor, result)?;
-    }
-    result.markdown = markdown;
-
+    // Rendering and redacting a MiB of evidence is CPU work: a blocking
+    // thread's, not the runtime's that answers every other request.
+    let owned = args.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        compose(&owned, metadata, evidence, collected, warnings, truncated)
+    })
+    .await
+    .expect("composing a report does not panic");
+    let mut result = result?;
     if args.bundle != Bundle::None {
-        let mut entries = vec![
-            Entry {
-                name: "report.md".into(),
-                bytes: result.markdown.clone().into_bytes(),
-            },
-            Entry {
-                name: "report.json".into(),
-                bytes: serde_json::to_vec_pretty(&result).unwrap_or_default(),
-            },
-        ];
-        for (i, item) in result.evidence.iter().enumerate() {
-            let name = bundle::safe_name(&item.name);
-            entries.push(Entry {
-                name: format!("evidence-{}-{name}.txt", i + 1),
-                bytes: item.content.as_bytes().to_vec(),
-            });
-        }
+        // Its files are rendered with it, off the runtime (a pretty report.json
+        // of a MiB of evidence is CPU work).
+        let report = result.clone();
         let stem = format!(
             "beam-feedback-{}-{}",
             unix_now(),
@@ -177,6 +155,7 @@ pub async fn report(
         // a shared temp directory.
         let root_path = root.path().to_path_buf();
         let written = safe_fs::off_runtime(root.path(), "write a bundle under", move || {
+            let entries = bundle_entries(&report);
             let folder = bundle_folder(&root_path, &bundle_rel)?;
             if zip {
                 bundle::write_zip(&folder, &stem, &entries)
@@ -196,6 +175,60 @@ pub async fn report(
     if !args.confidential {
         result.workspace = Some(root.descriptor());
     }
+    Ok(result)
+}
+
+/// A bundle's files: the report as Markdown and as JSON, and each evidence
+/// item's text.
+fn bundle_entries(result: &FeedbackResult) -> Vec<Entry> {
+    let mut entries = vec![
+        Entry {
+            name: "report.md".into(),
+            bytes: result.markdown.clone().into_bytes(),
+        },
+        Entry {
+            name: "report.json".into(),
+            bytes: serde_json::to_vec_pretty(result).unwrap_or_default(),
+        },
+    ];
+    for (i, item) in result.evidence.iter().enumerate() {
+        let name = bundle::safe_name(&item.name);
+        entries.push(Entry {
+            name: format!("evidence-{}-{name}.txt", i + 1),
+            bytes: item.content.as_bytes().to_vec(),
+        });
+    }
+    entries
+}
+
+/// The report from its parts: its Markdown rendered, every string redacted
+/// if `args` ask.
+fn compose(
+    args: &BeamFeedbackReportArgs,
+    metadata: FeedbackMetadata,
+    evidence: Vec<FeedbackEvidence>,
+    collected: Option<FeedbackCollected>,
+    warnings: Vec<String>,
+    truncated: Option<Truncated>,
+) -> Result<FeedbackResult, Error> {
+    let mut markdown = render(args, &metadata, &evidence, collected.as_ref());
+    let mut result = FeedbackResult {
+        metadata,
+        evidence,
+        collected: collected.filter(|_| args.include_collected),
+        collection_warnings: warnings,
+        markdown: String::new(),
+        bundle_dir: None,
+        zip_path: None,
+        workspace: None,
+        truncated,
+    };
+    if args.redact {
+        let redactor = Redactor::from_env();
+        markdown = redactor.text(&markdown);
+        result = redacted(&redactor, result)?;
+    }
+    result.markdown = markdown;
     Ok(result)
 }
 

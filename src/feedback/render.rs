@@ -48,11 +48,11 @@ pub(super) fn render(
             section(&mut md, label, &format!("```json\n{pretty}\n```"));
         }
     }
-    for item in evidence {
+    for (i, item) in evidence.iter().enumerate() {
         section(
             &mut md,
             &format!("Evidence: {}", item.name),
-            &format!("```\n{}\n```", item.content),
+            &evidence_excerpt(i, &item.content),
         );
     }
     if let Some(c) = collected {
@@ -60,6 +60,30 @@ pub(super) fn render(
         section(&mut md, "Environment", &format!("```json\n{pretty}\n```"));
     }
     md
+}
+
+/// Bytes of one evidence item quoted in the Markdown. The whole text is in
+/// the result's `evidence[i].content` (and the bundle's evidence file):
+/// quoting it again would double a report of a MiB of evidence, which an
+/// agent's client reads twice more (text and structured forms).
+const EXCERPT_BYTES: usize = 8 * 1024;
+
+/// An evidence item's text as a fenced block, cut at [`EXCERPT_BYTES`] (on a
+/// character boundary) with a line that says where the rest is.
+fn evidence_excerpt(index: usize, content: &str) -> String {
+    if content.len() <= EXCERPT_BYTES {
+        return format!("```\n{content}\n```");
+    }
+    let mut cut = EXCERPT_BYTES;
+    while !content.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "```\n{}\n```\n\n(the first {cut} of {} bytes; the whole text is evidence[{index}].content of the report, and its evidence-{}-….txt in a bundle)",
+        &content[..cut],
+        content.len(),
+        index + 1
+    )
 }
 
 pub(super) fn slug(title: &str) -> String {
@@ -83,4 +107,23 @@ pub(super) fn slug(title: &str) -> String {
         .collect::<String>()
         .trim_end_matches('-')
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_excerpts_are_cut_on_a_character_boundary_and_say_where_the_rest_is() {
+        assert_eq!(evidence_excerpt(0, "short"), "```\nshort\n```");
+        let long = format!("{}é{}", "a".repeat(EXCERPT_BYTES - 1), "b".repeat(100));
+        let shown = evidence_excerpt(2, &long);
+        assert!(shown.starts_with(&format!("```\n{}\n```", "a".repeat(EXCERPT_BYTES - 1))));
+        assert!(shown.contains(&format!(
+            "the first {} of {} bytes",
+            EXCERPT_BYTES - 1,
+            long.len()
+        )));
+        assert!(shown.contains("evidence[2].content") && shown.contains("evidence-3-"));
+    }
 }

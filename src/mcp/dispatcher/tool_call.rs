@@ -281,8 +281,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
                 if let Err(error) = &outcome {
                     self.stats.record_tool_error(tool, error);
                 }
-                let line =
-                    jsonrpc::response_line(&ctx.request_id, &self.tool_result(ctx.era, &outcome));
+                let line = self.response_line(&ctx.request_id, ctx.era, outcome).await;
                 let _ = out.send(line).await;
                 // Calls fenced behind this one start after its terminal result.
                 drop(held);
@@ -292,6 +291,59 @@ impl<O: Handler + 'static> Dispatcher<O> {
                 log_debug!("request {} cancelled; no response", ctx.request_id);
             }
         }
+    }
+}
+
+impl<O: Handler + 'static> Dispatcher<O> {
+    /// The terminal response of a call. A large result (a feedback report
+    /// with a MiB of evidence, a long file's diagnostics) takes tens of
+    /// milliseconds to serialize twice (text and `structuredContent`): that
+    /// runs on a blocking thread, so the runtime that reads and answers every
+    /// other request (stdio's is one thread) is not held by it.
+    async fn response_line(
+        self: &Arc<Self>,
+        id: &RequestId,
+        era: Era,
+        outcome: ToolOutcome,
+    ) -> String {
+        if !text_over(&outcome, INLINE_RESULT_BYTES) {
+            return jsonrpc::response_line(id, &self.tool_result(era, &outcome));
+        }
+        let (this, id) = (Arc::clone(self), id.clone());
+        tokio::task::spawn_blocking(move || {
+            jsonrpc::response_line(&id, &this.tool_result(era, &outcome))
+        })
+        .await
+        .expect("serializing a result does not panic")
+    }
+}
+
+/// Results whose text passes this are serialized off the runtime; below it
+/// the hop to a blocking thread would cost more than it saves.
+const INLINE_RESULT_BYTES: usize = 64 * 1024;
+
+/// Whether an outcome's strings and keys hold more than `limit` bytes: a
+/// walk that stops as soon as they do, far cheaper than serializing.
+fn text_over(outcome: &ToolOutcome, limit: usize) -> bool {
+    fn walk(value: &Value, left: &mut usize) -> bool {
+        let spent = match value {
+            Value::String(s) => s.len(),
+            Value::Array(items) => return items.iter().any(|v| walk(v, left)),
+            Value::Object(map) => {
+                return map.iter().any(|(k, v)| {
+                    *left = left.saturating_sub(k.len());
+                    *left == 0 || walk(v, left)
+                });
+            }
+            _ => 8,
+        };
+        *left = left.saturating_sub(spent);
+        *left == 0
+    }
+    let mut left = limit;
+    match outcome {
+        Ok(value) => walk(value, &mut left),
+        Err(error) => error.message.len() > limit,
     }
 }
 
@@ -329,5 +381,33 @@ fn preparation_message(tool: &str, path: Option<&str>, fence: bool) -> String {
         (_, true) => format!("{tool}: waiting for earlier requests to finish"),
         (Some(path), false) => format!("{tool}: preparing {path}"),
         (None, false) => format!("{tool}: preparing"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_over_counts_strings_and_keys_and_stops_early() {
+        let cases: [(Value, usize, bool); 6] = [
+            (json!({}), 1, false),
+            (json!("abcd"), 4, true),
+            (json!("abc"), 4, false),
+            (json!({"ab": "cd"}), 4, true),
+            (json!([1, 2, 3]), 25, false),
+            (json!({"items": [{"content": "x".repeat(100)}]}), 64, true),
+        ];
+        for (value, limit, over) in cases {
+            assert_eq!(
+                text_over(&Ok(value.clone()), limit),
+                over,
+                "{value} at {limit}"
+            );
+        }
+        let error = ToolError::new(ErrorCode::InternalError, "y".repeat(10));
+        assert!(text_over(&Err(error.clone()), 9));
+        assert!(!text_over(&Err(error), 10));
     }
 }
