@@ -103,10 +103,31 @@ impl ToolError {
         }
     }
 
+    /// Facts for programs. Their keys are snake_case, as every result's
+    /// fields are (`line_text` in a result and in a position error's data):
+    /// one casing an agent can rely on, checked wherever a debug build (every
+    /// test) makes an error.
     pub fn with_data(mut self, data: Value) -> Self {
+        debug_assert!(
+            snake_keys(&data),
+            "error data keys must be snake_case: {data}"
+        );
         self.data = Some(data);
         self
     }
+}
+
+/// Whether every top-level key of `data` is snake_case: a lowercase ASCII
+/// letter first, then lowercase letters, digits and `_`.
+fn snake_keys(data: &Value) -> bool {
+    data.as_object().is_none_or(|map| {
+        map.keys().all(|key| {
+            key.starts_with(|c: char| c.is_ascii_lowercase())
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+    })
 }
 
 impl fmt::Display for ToolError {
@@ -361,7 +382,22 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{ErrorCode, Tool, nearest_tool};
+    use super::{ErrorCode, Tool, nearest_tool, snake_keys};
+
+    #[test]
+    fn error_data_keys_are_snake_case() {
+        use serde_json::json;
+        for (data, snake) in [
+            (json!({"lsp_method": "x", "line": 1, "b2": 0}), true),
+            (json!({"documentProgress": {}}), false),
+            (json!({"Path": "a"}), false),
+            (json!({"my-key": 1}), false),
+            (json!({"outer": {"innerCamel": 1}}), true),
+            (json!([1, 2]), true),
+        ] {
+            assert_eq!(snake_keys(&data), snake, "{data}");
+        }
+    }
 
     #[test]
     fn error_codes_serialize_as_their_names() {

@@ -473,3 +473,33 @@ fn the_scan_sees_every_kind_of_path() {
     let reached: Vec<String> = scan.reached.keys().map(name).collect();
     assert_eq!(reached, ["a::c", "d"]);
 }
+
+/// A file past this many lines has outgrown one idea (CORE-REVIEW-2: split
+/// by stage, not by size; a sibling `tests.rs` holds a module's unit tests).
+const MAX_FILE_LINES: usize = 700;
+
+#[test]
+fn no_source_file_passes_700_lines() {
+    let mut long = Vec::new();
+    for root in ["src", "codegen/src"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().and_then(|e| e.to_str()) == Some("rs") {
+                    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                    if lines > MAX_FILE_LINES {
+                        long.push(format!("{} ({lines} lines)", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over {MAX_FILE_LINES} lines: {long:?}; split by stage (a pure reading, a plan, the I/O) or move unit tests to a sibling tests.rs"
+    );
+}

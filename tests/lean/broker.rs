@@ -992,7 +992,7 @@ fn no_wait_is_unbounded_a_timeout_is_an_explicit_error() {
     let args = json!({"workspace": ws(&root), "path": "Fix/Sleepy.lean", "version": 1, "line": 9, "character": 4});
     let error = mcp.call_err("lean_hover", args);
     assert_eq!(error["data"]["partial"], true, "{error}");
-    assert_eq!(error["data"]["timeoutSecs"], 1);
+    assert_eq!(error["data"]["timeout_secs"], 1);
     assert!(
         error["message"]
             .as_str()
@@ -1603,7 +1603,7 @@ fn a_lake_that_cannot_start_is_a_runtime_setup_error_and_the_next_request_retrie
         );
         assert_eq!(error["data"]["status"], 1);
         assert!(
-            error["data"]["stderrTail"]
+            error["data"]["stderr_tail"]
                 .as_str()
                 .unwrap()
                 .contains("v0.0.0 is not installed")

@@ -559,7 +559,7 @@ fn utf16_positions_on_a_line_with_surrogate_pairs() {
         "lean_hover",
         at(&root, "Fix/Unicode.lean", 11, utf16_len + 1),
     );
-    assert_eq!(past["data"]["lineLength"], utf16_len);
+    assert_eq!(past["data"]["line_length"], utf16_len);
 }
 
 #[test]
@@ -625,7 +625,7 @@ fn snapshot_binding_errors_stale_never_synced_and_out_of_range() {
     let far = mcp.call_err("lean_hover", at(&root, "Fix/Goals.lean", 5000, 0));
     assert_eq!(far["code"], "invalidParams");
     assert_eq!(far["data"]["reason"], "lineOutOfRange");
-    assert_eq!(far["data"]["lineCount"], lines.len());
+    assert_eq!(far["data"]["line_count"], lines.len());
     let len = lines[11].encode_utf16().count();
     let past = mcp.call_err(
         "lean_hover",
@@ -633,7 +633,7 @@ fn snapshot_binding_errors_stale_never_synced_and_out_of_range() {
     );
     assert_eq!(past["code"], "invalidParams");
     assert_eq!(past["data"]["reason"], "characterOutOfRange");
-    assert_eq!(past["data"]["lineLength"], len);
+    assert_eq!(past["data"]["line_length"], len);
     let message = past["message"].as_str().unwrap();
     assert!(
         message.contains(&format!("{len} UTF-16 code unit")),

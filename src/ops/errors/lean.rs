@@ -50,7 +50,7 @@ pub(super) fn lsp_error(error: LspError, method: &str) -> ToolError {
             message,
             data,
         } => {
-            let data = json!({ "lspMethod": method, "lspCode": code, "lspMessage": message, "lspData": data });
+            let data = json!({ "lsp_method": method, "lsp_code": code, "lsp_message": message, "lsp_data": data });
             match code {
                 LeanErrorCode::WorkerCrashed => ToolError::new(
                     ErrorCode::WorkerCrashed,
@@ -83,10 +83,10 @@ pub(super) fn lsp_error(error: LspError, method: &str) -> ToolError {
             ),
         )
         .with_data(json!({
-            "lspMethod": method,
+            "lsp_method": method,
             "status": info.status,
             "signal": info.signal,
-            "stderrTail": info.stderr_tail,
+            "stderr_tail": info.stderr_tail,
         })),
         // The connection is dead (a broken frame, or I/O): the process is killed.
         LspError::Protocol(problem) | LspError::Io(problem) => ToolError::new(
@@ -129,7 +129,7 @@ pub(super) fn runtime_setup(command: &str, root: &str, error: &LspError) -> Tool
         "root": root,
         "status": status,
         "signal": signal,
-        "stderrTail": tail,
+        "stderr_tail": tail,
         "error": error.to_string(),
     }))
 }
@@ -147,5 +147,5 @@ pub(super) fn timeout(method: &str, limit: Duration) -> ToolError {
             limit.as_secs()
         ),
     )
-    .with_data(json!({ "lspMethod": method, "timeoutSecs": limit.as_secs(), "partial": true }))
+    .with_data(json!({ "lsp_method": method, "timeout_secs": limit.as_secs(), "partial": true }))
 }

@@ -138,14 +138,14 @@ fn position_error(error: &broker::PositionError, line_text: Option<String>) -> T
     use broker::PositionError as P;
     let mut data = match error {
         P::LineOutOfRange { line, line_count } => {
-            json!({ "reason": "lineOutOfRange", "line": line, "lineCount": line_count })
+            json!({ "reason": "lineOutOfRange", "line": line, "line_count": line_count })
         }
         P::CharacterOutOfRange {
             line,
             character,
             line_length,
         } => json!({
-            "reason": "characterOutOfRange", "line": line, "character": character, "lineLength": line_length,
+            "reason": "characterOutOfRange", "line": line, "character": character, "line_length": line_length,
         }),
         P::InsideSurrogatePair { line, character } => {
             json!({ "reason": "insideSurrogatePair", "line": line, "character": character })
