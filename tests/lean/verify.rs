@@ -310,6 +310,39 @@ fn a_hatch_in_an_imported_module_and_a_stale_olean() {
     assert!(r["provenance"]["imports"][0].get("stale").is_none(), "{r}");
 }
 
+/// A killed server's verify cache goes, in the background: the sweep once
+/// ran inside the 10 s bound on creating this server's own cache, and a
+/// large dead cache made `lean_verify` fail with "create the verify cache
+/// ... did not finish within 10 s". A live process's cache stays.
+#[test]
+fn a_dead_servers_verify_cache_is_swept_and_a_live_ones_kept() {
+    let copy = TempWorkspace::copy("basic");
+    let root = copy.root_str();
+    let temp = std::env::temp_dir();
+    // No process has this pid (above Linux's largest pid_max, 2^22).
+    let dead = temp.join(format!("lean-beam-verify-{}-test", 4_194_304 + 17));
+    let live = temp.join(format!("lean-beam-verify-{}-test", std::process::id()));
+    for dir in [&dead, &live] {
+        for i in 0..200 {
+            let sub = dir.join(format!("k{i}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(sub.join("M.olean"), [0u8; 512]).unwrap();
+        }
+    }
+    let path = "Ver/Good.lean";
+    let mut mcp = spawn();
+    let version = sync(&mut mcp, &root, path);
+    let named = json!({ "declarations": [{ "name": "Ver.no_axioms" }] });
+    let r = verify(&mut mcp, &root, path, version, named);
+    assert_eq!(r["certified"], true, "{r}");
+    let swept = common::lean::eventually(std::time::Duration::from_secs(120), || !dead.exists());
+    let kept = live.exists();
+    let _ = std::fs::remove_dir_all(&live);
+    let _ = std::fs::remove_dir_all(&dead);
+    assert!(swept, "the dead server's cache {dead:?} was not removed");
+    assert!(kept, "the cache of a live process {live:?} was removed");
+}
+
 // The attacks of issue 24, each on a copy of the fixture: a verdict that
 // certified any of them was the bug (each of these failed before the fresh
 // build).

@@ -52,7 +52,6 @@ static CACHE_DIR: OnceLock<PathBuf> = OnceLock::new();
 
 fn cache_dir() -> Result<Dir, FsError> {
     let path = CACHE_DIR.get_or_init(|| {
-        safe_fs::remove_dead_process_dirs(CACHE_PREFIX);
         std::env::temp_dir().join(safe_fs::random_name(&format!(
             "{CACHE_PREFIX}{}-",
             std::process::id()
@@ -62,6 +61,22 @@ fn cache_dir() -> Result<Dir, FsError> {
     let dir = Dir::open(parent)?.subdir(path.file_name().unwrap_or_default(), Some(0o700))?;
     dir.set_mode(0o700)?;
     Ok(dir)
+}
+
+/// Remove the verify caches of servers that are gone, once per process, on
+/// a blocking thread of its own and unbounded: a dead server's cache may hold
+/// a whole library's build, whose removal outlasted the bound on creating
+/// this server's cache when it ran inside that step (a `lean_verify` failed
+/// with "create the verify cache in /tmp did not finish within 10 s" after a
+/// benchmark's server was killed). Only other, dead processes' folders are
+/// touched, so nothing waits for it.
+fn sweep_dead_caches() {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        drop(tokio::task::spawn_blocking(|| {
+            safe_fs::remove_dead_process_dirs(CACHE_PREFIX);
+        }));
+    });
 }
 
 /// What the lakefile passes `lean` for a workspace module (the caller
@@ -173,6 +188,7 @@ pub async fn build(
     limit: Duration,
 ) -> Result<Built, BuildError> {
     let deadline = Instant::now() + limit;
+    sweep_dead_caches();
     let cache = safe_fs::off_runtime(
         &std::env::temp_dir(),
         "create the verify cache in",
