@@ -185,11 +185,13 @@ class Mcp:
         )
         self.next_id = 0
 
-    def call(self, tool, arguments):
+    def call(self, tool, arguments, meta=MODERN, on_log=None):
+        """Calls `tool` and returns its structured result; `on_log`, where given, is
+        handed each notifications/message's params that comes before the answer."""
         self.next_id += 1
         rid = self.next_id
         line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                           "params": {"name": tool, "arguments": arguments, "_meta": MODERN}})
+                           "params": {"name": tool, "arguments": arguments, "_meta": meta}})
         self.proc.stdin.write(line.encode() + b"\n")
         self.proc.stdin.flush()
         while True:
@@ -197,6 +199,8 @@ class Mcp:
             if not raw:
                 raise EOFError("lean-beam-mcp closed its output")
             message = json.loads(raw)
+            if message.get("method") == "notifications/message" and on_log:
+                on_log(message["params"])
             if message.get("id") == rid:
                 result = message["result"]
                 if result.get("isError"):
@@ -219,6 +223,15 @@ class Mcp:
 
 
 # ---------------------------------------------------------------------------
+
+
+def finish(figures, json_path):
+    """Records and prints the load at the end, and writes `figures` to `json_path` where given."""
+    figures["loadavg_end"] = os.getloadavg()
+    print(f"load at end {os.getloadavg()}", flush=True)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(figures, f, indent=2)
 
 
 def timed(fn):
@@ -305,16 +318,18 @@ def main():
         forwarded.open("Fix/Goals.lean", 1)
 
         # 1. Time to diagnostics: a full elaboration (Long.lean after 3).
-        for root, rel, rounds in [(basic, "Fix/Errors.lean", args.rounds * 2)]:
-            def mcp_fn(root=root, rel=rel):
+        def time_to_diagnostics(root, rel, rounds):
+            def mcp_fn():
                 mcp.call("lean_refresh", {"workspace": {"root": root}, "path": rel})
 
-            def direct_fn(root=root, rel=rel):
+            def direct_fn():
                 versions[(root, rel)] += 1
                 direct[root].reopen(rel, versions[(root, rel)])
 
             m, d = interleave(rounds, mcp_fn, direct_fn)
             results.append(compare(f"time to diagnostics {rel} (full elaboration)", m, d, 1.05, None))
+
+        time_to_diagnostics(basic, "Fix/Errors.lean", args.rounds * 2)
 
         # 2. lean_sync of an unchanged file vs one waitForDiagnostics round trip.
         goals_uri = uri_of(os.path.join(basic, "Fix/Goals.lean"))
@@ -408,16 +423,7 @@ def main():
 
         # 1, continued: the long file.
         mcp.call("lean_sync", {"workspace": {"root": long}, "path": "Long.lean"})
-        for root, rel, rounds in [(long, "Long.lean", args.rounds)]:
-            def mcp_fn(root=root, rel=rel):
-                mcp.call("lean_refresh", {"workspace": {"root": root}, "path": rel})
-
-            def direct_fn(root=root, rel=rel):
-                versions[(root, rel)] += 1
-                direct[root].reopen(rel, versions[(root, rel)])
-
-            m, d = interleave(rounds, mcp_fn, direct_fn)
-            results.append(compare(f"time to diagnostics {rel} (full elaboration)", m, d, 1.05, None))
+        time_to_diagnostics(long, "Long.lean", args.rounds)
 
         # 3. RSS of the server process with 3 workspaces open.
         mcp.call("lean_sync", {"workspace": {"root": second}, "path": "Sec/Main.lean"})
@@ -433,11 +439,7 @@ def main():
         for client in [*direct.values(), forwarded]:
             client.close()
     figures["results"] = results
-    figures["loadavg_end"] = os.getloadavg()
-    print(f"load at end {os.getloadavg()}", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+    finish(figures, args.json)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ Usage: nice -n 10 scripts/bench-scale.py --binary target/release/lean-beam-mcp
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -45,6 +46,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 MATHLIB_MODULES = 5000
 MATHLIB_DECLS = 200_000
 TICK = os.sysconf("SC_CLK_TCK")
+
+spec = importlib.util.spec_from_file_location("bench_lean", os.path.join(REPO, "scripts/bench-lean.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
 
 
 def meta(level=None):
@@ -58,40 +63,11 @@ def meta(level=None):
     return m
 
 
-class Mcp:
-    def __init__(self, binary, lean):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LEAN_BEAM_")}
-        env["LEAN_BEAM_LEAN"] = lean
-        self.proc = subprocess.Popen([binary], env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.next_id = 0
+class Mcp(bench.Mcp):
+    """bench-lean.py's client, its calls made as bench-scale at an optional log level."""
 
     def call(self, tool, arguments, level=None, on_log=None):
-        self.next_id += 1
-        rid = self.next_id
-        line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                           "params": {"name": tool, "arguments": arguments, "_meta": meta(level)}})
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-        while True:
-            raw = self.proc.stdout.readline()
-            if not raw:
-                raise EOFError("lean-beam-mcp closed its output")
-            message = json.loads(raw)
-            if message.get("method") == "notifications/message" and on_log:
-                on_log(message["params"])
-            if message.get("id") == rid:
-                result = message["result"]
-                if result.get("isError"):
-                    raise RuntimeError(f"{tool}: {result['content'][0]['text']}")
-                return result["structuredContent"]
-
-    def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        return super().call(tool, arguments, meta=meta(level), on_log=on_log)
 
 
 def field_kib(pid, file, field):

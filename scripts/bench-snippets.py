@@ -203,11 +203,7 @@ def main():
         mcp.close()
         direct.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    figures["loadavg_end"] = os.getloadavg()
-    print(f"load at end {os.getloadavg()}", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
+    bench.finish(figures, args.json)
 
 
 if __name__ == "__main__":
