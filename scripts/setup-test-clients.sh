@@ -28,16 +28,11 @@ set -euo pipefail
 
 readonly REQUIREMENTS="mcp==2.3.0 pytest==8.4.2"
 
-log() { printf 'setup-test-clients: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=setup-test-clients
+# shellcheck source=scripts/setup-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/setup-common.sh"
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-repo_root="$(cd "$script_dir/.." && pwd -P)"
-dest="${LEAN_BEAM_TEST_CLIENTS_DIR:-$repo_root/target/test-clients}"
-case "$dest" in
-  /*) ;;
-  *) dest="$PWD/$dest" ;;
-esac
+dest="$(absolute "${LEAN_BEAM_TEST_CLIENTS_DIR:-$repo_root/target/test-clients}")"
 venv="$dest/venv"
 stamp="$venv/.stamp"
 python="${PYTHON:-python3}"
@@ -55,19 +50,13 @@ ts_source="$repo_root/tests/clients/typescript"
 ts_dest="$dest/typescript"
 ts_stamp="$ts_dest/.stamp"
 ts_node="$ts_dest/node_modules/node/bin/node"
-export npm_config_cache="$repo_root/target/npm-cache" npm_config_update_notifier=false \
-  npm_config_fund=false npm_config_audit=false
+use_repo_npm_cache
 if cmp -s "$ts_source/package-lock.json" "$ts_stamp" && "$ts_node" --version >/dev/null 2>&1; then
   log "up to date: $ts_dest (@modelcontextprotocol/client 2.4.0, Node $("$ts_node" --version))"
 else
   command -v npm >/dev/null 2>&1 || die "npm is required (it installs the TypeScript client and Node 22)"
   log "installing @modelcontextprotocol/client 2.4.0 and Node 22 from npm into $ts_dest (npm ci)"
-  rm -rf "$ts_dest"
-  mkdir -p "$ts_dest"
-  cp "$ts_source/package.json" "$ts_source/package-lock.json" "$ts_dest/"
-  (cd "$ts_dest" && npm ci --no-audit --no-fund --loglevel=error >&2) \
-    || die "npm ci of tests/clients/typescript failed"
-  "$ts_node" --version >/dev/null || die "the installed Node ($ts_node) does not run"
+  npm_ci "$ts_source" "$ts_dest" "$ts_node" tests/clients/typescript
   cp "$ts_source/package-lock.json" "$ts_stamp"
   log "ready: $ts_dest (Node $("$ts_node" --version))"
 fi

@@ -24,22 +24,16 @@
 #   LEAN_BEAM_TEST_HOSTS_DIR  install directory (default <repo>/target/test-hosts)
 set -euo pipefail
 
-log() { printf 'setup-test-hosts: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=setup-test-hosts
+# shellcheck source=scripts/setup-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/setup-common.sh"
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-repo_root="$(cd "$script_dir/.." && pwd -P)"
-dest="${LEAN_BEAM_TEST_HOSTS_DIR:-$repo_root/target/test-hosts}"
-case "$dest" in
-  /*) ;;
-  *) dest="$PWD/$dest" ;;
-esac
+dest="$(absolute "${LEAN_BEAM_TEST_HOSTS_DIR:-$repo_root/target/test-hosts}")"
 source_dir="$repo_root/tests/hosts"
 stamp="$dest/.stamp"
 node="$dest/node_modules/node/bin/node"
 
-export npm_config_cache="$repo_root/target/npm-cache" npm_config_update_notifier=false \
-  npm_config_fund=false npm_config_audit=false
+use_repo_npm_cache
 
 ready() {
   cmp -s "$source_dir/package-lock.json" "$stamp" \
@@ -54,12 +48,7 @@ if ready; then
 else
   command -v npm >/dev/null 2>&1 || die "npm is required (it installs the hosts and Node 22)"
   log "installing the hosts of tests/hosts/package-lock.json from npm into $dest (npm ci)"
-  rm -rf "$dest"
-  mkdir -p "$dest"
-  cp "$source_dir/package.json" "$source_dir/package-lock.json" "$dest/"
-  (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error >&2) \
-    || die "npm ci of tests/hosts failed"
-  "$node" --version >/dev/null || die "the installed Node ($node) does not run"
+  npm_ci "$source_dir" "$dest" "$node" tests/hosts
   # Claude Code's postinstall puts the platform's native binary in place.
   [ -x "$dest/node_modules/@anthropic-ai/claude-code/bin/claude.exe" ] \
     || die "Claude Code's native binary is missing (npm ci ran without install scripts?)"
