@@ -157,16 +157,7 @@ class Server:
         return self.proc.pid
 
     def close(self):
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr.close()
+        soak_hostile.end_server(self.proc, self.stderr, 60, eof=True)
 
 
 def rss_kb(pid):

@@ -106,6 +106,26 @@ def log(*args):
     print("soak:", *args, file=__import__("sys").stderr, flush=True)
 
 
+def end_server(proc, stderr, timeout, eof=False):
+    """Waits `timeout` s for the server `proc` to exit (after closing its stdin
+    first, with `eof`), killing it if it does not, then closes its `stderr`;
+    returns whether it exited in time."""
+    if eof:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    in_time = True
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        in_time = False
+        proc.kill()
+        proc.wait()
+    stderr.close()
+    return in_time
+
+
 def payload(result):
     """A result's JSON: a success's structuredContent, an error's text block
     (its only form)."""
@@ -539,17 +559,8 @@ class StdioPeer:
                                 f"(one per unparseable or oversized line)")
 
     def close(self):
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
+        if not end_server(self.proc, self.stderr, 90, eof=True):
             self.tally.fail("the server did not exit within 90 s of EOF")
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr.close()
         return self.proc.returncode
 
 
@@ -891,13 +902,8 @@ class HttpPeer:
     def close(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
+        if not end_server(self.proc, self.stderr, 90):
             self.tally.fail("the server did not exit within 90 s of SIGTERM")
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr.close()
         return self.proc.returncode
 
 
