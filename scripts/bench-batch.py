@@ -32,7 +32,6 @@ Plain python3, no dependencies. Prints figures; exits 0 whatever they are
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -44,10 +43,9 @@ import threading
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("bench_speculate", HERE / "bench-speculate.py")
-bs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bs)
+import sibling
+
+bs = sibling.load("bench-speculate.py")
 
 REPO, ROOT, FILE, BLOCKS = bs.REPO, bs.ROOT, bs.FILE, bs.BLOCKS
 WIDTH = 4

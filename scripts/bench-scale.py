@@ -34,7 +34,6 @@ Usage: nice -n 10 scripts/bench-scale.py --binary target/release/lean-beam-mcp
 """
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -42,14 +41,14 @@ import subprocess
 import sys
 import time
 
+import sibling
+
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 MATHLIB_MODULES = 5000
 MATHLIB_DECLS = 200_000
 TICK = os.sysconf("SC_CLK_TCK")
 
-spec = importlib.util.spec_from_file_location("bench_lean", os.path.join(REPO, "scripts/bench-lean.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = sibling.load("bench-lean.py")
 
 
 def meta(level=None):

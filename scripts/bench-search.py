@@ -23,7 +23,6 @@ Usage: scripts/bench-search.py [--binary target/release/lean-beam-mcp]
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -32,10 +31,10 @@ import subprocess
 import sys
 import time
 
+import sibling
+
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-_spec = importlib.util.spec_from_file_location("bench_scale", os.path.join(REPO, "scripts/bench-scale.py"))
-bench_scale = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_scale)
+bench_scale = sibling.load("bench-scale.py")
 
 PATTERNS = [
     "?f ?x ?y = ?f ?y ?x",

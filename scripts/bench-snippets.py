@@ -22,8 +22,6 @@ Usage: scripts/bench-snippets.py [--calls N] [--rounds N] [--no-build] [--binary
 """
 
 import argparse
-import importlib.util
-import json
 import os
 import shutil
 import statistics
@@ -31,10 +29,10 @@ import subprocess
 import sys
 import tempfile
 
+import sibling
+
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-spec = importlib.util.spec_from_file_location("bench_lean", os.path.join(REPO, "scripts/bench-lean.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = sibling.load("bench-lean.py")
 
 HEADERS = [
     "prelude\nimport Fix.Basic\n",
