@@ -168,29 +168,19 @@ def rss_kb(pid):
     return 0
 
 
-def fd_count(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
 def processes_under(base):
     """Live processes whose working directory or environment names `base`
     (every Lean process of the soak's workspaces, re-parented workers included)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in soak_hostile.live_processes():
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-            if state in "ZX":
-                continue
-            cwd = os.readlink(f"/proc/{entry}/cwd")
-            with open(f"/proc/{entry}/environ", "rb") as f:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 environ = f.read()
         except OSError:
             continue
         if cwd.startswith(base) or base.encode() in environ:
-            found.append(int(entry))
+            found.append(pid)
     return found
 
 
@@ -628,14 +618,14 @@ def run(soak, server, base, total, warmup):
         sample()
         t = time.monotonic() - start
     soak.normalize()
-    fd0, procs0, rss0 = fd_count(pid), len(processes_under(base)), rss_kb(pid)
+    fd0, procs0, rss0 = soak_hostile.fd_count(pid), len(processes_under(base)), rss_kb(pid)
     t_warm = time.monotonic() - start
     log(f"warm at {t_warm:.0f} s: RSS {rss0} KiB, {fd0} fds, {procs0} Lean processes")
     while time.monotonic() - start < total:
         soak.drive(min(5.0, total - (time.monotonic() - start)))
         sample()
     soak.normalize()
-    fd1, procs1, rss1 = fd_count(pid), len(processes_under(base)), rss_kb(pid)
+    fd1, procs1, rss1 = soak_hostile.fd_count(pid), len(processes_under(base)), rss_kb(pid)
     elapsed = time.monotonic() - start
 
     after = [r for (t, r) in samples if t >= t_warm]

@@ -284,10 +284,8 @@ def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def lean_processes_of(pid):
-    """Live `lean` processes carrying the LSP tree mark of server `pid`."""
-    mark = f"LEAN_BEAM_LSP_TREE={pid}-".encode()
-    found = []
+def live_processes():
+    """The pids in /proc of the processes that are not zombies (nor dead)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -295,10 +293,21 @@ def lean_processes_of(pid):
             with open(f"/proc/{entry}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
                     continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if mark in f.read():
-                    found.append(int(entry))
         except (OSError, IndexError):
+            continue
+        yield int(entry)
+
+
+def lean_processes_of(pid):
+    """Live `lean` processes carrying the LSP tree mark of server `pid`."""
+    mark = f"LEAN_BEAM_LSP_TREE={pid}-".encode()
+    found = []
+    for live in live_processes():
+        try:
+            with open(f"/proc/{live}/environ", "rb") as f:
+                if mark in f.read():
+                    found.append(live)
+        except OSError:
             continue
     return found
 
