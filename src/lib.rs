@@ -21,6 +21,8 @@ pub mod process;
 pub mod replica;
 pub mod results;
 pub mod safe_fs;
+#[cfg(test)]
+mod scratch;
 pub mod search;
 pub mod sha256;
 pub mod stats;

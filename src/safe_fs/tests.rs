@@ -1,24 +1,7 @@
 //! Unit tests of `safe_fs`.
 
 use super::*;
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("lean-beam-safe-fs-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir.canonicalize().unwrap())
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::scratch::Scratch;
 
 fn mkfifo(path: &Path) {
     let c = CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -28,7 +11,7 @@ fn mkfifo(path: &Path) {
 
 #[test]
 fn only_regular_files_are_read_and_never_block() {
-    let s = Scratch::new("read");
+    let s = Scratch::new("safe-fs-read");
     let fifo = s.0.join("fifo");
     mkfifo(&fifo);
     for (path, kind) in [
@@ -81,7 +64,7 @@ fn only_regular_files_are_read_and_never_block() {
 #[test]
 fn walks_refuse_links_and_writes_are_private_and_exclusive() {
     use std::os::unix::fs::PermissionsExt;
-    let s = Scratch::new("walk");
+    let s = Scratch::new("safe-fs-walk");
     std::fs::create_dir_all(s.0.join("outside")).unwrap();
     std::fs::create_dir_all(s.0.join("root/a")).unwrap();
     std::os::unix::fs::symlink(s.0.join("outside"), s.0.join("root/a/b")).unwrap();

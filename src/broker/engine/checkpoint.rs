@@ -399,23 +399,8 @@ pub async fn save(
 mod tests {
     use super::*;
 
-    /// A fresh directory under the system temp dir, removed on drop.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(tag: &str) -> TempDir {
-            let dir = std::env::temp_dir().join(format!("beam-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            TempDir(dir.canonicalize().unwrap())
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    // The module's own `Scratch` is a checkpoint's; this one is a test's directory.
+    use crate::scratch::Scratch as TempDir;
 
     fn staged(dir: &Path) -> Dir {
         std::fs::create_dir_all(dir.join("stage")).unwrap();

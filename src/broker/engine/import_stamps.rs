@@ -187,13 +187,7 @@ impl ImportStamps {
 mod tests {
     use super::*;
 
-    struct Scratch(PathBuf);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::scratch::Scratch;
 
     fn write(root: &Path, rel: &str, text: &str) {
         let path = root.join(rel);
@@ -206,9 +200,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_rebuilt_import_is_reported_once_and_others_are_not() {
-        let root = std::env::temp_dir().join(format!("lean-beam-stamps-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let scratch = Scratch(root.clone());
+        let scratch = Scratch::new("stamps");
+        let root = scratch.0.clone();
         write(&root, "P/Base.lean", "prelude\n");
         write(&root, "P/Mid.lean", "prelude\nimport P.Base\n");
         write(&root, "P/Other.lean", "prelude\n");

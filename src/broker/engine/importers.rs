@@ -142,23 +142,12 @@ impl ImportGraph {
 mod tests {
     use super::*;
 
-    struct Scratch(PathBuf);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::scratch::Scratch;
 
     fn workspace(files: &[(&str, &str)]) -> Scratch {
-        let root = std::env::temp_dir().join(format!(
-            "lean-beam-importers-{}-{}",
-            std::process::id(),
-            files.len()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
+        let scratch = Scratch::new(&format!("importers-{}", files.len()));
         for (path, text) in files {
-            let file = root.join(path);
+            let file = scratch.0.join(path);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             if *text == "fifo" {
                 let c = std::ffi::CString::new(file.to_str().unwrap()).unwrap();
@@ -168,7 +157,7 @@ mod tests {
                 std::fs::write(file, text).unwrap();
             }
         }
-        Scratch(root)
+        scratch
     }
 
     #[test]

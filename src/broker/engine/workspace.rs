@@ -328,26 +328,16 @@ impl Resolver {
 mod tests {
     use super::*;
 
-    /// A fresh directory under the system temp dir, removed on drop.
-    struct Scratch(PathBuf);
+    use crate::scratch::Scratch;
 
-    impl Scratch {
-        fn new(tag: &str) -> Self {
-            let dir = std::env::temp_dir()
-                .join(format!("lean-beam-resolver-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(dir.join("proj/Sub")).unwrap();
-            std::fs::write(dir.join("proj/lean-toolchain"), "x").unwrap();
-            std::fs::write(dir.join("proj/Sub/A.lean"), "a").unwrap();
-            std::fs::write(dir.join("proj/Sub/B.lean"), "b").unwrap();
-            Scratch(dir.canonicalize().unwrap())
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A fresh `lean-beam-resolver-<tag>-<pid>` holding a project `proj`.
+    fn scratch(tag: &str) -> Scratch {
+        let s = Scratch::new(&format!("resolver-{tag}"));
+        std::fs::create_dir_all(s.0.join("proj/Sub")).unwrap();
+        std::fs::write(s.0.join("proj/lean-toolchain"), "x").unwrap();
+        std::fs::write(s.0.join("proj/Sub/A.lean"), "a").unwrap();
+        std::fs::write(s.0.join("proj/Sub/B.lean"), "b").unwrap();
+        s
     }
 
     fn ws(root: &Path) -> String {
@@ -373,7 +363,7 @@ mod tests {
 
     #[test]
     fn remembered_answers_follow_the_file_system() {
-        let s = Scratch::new("follow");
+        let s = scratch("follow");
         let resolver = Resolver::default();
         let proj = s.0.join("proj");
         std::os::unix::fs::symlink(&proj, s.0.join("alias")).unwrap();
