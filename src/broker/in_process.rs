@@ -360,29 +360,11 @@ async fn a_step_is_read_as_closing_or_leaving_goals() {
     let broker = broker(&lean);
     let d = ws.descriptor();
     let v = synced(&broker, &d, "A.lean").await;
-    let closed = broker
-        .run_at(
-            &Quiet,
-            &at(&d, v, 1, 2),
-            "trivial",
-            Budget::default(),
-            Continue::NoHandles,
-        )
-        .await
-        .unwrap();
+    let closed = run(&broker, &at(&d, v, 1, 2), "trivial").await.unwrap();
     assert!(closed.success, "{closed:?}");
     let state = closed.proof_state.as_ref().expect("goals after the step");
     assert!(state.goals.is_empty(), "{closed:?}");
-    let failed = broker
-        .run_at(
-            &Quiet,
-            &at(&d, v, 1, 2),
-            "exact oops",
-            Budget::default(),
-            Continue::NoHandles,
-        )
-        .await
-        .unwrap();
+    let failed = run(&broker, &at(&d, v, 1, 2), "exact oops").await.unwrap();
     assert!(!failed.success, "{failed:?}");
     assert!(
         failed.messages.iter().any(|m| m.text.contains("oops")),
@@ -449,30 +431,11 @@ async fn probes_reuse_their_shadow_slot() {
     let d = ws.descriptor();
     let v = synced(&broker, &d, "A.lean").await;
     for text in ["trivial", "exact oops", "trivial"] {
-        broker
-            .run_at(
-                &Quiet,
-                &at(&d, v, 1, 2),
-                text,
-                Budget::default(),
-                Continue::NoHandles,
-            )
-            .await
-            .unwrap();
+        run(&broker, &at(&d, v, 1, 2), text).await.unwrap();
     }
-    let shadow_opens = lean
-        .received()
-        .iter()
-        .filter(|r| r.method == "textDocument/didOpen")
-        .filter(|r| r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow")))
-        .count();
+    let shadow_opens = shadow_count(&lean, "textDocument/didOpen", SHADOW);
     assert_eq!(shadow_opens, 1, "{:?}", lean.received());
-    let shadow_changes = lean
-        .received()
-        .iter()
-        .filter(|r| r.method == "textDocument/didChange")
-        .filter(|r| r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow")))
-        .count();
+    let shadow_changes = shadow_count(&lean, "textDocument/didChange", SHADOW);
     assert_eq!(shadow_changes, 2);
 }
 
@@ -490,34 +453,16 @@ async fn an_abandoned_step_closes_its_slot_in_lean() {
     let v = synced(&broker, &d, "A.lean").await;
     {
         let place = at(&d, v, 1, 2);
-        let step = broker.run_at(
-            &Quiet,
-            &place,
-            "slow",
-            Budget::default(),
-            Continue::NoHandles,
-        );
+        let step = run(&broker, &place, "slow");
         tokio::pin!(step);
         tokio::select! {
             _ = &mut step => panic!("the gated step answered"),
             _ = a_probe_waits(&lean) => {}
         }
     }
-    lean.wait_for(|r| {
-        r.method == "textDocument/didClose"
-            && r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow"))
-    })
-    .await;
-    let next = broker
-        .run_at(
-            &Quiet,
-            &at(&d, v, 1, 2),
-            "trivial",
-            Budget::default(),
-            Continue::NoHandles,
-        )
-        .await
-        .unwrap();
+    lean.wait_for(|r| about_shadow(r, "textDocument/didClose", SHADOW))
+        .await;
+    let next = run(&broker, &at(&d, v, 1, 2), "trivial").await.unwrap();
     assert!(next.success, "{next:?}");
     gate.add_permits(1);
 }

@@ -11,10 +11,11 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::broker::{
-    At, Broker, DiagnosticScope, EditMode, Launcher, Limits, LogLevel, ProgressSink, SinkFuture,
-    SyncOptions, Timeouts,
+    At, Broker, Budget, Continue, DiagnosticScope, EditMode, Launcher, Limits, LogLevel,
+    ProgressSink, Result, SinkFuture, SyncOptions, Timeouts,
 };
-use crate::lsp::testing::{Elaboration, Report, Script, ScriptedLean, diagnostic};
+use crate::lsp::testing::{Elaboration, Received, Report, Script, ScriptedLean, diagnostic};
+use crate::results::RunResult;
 
 /// A progress sink that follows nothing.
 pub(super) struct Quiet;
@@ -115,13 +116,34 @@ pub(super) fn gated(gate: &Arc<Semaphore>) -> ScriptedLean {
     )
 }
 
+/// What every probe's shadow document's URI holds.
+pub(super) const SHADOW: &str = ".beam-shadow";
+
+/// Whether Lean's request `r` is a `method` about a shadow whose URI holds
+/// `shadow` (`SHADOW` for any).
+pub(super) fn about_shadow(r: &Received, method: &str, shadow: &str) -> bool {
+    r.method == method && r.uri.as_deref().is_some_and(|u| u.contains(shadow))
+}
+
+/// How many `method` requests Lean received about shadows holding `shadow`.
+pub(super) fn shadow_count(lean: &ScriptedLean, method: &str, shadow: &str) -> usize {
+    lean.received()
+        .iter()
+        .filter(|r| about_shadow(r, method, shadow))
+        .count()
+}
+
 /// Until the broker waits for a shadow's diagnostics: a probe is in flight.
 pub(super) async fn a_probe_waits(lean: &ScriptedLean) {
-    lean.wait_for(|r| {
-        r.method == "textDocument/waitForDiagnostics"
-            && r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow"))
-    })
-    .await;
+    lean.wait_for(|r| about_shadow(r, "textDocument/waitForDiagnostics", SHADOW))
+        .await;
+}
+
+/// Run `text` at `place` in the default budget, without handles.
+pub(super) async fn run(broker: &Broker, place: &At<'_>, text: &str) -> Result<RunResult> {
+    broker
+        .run_at(&Quiet, place, text, Budget::default(), Continue::NoHandles)
+        .await
 }
 
 /// Sync `path` and answer the version it reached.

@@ -44,11 +44,7 @@ fn broker_with(lean: &ScriptedLean, ws: &Workspace, docs: &[&str], budget_mib: u
 }
 
 fn shadow_opens(lean: &ScriptedLean) -> usize {
-    lean.received()
-        .iter()
-        .filter(|r| r.method == "textDocument/didOpen")
-        .filter(|r| r.uri.as_deref().is_some_and(|u| u.contains(".beam-shadow")))
-        .count()
+    shadow_count(lean, "textDocument/didOpen", SHADOW)
 }
 
 /// 400 MiB in use and 200 per worker under 700: the first probe opens a
@@ -64,25 +60,13 @@ async fn a_probe_that_would_pass_the_budget_waits_for_a_slot_and_says_so() {
     let d = ws.descriptor();
     let v = synced(&broker, &d, "A.lean").await;
     let place = at(&d, v, 1, 2);
-    let first = broker.run_at(
-        &Quiet,
-        &place,
-        "slow",
-        Budget::default(),
-        Continue::NoHandles,
-    );
+    let first = run(&broker, &place, "slow");
     tokio::pin!(first);
     tokio::select! {
         _ = &mut first => panic!("the gated step answered"),
         _ = a_probe_waits(&lean) => {}
     }
-    let second = broker.run_at(
-        &Quiet,
-        &place,
-        "trivial",
-        Budget::default(),
-        Continue::NoHandles,
-    );
+    let second = run(&broker, &place, "trivial");
     tokio::pin!(second);
     // Until the second probe has decided to wait (the budget's count of
     // waits says so), neither may answer.
@@ -144,18 +128,7 @@ async fn a_probe_takes_an_idle_slot_of_another_file_before_passing_the_budget() 
             ..at(&d, version, 1, 2)
         };
         let broker = &broker;
-        async move {
-            broker
-                .run_at(
-                    &Quiet,
-                    &place,
-                    "trivial",
-                    Budget::default(),
-                    Continue::NoHandles,
-                )
-                .await
-                .unwrap()
-        }
+        async move { run(broker, &place, "trivial").await.unwrap() }
     };
     let a = probe("A.lean", versions[0]).await;
     assert_eq!(a.memory, None, "{a:?}");
@@ -167,16 +140,7 @@ async fn a_probe_takes_an_idle_slot_of_another_file_before_passing_the_budget() 
         "{note}"
     );
     assert!(b.success, "{b:?}");
-    let closed = lean
-        .received()
-        .iter()
-        .filter(|r| r.method == "textDocument/didClose")
-        .filter(|r| {
-            r.uri
-                .as_deref()
-                .is_some_and(|u| u.contains(".A.beam-shadow"))
-        })
-        .count();
+    let closed = shadow_count(&lean, "textDocument/didClose", ".A.beam-shadow");
     assert_eq!(closed, 1, "A's slot gave its worker back");
     assert_eq!(broker.limits().await.max_lean_memory.reclaimed, 1);
 }
@@ -191,16 +155,7 @@ async fn a_worker_larger_than_the_whole_budget_is_refused_naming_it() {
     let broker = broker_with(&lean, &ws, &["A.lean"], 150);
     let d = ws.descriptor();
     let v = synced(&broker, &d, "A.lean").await;
-    let error = broker
-        .run_at(
-            &Quiet,
-            &at(&d, v, 1, 2),
-            "trivial",
-            Budget::default(),
-            Continue::NoHandles,
-        )
-        .await
-        .unwrap_err();
+    let error = run(&broker, &at(&d, v, 1, 2), "trivial").await.unwrap_err();
     match &error {
         Error::ResourceLimit(Limit::LeanMemory {
             limit,
