@@ -126,19 +126,7 @@ fn tools_list_modern(bencher: Bencher) {
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}})
     .to_string();
-    let first = answer(ready(dispatcher.handle_line(
-        &session,
-        line.as_bytes(),
-        &out,
-    )));
-    assert!(first.contains("\"tools\":["), "{first}");
-    bencher.bench(|| {
-        answered(ready(dispatcher.handle_line(
-            &session,
-            divan::black_box(line.as_bytes()),
-            &out,
-        )))
-    });
+    bench_tools_list(bencher, &dispatcher, &session, &out, &line);
 }
 
 /// A legacy tools/list line on an initialized stream.
@@ -158,17 +146,24 @@ fn tools_list_legacy(bencher: Bencher) {
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     ready(dispatcher.handle_line(&session, initialized.as_bytes(), &out));
     let line = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    let first = answer(ready(dispatcher.handle_line(
-        &session,
-        line.as_bytes(),
-        &out,
-    )));
+    bench_tools_list(bencher, &dispatcher, &session, &out, line);
+}
+
+/// Checks that `line` lists the tools on `session`, then times answering it.
+fn bench_tools_list(
+    bencher: Bencher,
+    dispatcher: &Arc<Dispatcher<Unused>>,
+    session: &Arc<Session>,
+    out: &lean_beam_mcp::context::Outbound,
+    line: &str,
+) {
+    let first = answer(ready(dispatcher.handle_line(session, line.as_bytes(), out)));
     assert!(first.contains("\"tools\":["), "{first}");
     bencher.bench(|| {
         answered(ready(dispatcher.handle_line(
-            &session,
+            session,
             divan::black_box(line.as_bytes()),
-            &out,
+            out,
         )))
     });
 }

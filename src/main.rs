@@ -389,15 +389,21 @@ fn absolutize_root(value: &mut Value) {
     }
 }
 
+/// The replica id the environment names (or the default); a bad one is
+/// said on stderr and is exit status 2.
+fn replica_from_env() -> Result<ReplicaId, ExitCode> {
+    ReplicaId::from_env_or_default(env_var, None).map_err(|message| {
+        eprintln!("lean-beam-mcp: {message}");
+        ExitCode::from(2)
+    })
+}
+
 /// Run the calls in order in one in-process session (so that a version returned
 /// by `lean_sync` can be used by the next call), stopping at the first failure.
 async fn call_all(tools: &ToolSet, calls: &[(String, String)], broker: Broker) -> ExitCode {
-    let replica = match ReplicaId::from_env_or_default(env_var, None) {
+    let replica = match replica_from_env() {
         Ok(replica) => replica,
-        Err(message) => {
-            eprintln!("lean-beam-mcp: {message}");
-            return ExitCode::from(2);
-        }
+        Err(status) => return status,
     };
     let stats = Arc::new(Stats::default());
     let beam = Beam::new(stats, broker).with_replica(replica);
@@ -537,12 +543,9 @@ async fn serve(tools: ToolSet, broker: Broker) -> ExitCode {
         Ok(config) => config,
         Err(status) => return status,
     };
-    let replica = match ReplicaId::from_env_or_default(env_var, None) {
+    let replica = match replica_from_env() {
         Ok(replica) => replica,
-        Err(message) => {
-            eprintln!("lean-beam-mcp: {message}");
-            return ExitCode::from(2);
-        }
+        Err(status) => return status,
     };
     let stats = Arc::new(Stats::default());
     let beam = Arc::new(Beam::new(Arc::clone(&stats), broker).with_replica(replica));

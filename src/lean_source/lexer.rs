@@ -300,6 +300,13 @@ mod tests {
             .collect()
     }
 
+    fn kinds(text: &str) -> Vec<(LexemeKind, &str)> {
+        lex(text)
+            .into_iter()
+            .map(|l| (l.kind, &text[l.start..l.end]))
+            .collect()
+    }
+
     #[test]
     fn finds_code_sorry_only() {
         let text = "/-! module sorry doc /- nested sorry -/ -/\n-- a sorry comment\n/-- doc sorry -/\ndef s := \"sorry in \\\" string\"\ntheorem tactic_sorry : T := by\n  exact sorry\ndef t := sorry\ndef x' := 'a'\ndef y := Foo.sorry";
@@ -309,10 +316,7 @@ mod tests {
     #[test]
     fn lexemes_tell_code_from_comments_and_literals() {
         let text = "/-- doc -/\ndef x' := 'a' -- c\n/-! m -/ /- p -/ \"s\" ?h";
-        let kinds: Vec<(LexemeKind, &str)> = lex(text)
-            .into_iter()
-            .map(|l| (l.kind, &text[l.start..l.end]))
-            .collect();
+        let kinds = kinds(text);
         use LexemeKind::*;
         assert_eq!(
             kinds,
@@ -341,10 +345,7 @@ mod tests {
     #[test]
     fn guillemets_and_raw_strings_are_lexed_as_lean_does() {
         let text = "set_option «debug».skipKernelTC true\ndef s := r\"\\\" x\ndef t := r#\"a \" b\"# «--x» y\n«open";
-        let kinds: Vec<(LexemeKind, &str)> = lex(text)
-            .into_iter()
-            .map(|l| (l.kind, &text[l.start..l.end]))
-            .collect();
+        let kinds = kinds(text);
         use LexemeKind::*;
         assert_eq!(
             kinds,

@@ -253,47 +253,37 @@ pub(super) fn is_close(id: u32) -> bool {
 pub fn conclusion_start(toks: &[u32], interner: &Interner) -> usize {
     let id = |s: &str| interner.get(s).unwrap_or(u32::MAX);
     let (colon, arrow, forall, pi, comma) = (id(":"), id("→"), id("∀"), id("Π"), id(","));
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, &t) in toks.iter().enumerate() {
-        if is_open(t) {
-            depth += 1;
-        } else if is_close(t) {
-            depth -= 1;
-        } else if depth == 0 && t == colon {
-            start = i + 1;
-            break;
-        }
-    }
+    let after = |i: usize| i + 1;
+    let mut start = top_level(toks, 0, colon).next().map_or(0, after);
     loop {
         let before = start;
         if toks.get(start).is_some_and(|&t| t == forall || t == pi) {
-            let mut depth = 0i32;
-            for (i, &t) in toks.iter().enumerate().skip(start) {
-                if is_open(t) {
-                    depth += 1;
-                } else if is_close(t) {
-                    depth -= 1;
-                } else if depth == 0 && t == comma {
-                    start = i + 1;
-                    break;
-                }
-            }
+            start = top_level(toks, start, comma).next().map_or(start, after);
         }
-        let mut depth = 0i32;
-        for (i, &t) in toks.iter().enumerate().skip(start) {
-            if is_open(t) {
-                depth += 1;
-            } else if is_close(t) {
-                depth -= 1;
-            } else if depth == 0 && t == arrow {
-                start = i + 1;
-            }
-        }
+        start = top_level(toks, start, arrow).last().map_or(start, after);
         if start == before {
             return start.min(toks.len());
         }
     }
+}
+
+/// The places from `from` on where `target` stands outside brackets (at
+/// bracket depth 0 counted from `from`).
+fn top_level(toks: &[u32], from: usize, target: u32) -> impl Iterator<Item = usize> + '_ {
+    let mut depth = 0i32;
+    toks.iter()
+        .enumerate()
+        .skip(from)
+        .filter_map(move |(i, &t)| {
+            if is_open(t) {
+                depth += 1;
+            } else if is_close(t) {
+                depth -= 1;
+            } else if depth == 0 && t == target {
+                return Some(i);
+            }
+            None
+        })
 }
 
 /// A symbol run that is not a bracket, literal or name: an operator, which
