@@ -372,6 +372,24 @@ impl Mcp {
         self.response(&id);
     }
 
+    /// After a [`Mcp::sync_point`]: whatever the cancelled call `id` was
+    /// answered (if at all), it was a `requestCancelled` tool error, never a
+    /// result.
+    pub fn assert_cancelled_answers(&mut self, id: &Value) {
+        self.sync_point();
+        for response in self
+            .received
+            .iter()
+            .filter(|m| m.get("method").is_none() && m["id"] == *id)
+        {
+            assert_eq!(
+                super::tool_error(&response["result"])["code"],
+                "requestCancelled",
+                "{response}"
+            );
+        }
+    }
+
     /// Run one call to its successful end: its id, its `structuredContent`
     /// and the params of the `beam.status` notices it caused, every one of
     /// which came before its response.

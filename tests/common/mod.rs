@@ -39,6 +39,23 @@ pub fn tool_error(result: &Value) -> Value {
         .unwrap_or_else(|e| panic!("a tool error's text is not JSON ({e}): {text}"))
 }
 
+/// The byte offset in `text` of an LSP position (UTF-16 characters); a
+/// position at the end of its line past the text's end is the text's end.
+pub fn byte_offset(text: &str, position: &Value) -> usize {
+    let line = position["line"].as_u64().unwrap() as usize;
+    let character = position["character"].as_u64().unwrap() as usize;
+    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+    let mut units = 0;
+    for (i, c) in text[start..].char_indices() {
+        if units == character {
+            return start + i;
+        }
+        units += c.len_utf16();
+    }
+    assert_eq!(units, character, "position past the text");
+    text.len()
+}
+
 /// Parse a stdout line and check that it is a JSON-RPC response or notification.
 /// The server never sends requests to the client.
 pub fn check_line(line: &str) -> Value {

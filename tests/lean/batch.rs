@@ -505,18 +505,7 @@ fn a_cancelled_batch_stops_leans_work_and_the_next_batch_works() {
         at(&root, v, TACTIC, &["exact N.zero_add n"]),
     );
     assert_eq!(outcomes(&r), ["closed"], "{r:#}");
-    mcp.sync_point();
-    for response in mcp
-        .received
-        .iter()
-        .filter(|m| m.get("method").is_none() && m["id"] == id)
-    {
-        assert_eq!(
-            common::tool_error(&response["result"])["code"],
-            "requestCancelled",
-            "{response}"
-        );
-    }
+    mcp.assert_cancelled_answers(&id);
 }
 
 fn run_args(root: &str, version: u64, (line, character): (u64, u64), text: &str) -> Value {

@@ -75,30 +75,14 @@ fn edit_of(mcp: &mut Mcp, root: &str, handle: &str) -> Value {
     )
 }
 
-/// Byte offset of an LSP position (UTF-16 characters) in `text`.
-fn offset(text: &str, position: &Value) -> usize {
-    let line = position["line"].as_u64().unwrap() as usize;
-    let character = position["character"].as_u64().unwrap() as usize;
-    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-    let mut units = 0;
-    for (i, c) in text[start..].char_indices() {
-        if units == character {
-            return start + i;
-        }
-        units += c.len_utf16();
-    }
-    assert_eq!(units, character, "position past the text");
-    text.len()
-}
-
 /// `text` with the LSP text edits applied (non-overlapping, any order).
 fn apply(text: &str, edits: &[&Value]) -> String {
     let mut spans: Vec<(usize, usize, &str)> = edits
         .iter()
         .map(|e| {
             (
-                offset(text, &e["range"]["start"]),
-                offset(text, &e["range"]["end"]),
+                common::byte_offset(text, &e["range"]["start"]),
+                common::byte_offset(text, &e["range"]["end"]),
                 e["newText"].as_str().unwrap(),
             )
         })

@@ -308,15 +308,22 @@ impl HttpServer {
     /// be answered within 1 s. Returns the offending calls' results, which
     /// must come within a few seconds.
     fn stays_live(&mut self, tool: &str, args: Value, copies: usize) -> Vec<Value> {
+        self.stays_live_each(tool, vec![args; copies])
+    }
+
+    /// [`HttpServer::stays_live`] with one call of `tool` per element of
+    /// `each`, its arguments.
+    fn stays_live_each(&mut self, tool: &str, each: Vec<Value>) -> Vec<Value> {
         let port = self.port;
-        let ids: Vec<i64> = (0..copies).map(|_| self.id()).collect();
+        let copies = each.len();
+        let each: Vec<(i64, Value)> = each.into_iter().map(|args| (self.id(), args)).collect();
         let version_id = self.id();
         let tool = tool.to_string();
         self.rt.block_on(async move {
             let mut calls = Vec::new();
-            for id in ids {
+            for (id, args) in each {
                 let token = format!("live-{id}");
-                calls.push(Call::bounded(port, id, &tool, args.clone(), &token).await);
+                calls.push(Call::bounded(port, id, &tool, args, &token).await);
             }
             for call in &mut calls {
                 let first = call.next(ERROR_WITHIN).await.unwrap_or_else(|| {
@@ -538,37 +545,11 @@ fn over_http_synced_documents_replaced_by_fifos_get_clear_errors() {
         });
     }
     // Each of the n calls names its own document.
-    let port = server.port;
-    let ids: Vec<i64> = (0..n).map(|_| server.id()).collect();
-    let version_id = server.id();
-    let results = server.rt.block_on(async {
-        let mut calls = Vec::new();
-        for (id, path) in ids.iter().zip(&paths) {
-            let args = json!({"workspace": ws(&root), "path": path});
-            let token = format!("live-{id}");
-            calls.push(Call::bounded(port, *id, "lean_update", args, &token).await);
-        }
-        for call in &mut calls {
-            let first = call.next(ERROR_WITHIN).await.expect("lean_update started");
-            assert_eq!(first["method"], "notifications/progress", "{first}");
-        }
-        let answered = tokio::time::timeout(VERSION_WITHIN, async {
-            Call::start(port, version_id, "beam_version", json!({}), None)
-                .await
-                .result(VERSION_WITHIN)
-                .await
-        })
-        .await;
-        assert!(
-            answered.is_ok(),
-            "beam_version was not answered within {VERSION_WITHIN:?}"
-        );
-        let mut results = Vec::new();
-        for mut call in calls {
-            results.push(call.result(ERROR_WITHIN).await);
-        }
-        results
-    });
+    let each = paths
+        .iter()
+        .map(|path| json!({"workspace": ws(&root), "path": path}))
+        .collect();
+    let results = server.stays_live_each("lean_update", each);
     for (result, path) in results.iter().zip(&paths) {
         assert_clear_error(result, path.trim_start_matches("Fix/"), "FIFO");
     }

@@ -1211,18 +1211,7 @@ fn cancelled_probe_frees_its_slot_at_once() {
     assert_eq!(stats["shadowSlots"], 1, "{stats}");
     // The cancelled call is never answered with a result: whatever it got, it
     // got at the cancellation, long before this point in the stream.
-    mcp.sync_point();
-    for response in mcp
-        .received
-        .iter()
-        .filter(|m| m.get("method").is_none() && m["id"] == slow)
-    {
-        assert_eq!(
-            common::tool_error(&response["result"])["code"],
-            "requestCancelled",
-            "{response}"
-        );
-    }
+    mcp.assert_cancelled_answers(&slow);
 }
 
 #[test]

@@ -70,24 +70,9 @@ fn suggestions(result: &Value) -> &Vec<Value> {
     result["suggestions"].as_array().expect("suggestions")
 }
 
-/// Byte offset of an LSP position (UTF-16 characters) in `text`.
-fn offset(text: &str, position: &Value) -> usize {
-    let line = position["line"].as_u64().unwrap() as usize;
-    let character = position["character"].as_u64().unwrap() as usize;
-    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-    let mut units = 0;
-    for (i, c) in text[start..].char_indices() {
-        if units == character {
-            return start + i;
-        }
-        units += c.len_utf16();
-    }
-    text.len()
-}
-
 fn apply(text: &str, edit: &Value) -> String {
-    let start = offset(text, &edit["range"]["start"]);
-    let end = offset(text, &edit["range"]["end"]);
+    let start = common::byte_offset(text, &edit["range"]["start"]);
+    let end = common::byte_offset(text, &edit["range"]["end"]);
     let mut out = text.to_owned();
     out.replace_range(start..end, edit["newText"].as_str().unwrap());
     out
@@ -420,16 +405,5 @@ fn a_cancelled_suggestion_call_stops_and_the_next_one_works() {
         at(&root, v, ZERO_ADD, json!({"tactics": ["exact?"]})),
     );
     assert_eq!(suggestions(&r)[0]["outcome"], "closed", "{r:#}");
-    mcp.sync_point();
-    for response in mcp
-        .received
-        .iter()
-        .filter(|m| m.get("method").is_none() && m["id"] == id)
-    {
-        assert_eq!(
-            common::tool_error(&response["result"])["code"],
-            "requestCancelled",
-            "{response}"
-        );
-    }
+    mcp.assert_cancelled_answers(&id);
 }
