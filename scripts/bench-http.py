@@ -19,12 +19,12 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+
+import replicaset
 
 REPO = Path(__file__).resolve().parents[1]
 MODERN = "2026-07-28"
@@ -42,21 +42,11 @@ def start_server(binary: str) -> tuple[subprocess.Popen, int]:
         text=True,
         env=env,
     )
-    found: dict[str, int] = {}
-    ready = threading.Event()
-
-    def drain() -> None:
-        for line in process.stderr:
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)/mcp", line)
-            if match:
-                found["port"] = int(match.group(1))
-                ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(20):
+    port = replicaset.announced_port(process, 20)
+    if port is None:
         process.kill()
         sys.exit("the server did not announce its port")
-    return process, found["port"]
+    return process, port
 
 
 def rss_kib(pid: int) -> int:

@@ -127,11 +127,22 @@ def start_replica(binary: str, lean: str, index: int, token: str, workdir: Path,
         env=env,
         cwd=workdir,
     )
+    port = announced_port(process, 30, log_path)
+    if port is None:
+        process.kill()
+        raise Failure(f"replica {index} did not announce its port (see {log_path})")
+    return Replica(index, process, port, log_path)
+
+
+def announced_port(process: subprocess.Popen, timeout: float, log_path: Path | None = None) -> int | None:
+    """The port a `lean-beam-mcp --http` server announces on its stderr (text
+    mode), read by a thread that drains it to the end (into `log_path`, where
+    given); None when none comes within `timeout` s."""
     found: dict[str, int] = {}
     ready = threading.Event()
 
     def drain() -> None:
-        with open(log_path, "w") as log:
+        with open(log_path or os.devnull, "w") as log:
             for line in process.stderr:
                 log.write(line)
                 log.flush()
@@ -141,10 +152,7 @@ def start_replica(binary: str, lean: str, index: int, token: str, workdir: Path,
                     ready.set()
 
     threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(30):
-        process.kill()
-        raise Failure(f"replica {index} did not announce its port (see {log_path})")
-    return Replica(index, process, found["port"], log_path)
+    return found["port"] if ready.wait(timeout) else None
 
 
 @dataclass
