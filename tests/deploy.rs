@@ -7,13 +7,18 @@
 //! the same file under a real HAProxy; `scripts/validate-k8s.sh` checks the
 //! manifests against the Kubernetes schemas.)
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
+
+#[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
+mod common;
+
+use common::child::HttpChild;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -50,39 +55,12 @@ fn env_default<'a>(text: &'a str, name: &str) -> &'a str {
     &text[start..end]
 }
 
-struct Replica {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_replica(allowed_host: &str) -> Replica {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+fn start_replica(allowed_host: &str) -> HttpChild {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
+    command
         .args(["--http", "127.0.0.1:0", "--allowed-host", allowed_host])
-        .env("LEAN_BEAM_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn lean-beam-mcp --http");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = loop {
-        let line = lines
-            .next()
-            .expect("the server announces its port")
-            .unwrap();
-        if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
-            break rest.trim_end_matches("/mcp").parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Replica { child, port }
+        .env("LEAN_BEAM_LOG", "warn");
+    HttpChild::spawn(command, Duration::from_secs(30))
 }
 
 /// One request with `Connection: close`: (status, lowercase headers, body).

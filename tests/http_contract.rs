@@ -3,7 +3,6 @@
 //! DNS-rebinding refusal, the body limit, session expiry, SSE streams, CORS,
 //! /health and graceful shutdown.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,35 +37,15 @@ impl Server {
     /// `--http ADDR... EXTRA...` with these environment variables (and no
     /// inherited LEAN_BEAM_HTTP_TOKEN).
     fn start_with(addr: &[&str], extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
+        command
             .arg("--http")
             .args(addr)
             .args(extra)
             .env("LEAN_BEAM_LOG", "warn")
             .env_remove("LEAN_BEAM_HTTP_TOKEN")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn lean-beam-mcp");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (port_tx, port_rx) = std::sync::mpsc::channel();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let authority = rest.trim_end_matches("/mcp");
-                    let port: u16 = authority.rsplit(':').next().unwrap().parse().unwrap();
-                    let _ = port_tx.send(port);
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let port = port_rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("server announces its port");
+            .envs(env.iter().copied());
+        let (child, port, log) = common::child::spawn_http(command, Duration::from_secs(20));
         Server { child, port, log }
     }
 

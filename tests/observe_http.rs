@@ -9,52 +9,25 @@
 #[allow(dead_code)] // this binary uses a slice of the harness (see tests/common/mod.rs)
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use common::child::HttpChild;
+
 const TOKEN: &str = "observe-test-token-51d0";
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(lean: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"))
+fn start(lean: &std::path::Path) -> HttpChild {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lean-beam-mcp"));
+    command
         .args(["--http", "127.0.0.1:0", "--replica-id", "observe-r1"])
         .env("LEAN_BEAM_LOG", "warn")
         .env("LEAN_BEAM_HTTP_TOKEN", TOKEN)
-        .env("LEAN_BEAM_LEAN", lean)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn lean-beam-mcp");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                let port = rest.trim_end_matches("/mcp").rsplit(':').next().unwrap();
-                let _ = tx.send(port.parse::<u16>().unwrap());
-            }
-        }
-    });
-    let port = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the server announces its port");
-    Server { child, port }
+        .env("LEAN_BEAM_LEAN", lean);
+    HttpChild::spawn(command, Duration::from_secs(30))
 }
 
 struct Reply {

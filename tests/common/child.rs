@@ -218,3 +218,61 @@ impl Drop for StdioChild {
         self.kill();
     }
 }
+
+/// A `lean-beam-mcp --http` server spawned from `command` (its arguments and
+/// environment set; stdin and stdout null here, stderr piped): the child, the
+/// port it announces (`listening on http://HOST:PORT/mcp`, the first if it
+/// listens on several), waited for `limit`, and every line of its stderr as
+/// it comes.
+pub fn spawn_http(mut command: Command, limit: Duration) -> (Child, u16, Arc<Mutex<Vec<String>>>) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn lean-beam-mcp --http");
+    let stderr = child.stderr.take().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&log);
+    let (port_tx, port_rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let authority = rest.trim_end_matches("/mcp");
+                let port: u16 = authority.rsplit(':').next().unwrap().parse().unwrap();
+                let _ = port_tx.send(port);
+            }
+            sink.lock().unwrap().push(line);
+        }
+    });
+    let port = port_rx
+        .recv_timeout(limit)
+        .expect("the server announces its port");
+    (child, port, log)
+}
+
+/// A [`spawn_http`] server as one value, killed on drop.
+pub struct HttpChild {
+    pub child: Child,
+    pub port: u16,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpChild {
+    pub fn spawn(command: Command, limit: Duration) -> HttpChild {
+        let (child, port, log) = spawn_http(command, limit);
+        HttpChild { child, port, log }
+    }
+
+    /// Its stderr's lines so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for HttpChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -6,13 +6,12 @@ use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::child::Spawn;
+use common::child::{HttpChild, Spawn};
 use common::lean::{TempWorkspace, lean};
 use common::mcp::{Era, Mcp, ws};
 use common::{MODERN, TIMEOUT, meta};
@@ -89,10 +88,9 @@ fn beam_version_and_beam_stats_name_the_replica() {
 // ---------------------------------------------------------------------------
 // Over HTTP: a spawned `lean-beam-mcp --http` and a small blocking client.
 
+/// The server, with the signals and the wait the replica tests send it.
 struct HttpServer {
-    child: Child,
-    port: u16,
-    log: Arc<Mutex<Vec<String>>>,
+    http: HttpChild,
 }
 
 impl HttpServer {
@@ -104,40 +102,22 @@ impl HttpServer {
                 command.env_remove(key);
             }
         }
-        let mut child = command
+        command
             .envs(lean().server_env())
             .env("LEAN_BEAM_LOG", "info")
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn lean-beam-mcp --http");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&log);
-        let (port_tx, port_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
-                    let _ = port_tx.send(rest.trim_end_matches("/mcp").parse::<u16>().unwrap());
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let port = port_rx
-            .recv_timeout(TIMEOUT)
-            .expect("the server announces its port");
-        HttpServer { child, port, log }
+            .current_dir(root);
+        HttpServer {
+            http: HttpChild::spawn(command, TIMEOUT),
+        }
     }
 
     fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
+        self.http.log()
     }
 
     fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .args([&format!("-{name}"), &self.http.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
@@ -147,7 +127,7 @@ impl HttpServer {
     fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
+            if let Some(status) = self.http.child.try_wait().unwrap() {
                 return status;
             }
             assert!(
@@ -157,13 +137,6 @@ impl HttpServer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -292,7 +265,7 @@ fn sigterm_drains_the_calls_in_flight_and_refuses_new_ones_retryably() {
     let root = w.root_str();
     w.write("Fix/Sleepy.lean", SLEEPY);
     let mut server = HttpServer::start(&["--drain-secs", "120"], &root);
-    let port = server.port;
+    let port = server.http.port;
     let health = Exchange::send(port, "GET", "/health", &[], b"");
     assert_eq!(health.status, 200);
 
@@ -371,14 +344,17 @@ fn sigterm_drains_the_calls_in_flight_and_refuses_new_ones_retryably() {
 fn the_replica_name_over_http_defaults_to_host_and_port() {
     let w = TempWorkspace::copy("basic");
     let server = HttpServer::start(&[], &w.root_str());
-    let version = post_modern(server.port, "beam_version", json!({}), 1, None).text();
+    let version = post_modern(server.http.port, "beam_version", json!({}), 1, None).text();
     let version: Value = serde_json::from_str(&version).unwrap();
     let replica = version["result"]["structuredContent"]["replica"]
         .as_str()
         .unwrap();
-    assert!(replica.ends_with(&format!(":{}", server.port)), "{replica}");
+    assert!(
+        replica.ends_with(&format!(":{}", server.http.port)),
+        "{replica}"
+    );
     let named = HttpServer::start(&["--replica-id", "edge-1"], &w.root_str());
-    let stats = post_modern(named.port, "beam_stats", json!({}), 1, None).text();
+    let stats = post_modern(named.http.port, "beam_stats", json!({}), 1, None).text();
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["result"]["structuredContent"]["replica"], "edge-1");
 }
