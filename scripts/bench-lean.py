@@ -335,13 +335,19 @@ def main():
         goals_uri = uri_of(os.path.join(basic, "Fix/Goals.lean"))
         sync_args = {"workspace": {"root": basic}, "path": "Fix/Goals.lean"}
         wait_params = {"uri": goals_uri, "version": versions[(basic, "Fix/Goals.lean")]}
-        m, d, f, *b = interleave(
-            args.calls,
-            lambda: mcp.call("lean_sync", sync_args),
-            lambda: direct[basic].request("textDocument/waitForDiagnostics", wait_params),
-            lambda: forwarded.request("textDocument/waitForDiagnostics", wait_params),
-            *([lambda: base.call("lean_sync", sync_args)] if base else []),
-        )
+
+        def against_lean(tool, tool_args, base_args, method, params):
+            """Times `tool` (and the baseline's, with `base_args`) against
+            `method` sent to Lean directly and through the forwarder."""
+            return interleave(
+                args.calls,
+                lambda: mcp.call(tool, tool_args),
+                lambda: direct[basic].request(method, params),
+                lambda: forwarded.request(method, params),
+                *([lambda: base.call(tool, base_args)] if base else []),
+            )
+
+        m, d, f, *b = against_lean("lean_sync", sync_args, sync_args, "textDocument/waitForDiagnostics", wait_params)
         results.append(compare("lean_sync unchanged vs waitForDiagnostics", m, d, 1.10, 1000))
         results.append(compare("  floor: waitForDiagnostics via forwarder", f, d, 1.10, None, "fwd"))
         if base:
@@ -353,13 +359,7 @@ def main():
         hover_args = dict(sync_args, version=version, line=11, character=34)
         base_hover_args = dict(hover_args, version=base.call("lean_sync", sync_args)["version"]) if base else None
         hover_params = {"textDocument": {"uri": goals_uri}, "position": {"line": 11, "character": 34}}
-        m, d, f, *b = interleave(
-            args.calls,
-            lambda: mcp.call("lean_hover", hover_args),
-            lambda: direct[basic].request("textDocument/hover", hover_params),
-            lambda: forwarded.request("textDocument/hover", hover_params),
-            *([lambda: base.call("lean_hover", base_hover_args)] if base else []),
-        )
+        m, d, f, *b = against_lean("lean_hover", hover_args, base_hover_args, "textDocument/hover", hover_params)
         results.append(compare("hover Fix/Goals.lean 11:34", m, d, 1.05, 200))
         results.append(compare("  floor: hover via forwarder", f, d, 1.05, None, "fwd"))
         results.append(compare("  hover over the forwarder's floor", m, f, 1.05, 40, "MCP"))
