@@ -46,12 +46,10 @@ import subprocess
 import sys
 import time
 
+import mcpmeta
+
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-MODERN = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench-lean", "version": "1"},
-}
+MODERN = mcpmeta.modern_meta("bench-lean")
 
 
 def log(*args):

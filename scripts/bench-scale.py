@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 
+import mcpmeta
 import sibling
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -52,14 +53,7 @@ bench = sibling.load("bench-lean.py")
 
 
 def meta(level=None):
-    m = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "bench-scale", "version": "1"},
-    }
-    if level:
-        m["io.modelcontextprotocol/logLevel"] = level
-    return m
+    return mcpmeta.modern_meta("bench-scale", level)
 
 
 class Mcp(bench.Mcp):

@@ -45,6 +45,8 @@ import threading
 import time
 from pathlib import Path
 
+import mcpmeta
+
 REPO = Path(__file__).resolve().parent.parent
 ROOT = (REPO / "tests/fixtures/long").resolve()
 FILE = "Long.lean"
@@ -123,11 +125,7 @@ class Mcp:
             self.next_id += 1
             call_id = self.next_id
             self.waiters[call_id] = threading.Event()
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "bench-speculate", "version": "1"},
-        }
+        meta = mcpmeta.modern_meta("bench-speculate")
         request = {
             "jsonrpc": "2.0",
             "id": call_id,

@@ -40,12 +40,10 @@ import sys
 import time
 from pathlib import Path
 
+import mcpmeta
+
 REPO = Path(__file__).resolve().parent.parent
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench-stdio", "version": "1"},
-}
+META = mcpmeta.modern_meta("bench-stdio")
 
 TARGETS = {
     "round_trip_median_us": 40.0,

@@ -24,9 +24,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mcpmeta
+
 REPO = Path(__file__).resolve().parents[1]
 HAPROXY_CFG = REPO / "deploy" / "haproxy" / "haproxy.cfg"
-MODERN = "2026-07-28"
+MODERN = mcpmeta.MODERN
 LEGACY = "2025-11-25"
 # The Host HAProxy sends to the replicas (LEAN_BEAM_REPLICA_HOST), which they
 # accept through --allowed-host.
@@ -359,11 +361,7 @@ class Client:
         self.next_id += 1
         params: dict = {"name": tool, "arguments": arguments}
         if self.era == MODERN:
-            params["_meta"] = {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": self.name, "version": "1"},
-            }
+            params["_meta"] = mcpmeta.modern_meta(self.name)
             headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
         else:
             if self.session is None:

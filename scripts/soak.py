@@ -52,14 +52,11 @@ import tempfile
 import threading
 import time
 
+import mcpmeta
 import soak_hostile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "soak", "version": "1"},
-}
+META = mcpmeta.modern_meta("soak")
 # Tools whose calls the soak may cancel (lean_drop_workspace is not cancellable).
 NOT_CANCELLABLE = {"lean_drop_workspace"}
 

@@ -54,13 +54,11 @@ import threading
 import time
 import traceback
 
-MODERN = "2026-07-28"
+import mcpmeta
+
+MODERN = mcpmeta.MODERN
 LEGACY = "2025-11-25"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "soak-hostile", "version": "1"},
-}
+META = mcpmeta.modern_meta("soak-hostile")
 
 # The server's limits, set low so that each is hit.
 LIMITS = {
