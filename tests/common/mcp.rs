@@ -98,6 +98,16 @@ impl Mcp {
         mcp
     }
 
+    /// A server on the test toolchain (`lean().server_env()`), with `extra`
+    /// set after it.
+    pub fn on_lean(era: Era, extra: &[(&str, &str)]) -> Mcp {
+        let mut spawn = Spawn::default().envs(super::lean::lean().server_env());
+        for (k, v) in extra {
+            spawn = spawn.env(k, *v);
+        }
+        Mcp::start(era, spawn)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.pid()
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use common::lean::{TempWorkspace, eventually, lean, lean_processes_of_server};
-use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::mcp::{CallOpts, Era, Mcp, ws};
 
 const BATCH: &str = "Fix/Batch.lean";
 /// `  exact N.zero_add n`: the tactic the candidates replace.
@@ -35,11 +35,7 @@ const HEAVY: &str =
 const CRASH: &str = "@[tactic_parser] opaque Lean.Parser.Tactic.bogus : Lean.ParserDescr";
 
 fn spawn_with(extra: &[(&str, &str)]) -> Mcp {
-    let mut spawn = Spawn::default().envs(lean().server_env());
-    for (k, v) in extra {
-        spawn = spawn.env(k, *v);
-    }
-    Mcp::start(Era::Modern, spawn)
+    Mcp::on_lean(Era::Modern, extra)
 }
 
 fn fixture() -> String {

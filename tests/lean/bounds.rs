@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use common::lean::{Proc, TempWorkspace, eventually, lean, lean_processes_of_server};
-use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::lean::{Proc, TempWorkspace, eventually, lean_processes_of_server};
+use common::mcp::{CallOpts, Era, Mcp, ws};
 use common::procfs;
 
 const GOALS: &str = "Fix/Goals.lean";
@@ -32,13 +32,9 @@ const GUARD: Duration = Duration::from_secs(60);
 fn spawn(extra: &[(&str, &str)]) -> Mcp {
     // Bases compile with a batch `lean` outside the server's trees; probes
     // here carry their whole prefix.
-    let mut spawn = Spawn::default()
-        .envs(lean().server_env())
-        .env("LEAN_BEAM_PREFIX_BASES", "0");
-    for (k, v) in extra {
-        spawn = spawn.env(k, *v);
-    }
-    Mcp::start(Era::Modern, spawn)
+    let mut env = vec![("LEAN_BEAM_PREFIX_BASES", "0")];
+    env.extend_from_slice(extra);
+    Mcp::on_lean(Era::Modern, &env)
 }
 
 fn doc(root: &TempWorkspace, path: &str) -> Value {

@@ -28,11 +28,7 @@ fn spawn(era: Era) -> Mcp {
 }
 
 fn spawn_with(era: Era, extra: &[(&str, &str)]) -> Mcp {
-    let mut spawn = Spawn::default().envs(lean().server_env());
-    for (k, v) in extra {
-        spawn = spawn.env(k, *v);
-    }
-    Mcp::start(era, spawn)
+    Mcp::on_lean(era, extra)
 }
 
 fn fixture(name: &str) -> String {

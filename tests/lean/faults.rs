@@ -72,13 +72,9 @@ impl Rig {
     fn new(extra: &[(&str, &str)]) -> Rig {
         let ws = TempWorkspace::copy("basic");
         ws.write("Fix/Wait.lean", &waits(800));
-        let mut spawn = Spawn::default().envs(lean().server_env());
-        for (k, v) in extra {
-            spawn = spawn.env(k, *v);
-        }
         let root = ws.root_str();
         Rig {
-            m: Mcp::start(Era::Modern, spawn),
+            m: Mcp::on_lean(Era::Modern, extra),
             ws,
             root,
             started: Vec::new(),

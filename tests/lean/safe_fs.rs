@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
 use common::lean::{TempDir, TempWorkspace, eventually, lean};
-use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::mcp::{CallOpts, Era, Mcp, ws};
 
 /// `beam_version` must be answered this fast while an offending call runs.
 const VERSION_WITHIN: Duration = Duration::from_secs(1);
@@ -51,11 +51,7 @@ fn mkfifo(path: &Path) {
 }
 
 fn spawn_stdio(extra: &[(&str, &str)]) -> Mcp {
-    let mut spawn = Spawn::default().envs(lean().server_env());
-    for (k, v) in extra {
-        spawn = spawn.env(k, *v);
-    }
-    Mcp::start(Era::Modern, spawn)
+    Mcp::on_lean(Era::Modern, extra)
 }
 
 fn report_args(root: &str, extra: Value) -> Value {

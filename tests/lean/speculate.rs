@@ -18,17 +18,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use common::lean::{TempWorkspace, lean};
-use common::mcp::{CallOpts, Era, Mcp, Spawn, ws};
+use common::mcp::{CallOpts, Era, Mcp, ws};
 
 const GOALS: &str = "Fix/Goals.lean";
 const ERRORS: &str = "Fix/Errors.lean";
 
 fn spawn_with(extra: &[(&str, &str)]) -> Mcp {
-    let mut spawn = Spawn::default().envs(lean().server_env());
-    for (k, v) in extra {
-        spawn = spawn.env(k, *v);
-    }
-    Mcp::start(Era::Modern, spawn)
+    Mcp::on_lean(Era::Modern, extra)
 }
 
 fn spawn() -> Mcp {
