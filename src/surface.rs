@@ -3,7 +3,6 @@
 //! the checks the generated validators call, the catalog with its output schemas).
 
 use std::fmt;
-use std::sync::LazyLock;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -312,18 +311,21 @@ mod rendered {
 
 /// The `tools` array of a tools/list result: the table's catalog with each
 /// tool's `outputSchema` (derived from its result type) after its
-/// `inputSchema`. Rendered at build time (`build.rs`), so a start derives,
-/// parses and serializes nothing: the entries are only joined, once.
+/// `inputSchema`. Rendered at build time (`build.rs`) as one literal, so a
+/// start derives, parses, serializes and copies nothing: a tools/list answer
+/// is this text between its head and tail, joined in the answer's line.
 pub fn catalog_json() -> &'static str {
-    static CATALOG: LazyLock<String> = LazyLock::new(|| catalog_of(Tool::ALL));
-    &CATALOG
+    rendered::CATALOG
 }
 
 /// The `tools` array of the tools/list result of `tools`, in table order.
 pub(crate) fn catalog_of(tools: impl IntoIterator<Item = Tool>) -> String {
     let entries: Vec<&str> = tools
         .into_iter()
-        .map(|tool| rendered::CATALOG_ENTRIES[tool.index()])
+        .map(|tool| {
+            let (start, end) = rendered::CATALOG_ENTRIES[tool.index()];
+            &rendered::CATALOG[start..end]
+        })
         .collect();
     let mut catalog = String::with_capacity(entries.iter().map(|e| e.len() + 1).sum::<usize>() + 2);
     catalog.push('[');
@@ -382,7 +384,23 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{ErrorCode, Tool, nearest_tool, snake_keys};
+    use super::{ErrorCode, Tool, catalog_json, catalog_of, nearest_tool, snake_keys};
+
+    #[test]
+    fn the_rendered_catalog_is_its_entries_joined() {
+        // Every tool's array is the one build-time literal; a subset's is
+        // joined from that literal's entry slices: both agree.
+        assert_eq!(catalog_of(Tool::ALL), catalog_json());
+        let entries: Vec<serde_json::Value> =
+            serde_json::from_str(catalog_json()).expect("the catalog is JSON");
+        assert_eq!(entries.len(), Tool::ALL.len());
+        for (entry, tool) in entries.iter().zip(Tool::ALL) {
+            assert_eq!(entry["name"], tool.name());
+            let one: serde_json::Value =
+                serde_json::from_str(&catalog_of([tool])).expect("a subset's catalog is JSON");
+            assert_eq!(one, serde_json::Value::Array(vec![entry.clone()]));
+        }
+    }
 
     #[test]
     fn error_data_keys_are_snake_case() {

@@ -202,12 +202,27 @@ fn id_json(id: Option<&RequestId>) -> String {
 /// `{"jsonrpc":"2.0","id":…,"result":<result_json>}` with `result_json` already
 /// serialized (so that cached results are served as bytes).
 pub fn response_line(id: &RequestId, result_json: &str) -> String {
+    response_line_of(id, &[result_json])
+}
+
+/// [`response_line`] of a result given in pieces, joined in the line itself
+/// (a tools/list answer is the build-time catalog between its head and tail,
+/// copied once, into its line). The line is allocated at its exact length
+/// plus one byte for the newline the stdio writer appends: it never grows
+/// (a 212 KB tools/list line that grew by a byte was moved whole into a
+/// 416 KiB allocation).
+pub fn response_line_of(id: &RequestId, result_parts: &[&str]) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
     let id = id_json(Some(id));
-    let mut line = String::with_capacity(result_json.len() + id.len() + 32);
-    line.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    let body: usize = result_parts.iter().map(|part| part.len()).sum();
+    let mut line = String::with_capacity(HEAD.len() + id.len() + RESULT.len() + body + 2);
+    line.push_str(HEAD);
     line.push_str(&id);
-    line.push_str(r#","result":"#);
-    line.push_str(result_json);
+    line.push_str(RESULT);
+    for part in result_parts {
+        line.push_str(part);
+    }
     line.push('}');
     line
 }
@@ -224,4 +239,27 @@ pub fn error_line(id: Option<&RequestId>, error: &RpcError) -> String {
         id_json(id),
         Value::Object(body)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_line_has_room_for_its_newline_and_joins_its_pieces() {
+        for id in [
+            RequestId::from_value(&Value::from(7)),
+            RequestId::from_value(&Value::from("a\"b")),
+        ] {
+            let id = id.expect("a valid id");
+            let whole = response_line(&id, r#"{"tools":[1,2],"x":true}"#);
+            let joined = response_line_of(&id, &[r#"{"tools":"#, "[1,2]", r#","x":true}"#]);
+            assert_eq!(whole, joined);
+            let parsed: Value = serde_json::from_str(&whole).expect("the line is JSON");
+            assert_eq!(parsed["result"]["tools"], serde_json::json!([1, 2]));
+            assert_eq!(parsed["id"], id.to_value());
+            // The stdio writer appends the newline without a reallocation.
+            assert!(whole.capacity() > whole.len(), "{whole}");
+        }
+    }
 }

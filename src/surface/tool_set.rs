@@ -20,8 +20,12 @@ pub const ENV: &str = "LEAN_BEAM_TOOLS";
 #[derive(Debug, Clone)]
 pub struct ToolSet {
     members: [bool; TOOL_COUNT],
-    /// The `tools` array of this set's tools/list result.
-    catalog: Arc<str>,
+    /// The `tools` array of this set's tools/list result, when the set is
+    /// not every tool; every tool's is the build-time text itself
+    /// ([`full_catalog`]), never copied (a copy of its 212 KB was ~52 page
+    /// faults at start-up, and two sets were built: the flag's and
+    /// `Config::default`'s).
+    catalog: Option<Arc<str>>,
     /// How the set was asked for (`all`, `core`, `lean_sync,lean_goals`).
     spelling: Arc<str>,
 }
@@ -37,7 +41,7 @@ impl ToolSet {
     pub fn all() -> Self {
         Self {
             members: [true; TOOL_COUNT],
-            catalog: Arc::from(full_catalog()),
+            catalog: None,
             spelling: Arc::from(ALL),
         }
     }
@@ -81,9 +85,9 @@ impl ToolSet {
         }
         Ok(Self {
             members,
-            catalog: Arc::from(super::catalog_of(
+            catalog: Some(Arc::from(super::catalog_of(
                 Tool::ALL.into_iter().filter(|tool| members[tool.index()]),
-            )),
+            ))),
             spelling: Arc::from(spelling),
         })
     }
@@ -124,7 +128,10 @@ impl ToolSet {
 
     /// The `tools` array of a tools/list result, as JSON text.
     pub fn catalog_json(&self) -> &str {
-        &self.catalog
+        match &self.catalog {
+            Some(catalog) => catalog,
+            None => full_catalog(),
+        }
     }
 
     /// Parse and validate a call; a tool outside the set is `UnknownTool`.

@@ -23,32 +23,35 @@ use crate::fifo_timer::FifoTimer;
 use crate::identity;
 use crate::identity::SUPPORTED_MODERN;
 use crate::stats::Stats;
-use crate::surface::{Handler, ToolOutcome, ToolSet};
+use crate::surface::{Handler, ToolOutcome};
 use crate::wire::RequestId;
 use crate::{log_debug, log_info, log_warn};
 
-/// Results that never change, serialized once.
+/// Results that never change, serialized once. A tools/list result is the
+/// build-time catalog (`ToolSet::catalog_json`) between `{"tools":` and its
+/// era's tail, joined only in each answer's line: no 212 KB copy of it is
+/// made at start-up or kept.
 #[derive(Debug)]
 struct Cached {
-    legacy_tools_list: String,
-    modern_tools_list: String,
+    modern_tools_list_tail: String,
     modern_discover: String,
     modern_empty: String,
     modern_suffix: String,
 }
 
+/// What a tools/list result opens with, before the catalog.
+const TOOLS_LIST_HEAD: &str = r#"{"tools":"#;
+/// A legacy tools/list result's tail, after the catalog.
+const LEGACY_TOOLS_LIST_TAIL: &str = "}";
+
 impl Cached {
-    fn new(tools: &ToolSet) -> Self {
+    fn new() -> Self {
         let server_info = identity::server_info();
         let meta = json!({ META_SERVER_INFO: server_info });
         let modern_suffix = format!(r#","resultType":"complete","_meta":{meta}"#);
         let modern_cache = r#","ttlMs":3600000,"cacheScope":"public""#;
         Cached {
-            legacy_tools_list: format!(r#"{{"tools":{}}}"#, tools.catalog_json()),
-            modern_tools_list: format!(
-                r#"{{"tools":{}{modern_cache}{modern_suffix}}}"#,
-                tools.catalog_json()
-            ),
+            modern_tools_list_tail: format!("{modern_cache}{modern_suffix}}}"),
             modern_discover: {
                 let body = json!({
                     "supportedVersions": SUPPORTED_MODERN,
@@ -60,6 +63,24 @@ impl Cached {
             },
             modern_empty: format!("{{{}}}", &modern_suffix[1..]),
             modern_suffix,
+        }
+    }
+}
+
+/// An immediate answer's `result`, serialized: whole, or a tools/list
+/// catalog between its head and tail (joined in the answer's line).
+enum Answer<'a> {
+    Json(Cow<'a, str>),
+    ToolsList { catalog: &'a str, tail: &'a str },
+}
+
+impl Answer<'_> {
+    fn line(&self, id: &RequestId) -> String {
+        match self {
+            Answer::Json(result) => jsonrpc::response_line(id, result),
+            Answer::ToolsList { catalog, tail } => {
+                jsonrpc::response_line_of(id, &[TOOLS_LIST_HEAD, catalog, tail])
+            }
         }
     }
 }
@@ -107,7 +128,7 @@ pub enum Reply {
 
 impl<O: Handler + 'static> Dispatcher<O> {
     pub fn new(ops: Arc<O>, stats: Arc<Stats>, config: Config) -> Arc<Self> {
-        let cached = Cached::new(&config.tools);
+        let cached = Cached::new();
         Arc::new(Self {
             ops,
             stats,
@@ -224,7 +245,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
                     .handle_request(session, &id, &method, params, out)
                     .await
                 {
-                    Ok(Some(result)) => Reply::Line(jsonrpc::response_line(&id, &result)),
+                    Ok(Some(answer)) => Reply::Line(answer.line(&id)),
                     Ok(None) => Reply::None,
                     Err(error) => {
                         self.stats.record_protocol_error();
@@ -287,7 +308,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
         method: &str,
         params: Option<Map<String, Value>>,
         out: &Outbound,
-    ) -> Result<Option<Cow<'_, str>>, RpcError> {
+    ) -> Result<Option<Answer<'_>>, RpcError> {
         let modern = method == "server/discover" || era::is_modern(params.as_ref());
         if modern {
             if let Some(revision) = session.family().legacy_revision() {
@@ -300,18 +321,23 @@ impl<O: Handler + 'static> Dispatcher<O> {
             return match method {
                 "server/discover" => {
                     only_members(params.as_ref(), &["_meta"])?;
-                    Ok(Some(Cow::Borrowed(&self.cached.modern_discover)))
+                    Ok(Some(Answer::Json(Cow::Borrowed(
+                        &self.cached.modern_discover,
+                    ))))
                 }
                 "tools/list" => {
                     check_tools_list(params.as_ref())?;
                     session.select_modern();
-                    Ok(Some(Cow::Borrowed(&self.cached.modern_tools_list)))
+                    Ok(Some(Answer::ToolsList {
+                        catalog: self.config.tools.catalog_json(),
+                        tail: &self.cached.modern_tools_list_tail,
+                    }))
                 }
                 "tools/call" => {
                     session.select_modern();
                     self.start_call(session, id, params, Era::Modern, meta.log_level, out)
                         .await
-                        .map(|answer| answer.map(Cow::Owned))
+                        .map(|answer| answer.map(|line| Answer::Json(Cow::Owned(line))))
                 }
                 "initialize" | "ping" | "logging/setLevel" => Err(RpcError::new(
                     jsonrpc::METHOD_NOT_FOUND,
@@ -339,12 +365,14 @@ impl<O: Handler + 'static> Dispatcher<O> {
             });
         }
         match method {
-            "ping" => Ok(Some(self.empty_result(Era::Legacy))),
+            "ping" => Ok(Some(Answer::Json(self.empty_result(Era::Legacy)))),
             "initialize" if family == Family::Unselected => {
                 let requested = validate_initialize(params.as_ref())?;
                 let revision = era::negotiate_legacy(requested);
                 session.set_family(Family::LegacyInitializing(revision));
-                Ok(Some(Cow::Owned(self.initialize_result(revision))))
+                Ok(Some(Answer::Json(Cow::Owned(
+                    self.initialize_result(revision),
+                ))))
             }
             "initialize" => Err(RpcError::invalid_request(
                 "initialize was already received on this stream",
@@ -359,13 +387,16 @@ impl<O: Handler + 'static> Dispatcher<O> {
             }
             "tools/list" => {
                 check_tools_list(params.as_ref())?;
-                Ok(Some(Cow::Borrowed(&self.cached.legacy_tools_list)))
+                Ok(Some(Answer::ToolsList {
+                    catalog: self.config.tools.catalog_json(),
+                    tail: LEGACY_TOOLS_LIST_TAIL,
+                }))
             }
             "tools/call" => {
                 let level = session.log_level();
                 self.start_call(session, id, params, Era::Legacy, Some(level), out)
                     .await
-                    .map(|answer| answer.map(Cow::Owned))
+                    .map(|answer| answer.map(|line| Answer::Json(Cow::Owned(line))))
             }
             "logging/setLevel" => {
                 let level = params
@@ -380,7 +411,7 @@ impl<O: Handler + 'static> Dispatcher<O> {
                     })?;
                 only_members(params.as_ref(), &["level", "_meta"])?;
                 session.set_log_level(level);
-                Ok(Some(self.empty_result(Era::Legacy)))
+                Ok(Some(Answer::Json(self.empty_result(Era::Legacy))))
             }
             other => Err(RpcError::method_not_found(other)),
         }
