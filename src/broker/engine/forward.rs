@@ -49,11 +49,13 @@ pub struct Forwarder<'a> {
 }
 
 impl<'a> Forwarder<'a> {
+    /// `sent`: this call sent Lean the edit or (re)open that made `version`.
     pub fn new(
         sink: &'a dyn ProgressSink,
         doc: &'a Doc,
         version: u64,
         scope: Option<DiagnosticScope>,
+        sent: bool,
     ) -> Self {
         Forwarder {
             sink,
@@ -68,13 +70,15 @@ impl<'a> Forwarder<'a> {
             last_progress: None,
             seen_updates: 0,
             done_sent: false,
-            // Lake output of this version that came before this call is not
-            // something it waits for (an unchanged file keeps its worker). A
-            // call that (re)opens the file starts at 0: `apply` reset the
-            // report before Lean heard of the file, and Lake can only print
-            // once the new worker runs.
+            // A call that sent the version starts at 0: `apply` reset the
+            // report before Lean heard of it, so every Lake line since is
+            // this call's, even one that arrived before this forwarder was
+            // made (a loaded machine delayed a probe that long, and its
+            // `lakeSetup` notice was lost). Lake output of a version another
+            // call sent is not something this one waits for (an unchanged
+            // file keeps its worker).
             seen_setup_lines: Some(doc.snapshot())
-                .filter(|snap| snap.version == version)
+                .filter(|snap| !sent && snap.version == version)
                 .map_or(0, |snap| snap.lake_setup.lines),
             last_setup_progress: None,
         }
@@ -87,11 +91,12 @@ impl<'a> Forwarder<'a> {
         doc: &'a Doc,
         version: u64,
         shown: &'a str,
+        sent: bool,
     ) -> Self {
         Forwarder {
             shown,
             probe: true,
-            ..Forwarder::new(sink, doc, version, None)
+            ..Forwarder::new(sink, doc, version, None, sent)
         }
     }
 
@@ -99,7 +104,7 @@ impl<'a> Forwarder<'a> {
     /// answers a position once it has elaborated it): what changes while it
     /// waits. A version already elaborated has nothing to tell.
     pub fn for_wait(sink: &'a dyn ProgressSink, doc: &'a Doc, version: u64) -> Self {
-        let mut forwarder = Forwarder::new(sink, doc, version, None);
+        let mut forwarder = Forwarder::new(sink, doc, version, None, false);
         let snap = doc.snapshot();
         forwarder.done_sent = snap.version == version && snap.progress.done;
         forwarder
@@ -254,5 +259,86 @@ impl Forwarder<'_> {
             && snap.progress.updates != self.seen_updates;
         let last = self.last_progress.filter(|_| held_back)?;
         Some(tokio::time::Instant::from_std(last + PROGRESS_INTERVAL))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::broker::engine::document::Content;
+    use crate::broker::engine::workspace::DocPath;
+    use crate::broker::progress::SinkFuture;
+
+    /// A sink that follows Lake set-up and counts the notices it is given.
+    #[derive(Default)]
+    struct Notices(Mutex<Vec<String>>);
+
+    impl ProgressSink for Notices {
+        fn has_progress_token(&self) -> bool {
+            false
+        }
+        fn admits(&self, _: LogLevel) -> bool {
+            false
+        }
+        fn follows_lake_setup(&self) -> bool {
+            true
+        }
+        fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
+            Box::pin(async { false })
+        }
+        fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
+            Box::pin(async {})
+        }
+        fn lake_setup<'a>(&'a self, _: &'a str, output: &'a str) -> SinkFuture<'a, ()> {
+            self.0.lock().unwrap().push(output.to_owned());
+            Box::pin(async {})
+        }
+    }
+
+    /// Version 2 of a document whose worker already printed one Lake line.
+    async fn setting_up() -> Doc {
+        let doc = Doc::new(
+            DocPath {
+                file: "/w/F.lean".into(),
+                shown: "F.lean".into(),
+            },
+            "file:///w/F.lean".into(),
+            0,
+        );
+        let edit = doc.lock_edit().await;
+        let content = Content {
+            version: 2,
+            text: Arc::from("import A\n"),
+            disk: None,
+        };
+        edit.open(1, Some(content));
+        drop(edit);
+        let line = r#"[{"range":{"start":{"line":0,"character":0},"end":{"line":1,"character":0}},"fullRange":{"start":{"line":0,"character":0},"end":{"line":1,"character":0}},"severity":3,"message":"✔ [1/1] Built A (0.3s)\n"}]"#;
+        let raw = serde_json::value::RawValue::from_string(line.to_owned()).unwrap();
+        doc.on_diagnostics(Some(2), DiagnosticSet::published(raw));
+        assert_eq!(doc.snapshot().lake_setup.lines, 1);
+        doc
+    }
+
+    /// A Lake line that arrived before the forwarder was made belongs to the
+    /// call that sent the version (the `lakeSetup` notice a loaded machine
+    /// lost), not to a call that only waits on a version another sent.
+    #[tokio::test]
+    async fn lake_lines_before_the_forwarder_count_for_the_call_that_sent_the_version() {
+        for (sent, notices) in [(true, 1), (false, 0)] {
+            let doc = setting_up().await;
+            let sink = Notices::default();
+            let mut forwarder = Forwarder::new(&sink, &doc, 2, None, sent);
+            forwarder.observe(&doc.snapshot()).await;
+            let seen = sink.0.lock().unwrap().clone();
+            assert_eq!(seen.len(), notices, "sent {sent}: {seen:?}");
+            if sent {
+                assert_eq!(seen[0], "✔ [1/1] Built A (0.3s)");
+            }
+        }
     }
 }

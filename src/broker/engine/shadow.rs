@@ -387,7 +387,7 @@ pub async fn elaborate(
     slot.reset = Some(server.clone());
     let version = applied.version;
     let doc: &Doc = &edit;
-    let mut forwarder = Forwarder::for_probe(sink, doc, version, shown);
+    let mut forwarder = Forwarder::for_probe(sink, doc, version, shown, applied.sent);
     let complete = |snap: &Snapshot| {
         fast && snap.version == version
             && snap.progress.done

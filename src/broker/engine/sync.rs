@@ -147,7 +147,13 @@ pub async fn apply_and_wait(
     let mut reopened_for_stop = false;
     loop {
         let applied = edit::apply(server, edit, Arc::clone(&text), disk, mode).await?;
-        let mut forwarder = Forwarder::new(sink, doc, applied.version, Some(options.scope));
+        let mut forwarder = Forwarder::new(
+            sink,
+            doc,
+            applied.version,
+            Some(options.scope),
+            applied.sent,
+        );
         let state = doc.state();
         // An unchanged file whose final report Lean already gave needs no
         // round trip while its worker runs: another wait could only return the
