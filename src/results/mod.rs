@@ -36,6 +36,7 @@ mod feedback;
 mod inspect;
 mod process;
 mod run_code;
+mod schema;
 mod search;
 mod speculate;
 mod suggest;
@@ -49,6 +50,7 @@ pub use feedback::*;
 pub use inspect::*;
 pub use process::*;
 pub use run_code::*;
+pub use schema::{field_schema, output_schema};
 pub use search::*;
 pub use speculate::*;
 pub use suggest::*;
@@ -58,100 +60,6 @@ pub use verify::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The output schema of a result type: JSON Schema draft 2020-12 describing
-/// what the type serializes to (optional keys are the ones it may leave out),
-/// without `$schema` (MCP's default dialect) and without the Rust type name as
-/// a title. Integer formats (`uint64`, …) are dropped: they are no standard
-/// format, and strict validators reject unknown ones; `minimum: 0` says it.
-///
-/// In the subset every host reads (issue 25: Inspector's warnings, Gemini
-/// CLI's older schema path, peers' discovery): self-contained (shared shapes
-/// inlined, no `$ref`/`$defs`), no type arrays (an optional key is left out of
-/// the result, never null: every `Option` field of a result skips `None`),
-/// and every object schema with `properties` (`{}` for a map).
-pub fn output_schema<T: JsonSchema>() -> Value {
-    let mut settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
-    settings.inline_subschemas = true;
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let Value::Object(mut map) = serde_json::to_value(schema).expect("a schema serializes") else {
-        unreachable!("a struct's schema is an object")
-    };
-    map.remove("$schema");
-    map.remove("title");
-    // What the result is first, the shared definitions last, so that the
-    // golden catalog reads from the top.
-    let mut ordered = serde_json::Map::new();
-    for key in ["description", "type", "properties", "required"] {
-        if let Some(value) = map.remove(key) {
-            ordered.insert(key.to_owned(), value);
-        }
-    }
-    let defs = map.remove("$defs");
-    ordered.extend(map);
-    if let Some(defs) = defs {
-        ordered.insert("$defs".to_owned(), defs);
-    }
-    let mut schema = Value::Object(ordered);
-    drop_integer_formats(&mut schema);
-    portable(&mut schema);
-    schema
-}
-
-/// Rewrite a schema into the portable subset: no `null` in type arrays,
-/// enums or `anyOf` branches (the key is left out instead, so its schema is the
-/// non-null one), and `properties` on every object schema.
-fn portable(schema: &mut Value) {
-    let Value::Object(map) = schema else {
-        if let Value::Array(items) = schema {
-            items.iter_mut().for_each(portable);
-        }
-        return;
-    };
-    if let Some(Value::Array(types)) = map.get_mut("type") {
-        types.retain(|t| t != "null");
-        if types.len() == 1 {
-            let only = types.remove(0);
-            map.insert("type".into(), only);
-        }
-    }
-    if let Some(Value::Array(values)) = map.get_mut("enum") {
-        values.retain(|v| !v.is_null());
-    }
-    if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
-        branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
-        if branches.len() == 1 {
-            let Some(Value::Object(only)) = branches.pop() else {
-                unreachable!("a schema branch is an object")
-            };
-            map.remove("anyOf");
-            for (key, value) in only {
-                map.entry(key).or_insert(value);
-            }
-        }
-    }
-    if map.get("type").is_some_and(|t| t == "object") && !map.contains_key("properties") {
-        map.insert("properties".into(), Value::Object(serde_json::Map::new()));
-    }
-    map.values_mut().for_each(portable);
-}
-
-fn drop_integer_formats(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            let integer_format = map
-                .get("format")
-                .and_then(Value::as_str)
-                .is_some_and(|f| f.starts_with("int") || f.starts_with("uint"));
-            if integer_format {
-                map.remove("format");
-            }
-            map.values_mut().for_each(drop_integer_formats);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_integer_formats),
-        _ => {}
-    }
-}
 
 /// The canonical workspace descriptor a result echoes (`{"root": …}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

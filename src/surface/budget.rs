@@ -213,13 +213,11 @@ pub fn bound(value: &mut Value, limit: Option<u64>) -> Result<(), EditTooLarge> 
 /// Declare `truncated` in a tool's output schema.
 pub fn declare(schema: &mut Value) {
     if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        let mut note = crate::results::output_schema::<Truncated>();
-        if let Value::Object(map) = &mut note {
-            map.insert(
-                "description".into(),
-                "Present when the output budget cut this result: what was cut.".into(),
-            );
-        }
+        let note = crate::results::field_schema::<Truncated>(
+            "Present when the output budget cut this result: what was cut \
+             (`fields` cut in the middle, `items` left out, `bytes` before the cut, \
+             the `limit`).",
+        );
         // A result that keeps its own bounds declares its own (the
         // feedback report's evidence caps).
         properties.entry("truncated").or_insert(note);
