@@ -439,6 +439,49 @@ async fn probes_reuse_their_shadow_slot() {
     assert_eq!(shadow_changes, 2);
 }
 
+/// What Lake reported while a probe's shadow worker set its imports up
+/// reaches the caller even when Lean's answer is read in the same go (a
+/// loaded machine): the `lakeSetup` notice of a clean-clone run was lost
+/// when the wait took the answer first, every other try.
+#[tokio::test]
+async fn a_probe_tells_of_lake_setup_read_together_with_the_answer() {
+    let lean = ScriptedLean::new(
+        Script::new(|e: &Elaboration| {
+            if e.uri.contains(SHADOW) {
+                Report::LakeSetup(vec!["✔ [1/1] Built A.Dep (0.3s)".into()], read(&e.text))
+            } else {
+                Report::Diagnostics(read(&e.text))
+            }
+        })
+        .goals(goals_at),
+    );
+    let ws = Workspace::new();
+    ws.write("A.lean", PROOF);
+    let broker = broker(&lean);
+    let d = ws.descriptor();
+    let v = synced(&broker, &d, "A.lean").await;
+    let sink = LakeLines::default();
+    for (n, text) in ["trivial", "exact oops"]
+        .iter()
+        .cycle()
+        .take(24)
+        .enumerate()
+    {
+        broker
+            .run_at(
+                &sink,
+                &at(&d, v, 1, 2),
+                text,
+                Budget::default(),
+                Continue::NoHandles,
+            )
+            .await
+            .unwrap();
+        assert_eq!(sink.lines(), n + 1, "probe {n} told of Lake's line once");
+    }
+    assert!(sink.said("Built A.Dep"), "{:?}", sink.0);
+}
+
 /// A step abandoned while Lean elaborates it (the call dropped) gives its
 /// slot back closed in Lean, which ends the work; the next probe opens the
 /// slot afresh.

@@ -59,6 +59,13 @@ pub enum Report {
     Fatal(Vec<Value>),
     /// The whole server dies: its stream is closed.
     ServerCrash,
+    /// Lake sets the imports up first: held until the client asks
+    /// `waitForDiagnostics` of the version, then these build lines published
+    /// as Lean 4.35 publishes Lake's stderr (one information diagnostic each
+    /// at the header, no `source`, then an empty publish), these
+    /// diagnostics and the answer, all at once: what a client on a loaded
+    /// machine reads in one go.
+    LakeSetup(Vec<String>, Vec<Value>),
 }
 
 type Elaborate = dyn Fn(&Elaboration) -> Report + Send + Sync;
@@ -461,6 +468,27 @@ impl Server {
                 (d, false)
             }
             Report::Fatal(d) => (d, true),
+            Report::LakeSetup(lines, d) => {
+                self.wait_asked(uri, *version).await;
+                for line in lines {
+                    let at = json!({ "start": { "line": 0, "character": 0 }, "end": { "line": 1, "character": 0 } });
+                    let set = json!([{
+                        "range": at,
+                        "fullRange": whole,
+                        "severity": 3,
+                        "message": format!("{line}\n"),
+                    }]);
+                    self.notify(
+                        "textDocument/publishDiagnostics",
+                        json!({ "uri": uri, "version": version, "diagnostics": set }),
+                    );
+                }
+                self.notify(
+                    "textDocument/publishDiagnostics",
+                    json!({ "uri": uri, "version": version, "diagnostics": [] }),
+                );
+                (d, false)
+            }
             Report::WorkerCrash => {
                 if self.is_current(uri, *version) {
                     self.notify("$/lean/fileProgress", progress(2));
@@ -498,6 +526,23 @@ impl Server {
         doc.waiting = waiting;
         for (id, _) in ready {
             self.answer(&id, json!({}));
+        }
+    }
+
+    /// Until the client has asked `waitForDiagnostics` of `uri` at `version`
+    /// or later.
+    async fn wait_asked(&self, uri: &str, version: i64) {
+        loop {
+            let arrived = self.shared.arrived.notified();
+            let asked = lock(&self.shared.received).iter().any(|r| {
+                r.method == "textDocument/waitForDiagnostics"
+                    && r.uri.as_deref() == Some(uri)
+                    && r.version.is_some_and(|v| v >= version)
+            });
+            if asked {
+                return;
+            }
+            arrived.await;
         }
     }
 

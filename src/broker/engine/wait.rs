@@ -118,7 +118,17 @@ impl<'a, 'f> Wait<'a, 'f> {
             let give_up = stopped.map(|since| since + STOPPED_WORKER_GRACE);
             let progress_due = forwarder.as_ref().and_then(|f| f.progress_due(&snap));
             tokio::select! {
-                answer = &mut request => return answered(answer),
+                answer = &mut request => {
+                    // What Lean reported before it answered goes out before
+                    // the answer: read in the same go (a loaded machine),
+                    // both branches are ready, and `select!` takes either
+                    // (a probe's `lakeSetup` notice was lost so).
+                    if let Some(forwarder) = forwarder.as_mut() {
+                        let last = live.borrow_and_update().clone();
+                        forwarder.observe(&last).await;
+                    }
+                    return answered(answer);
+                }
                 changed = live.changed() => {
                     if changed.is_err() {
                         // The document is gone: only Lean's answer is left.
