@@ -121,25 +121,31 @@ impl Process {
         }
     }
 
+    /// The processes of the tree now (see [`tree::members`]: walked down from
+    /// the server while it runs, found by a scan of `/proc` once it is gone).
+    fn members(&self) -> Vec<u32> {
+        tree::members(&self.tree_token, self.pid)
+    }
+
     /// Pids of the live processes of the tree.
     pub fn processes(&self) -> Vec<u32> {
-        tree::processes_with_token(&self.tree_token)
+        self.members()
     }
 
     /// The resident memory of every live process of the tree (blocking).
     pub fn usage(&self) -> Vec<tree::Usage> {
-        tree::usage(&self.tree_token)
+        tree::usage(&self.members())
     }
 
     /// Whether a process of the tree with `arg` on its command line is there
     /// (see [`tree::any_with_arg`]).
     pub fn has(&self, arg: &str) -> bool {
-        tree::any_with_arg(&self.tree_token, arg)
+        tree::any_with_arg(&self.members(), arg)
     }
 
     /// The live process of the tree with `arg` on its command line.
     pub fn find(&self, arg: &str) -> Option<tree::Seen> {
-        tree::find_with_arg(&self.tree_token, arg)
+        tree::find_with_arg(&self.members(), arg)
     }
 
     /// SIGKILL one process of the tree, if it is still the process seen.

@@ -8,6 +8,8 @@
 //! it inherited, so the client puts a unique `LEAN_BEAM_LSP_TREE=<token>` entry
 //! into the server's environment and finds the tree by scanning
 //! `/proc/<pid>/environ` (our own processes only; others are unreadable).
+//! While the server runs, its workers are still its children, so the scan is
+//! kept for when it is gone: [`members`] walks the tree from the server down.
 //! Linux only; elsewhere the scan finds nothing and only the group is signalled.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,7 +51,7 @@ pub fn processes_with_token(token: &str) -> Vec<u32> {
         let Some(environ) = proc_bytes(pid, "environ") else {
             continue;
         };
-        if environ.split(|&b| b == 0).any(|kv| kv == entry.as_bytes()) {
+        if holds(&environ, &entry) {
             pids.push(pid);
         }
     }
@@ -60,6 +62,80 @@ pub fn processes_with_token(token: &str) -> Vec<u32> {
 #[cfg(not(target_os = "linux"))]
 pub fn processes_with_token(_token: &str) -> Vec<u32> {
     Vec::new()
+}
+
+/// The processes of tree `token` whose root is `root`: while the root runs,
+/// its marked descendants, found from `/proc/<pid>/task/<tid>/children`
+/// (Lean's workers are the server's children, in sessions of their own, and
+/// Lake's set-up runs are theirs); once it is gone, or where the kernel
+/// keeps no `children` lists, [`processes_with_token`], since its workers
+/// are re-parented away from it. The walk reads a few files per process of
+/// the tree, where the scan reads the environment of every process on the
+/// machine: the hostile soak's profile put 23 CPU-seconds in 90 s into
+/// scans, for a worker's exit watched every 5 ms and the memory meter,
+/// taking the CPU from the runtime on 2 cores (a clean-clone run's soak
+/// saw a `beam_version` answer wait 1.7 s).
+/// Blocking.
+pub fn members(token: &str, root: u32) -> Vec<u32> {
+    let Some(descendants) = descendants(root) else {
+        return processes_with_token(token);
+    };
+    let entry = format!("{TREE_ENV}={token}");
+    let mut pids: Vec<u32> = descendants
+        .into_iter()
+        .filter(|&pid| proc_bytes(pid, "environ").is_some_and(|env| holds(&env, &entry)))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Whether an `environ` (NUL-separated) holds `entry`.
+fn holds(environ: &[u8], entry: &str) -> bool {
+    environ.split(|&b| b == 0).any(|kv| kv == entry.as_bytes())
+}
+
+/// At most this many processes in one tree walk: a runaway fork loop under a
+/// server must not make a walk unbounded (the scan then takes over).
+const MAX_TREE: usize = 4096;
+
+/// `root` and every process below it, if `root` runs and its `children`
+/// lists can be read.
+fn descendants(root: u32) -> Option<Vec<u32>> {
+    if !cfg!(target_os = "linux") || !runs(root) {
+        return None;
+    }
+    let mut found = vec![root];
+    let mut next = 0;
+    while next < found.len() {
+        let pid = found[next];
+        next += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            // Gone between the lists: it has no children to give any more.
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let Some(children) = read_bytes(&path) else {
+                if pid == root && !path.exists() {
+                    // No CONFIG_PROC_CHILDREN: only the scan can tell.
+                    return None;
+                }
+                continue;
+            };
+            for child in children
+                .split(u8::is_ascii_whitespace)
+                .filter_map(|n| std::str::from_utf8(n).ok()?.parse::<u32>().ok())
+            {
+                if !found.contains(&child) {
+                    found.push(child);
+                }
+            }
+            if found.len() > MAX_TREE {
+                return None;
+            }
+        }
+    }
+    Some(found)
 }
 
 /// One process as seen once: its pid and start time, so that a pid the kernel
@@ -215,8 +291,13 @@ fn proc_file(pid: u32, name: &str) -> Option<String> {
 /// Plain reads into room for the usual file take the open, one or two reads,
 /// the read that sees the end, and the close.
 fn proc_bytes(pid: u32, name: &str) -> Option<Vec<u8>> {
+    read_bytes(std::path::Path::new(&format!("/proc/{pid}/{name}")))
+}
+
+/// A procfs file, read as [`proc_bytes`] says.
+fn read_bytes(path: &std::path::Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?;
+    let mut file = std::fs::File::open(path).ok()?;
     let mut bytes = vec![0; 4096];
     let mut len = 0;
     loop {
@@ -256,13 +337,14 @@ fn parse_stat(stat: &str) -> Option<Stat> {
     })
 }
 
-/// The live process of tree `token` that has `arg` among its command-line
+/// The live process of `members` (see [`members`]) that has `arg` among its command-line
 /// arguments: a document's file worker is `lean --worker ... <uri>`. When
 /// there are several (the worker of a closed or crashed opening still
 /// exiting beside its successor), the one started last.
-pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
-    processes_with_token(token)
-        .into_iter()
+pub fn find_with_arg(members: &[u32], arg: &str) -> Option<Seen> {
+    members
+        .iter()
+        .copied()
         .filter_map(|pid| {
             let cmdline = proc_bytes(pid, "cmdline")?;
             if !cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
@@ -277,12 +359,12 @@ pub fn find_with_arg(token: &str, arg: &str) -> Option<Seen> {
         .max_by_key(|seen| seen.start)
 }
 
-/// Whether a process of tree `token` with `arg` among its arguments is still
+/// Whether a process of `members` with `arg` among its arguments is still
 /// there: running, or on its way out until it has let go of its memory (from
 /// then on `/proc` shows neither its arguments nor its environment, and it
 /// holds nothing). Blocking: a scan of `/proc`.
-pub fn any_with_arg(token: &str, arg: &str) -> bool {
-    processes_with_token(token).into_iter().any(|pid| {
+pub fn any_with_arg(members: &[u32], arg: &str) -> bool {
+    members.iter().any(|&pid| {
         proc_bytes(pid, "cmdline")
             .is_some_and(|cmdline| cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
     })
@@ -301,11 +383,12 @@ pub struct Usage {
     pub worker_uri: Option<String>,
 }
 
-/// The resident memory of every live process of tree `token` (blocking: a
-/// scan of `/proc`; call it off the async runtime).
-pub fn usage(token: &str) -> Vec<Usage> {
-    processes_with_token(token)
-        .into_iter()
+/// The resident memory of every live process of `members` (blocking: reads
+/// of `/proc`; call it off the async runtime).
+pub fn usage(members: &[u32]) -> Vec<Usage> {
+    members
+        .iter()
+        .copied()
         .filter_map(|pid| {
             let stat = stat_file(pid).filter(Stat::runs)?;
             let rss = status_kb(pid, "VmRSS")? * 1024;
@@ -428,7 +511,7 @@ Pss_Anon: 80 kB\nShared_Clean: 200 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 70 k
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(processes_with_token(&token), vec![marked.id()]);
-        let used = usage(&token);
+        let used = usage(&members(&token, marked.id()));
         assert_eq!(used.len(), 1);
         assert_eq!(used[0].seen.pid, marked.id());
         assert!(used[0].rss > 0, "a running process holds memory");
@@ -440,6 +523,75 @@ Pss_Anon: 80 kB\nShared_Clean: 200 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 70 k
         marked.wait().unwrap();
         other.wait().unwrap();
         assert!(processes_with_token(&token).is_empty());
+    }
+
+    /// The pids `members` finds for `token` under `root`, once `count` of
+    /// them show the mark (right after a spawn, /proc can still show the
+    /// environment of before the exec).
+    fn members_when(token: &str, root: u32, count: usize) -> Vec<u32> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let found = members(token, root);
+            if found.len() >= count || std::time::Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_running_roots_tree_is_walked_and_a_dead_ones_found_by_the_scan() {
+        let token = new_token();
+        // A root with two children, as Lean's server starts its workers
+        // (their sessions do not matter: the walk follows parents), and a
+        // marked process outside the tree.
+        let mut root = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .env(TREE_ENV, &token)
+            .spawn()
+            .unwrap();
+        let mut outside = std::process::Command::new("sleep")
+            .arg("30")
+            .env(TREE_ENV, &token)
+            .spawn()
+            .unwrap();
+        let walked = members_when(&token, root.id(), 3);
+        assert_eq!(walked.len(), 3, "the root and its two children: {walked:?}");
+        assert!(walked.contains(&root.id()));
+        assert!(
+            !walked.contains(&outside.id()),
+            "a walk stays in the tree: {walked:?}"
+        );
+        let workers: Vec<u32> = walked.iter().copied().filter(|&p| p != root.id()).collect();
+        assert!(processes_with_token(&token).contains(&outside.id()));
+        // The root dies: its children are re-parented away from it, and the
+        // scan finds them (and, with the same mark, the one outside).
+        root.kill().unwrap();
+        root.wait().unwrap();
+        let scanned = members(&token, root.id());
+        for worker in &workers {
+            assert!(scanned.contains(worker), "{worker} in {scanned:?}");
+        }
+        assert!(scanned.contains(&outside.id()));
+        for pid in workers {
+            crate::process::sys::kill_process(pid, crate::process::sys::SIGKILL).unwrap();
+        }
+        outside.kill().unwrap();
+        outside.wait().unwrap();
+    }
+
+    #[test]
+    fn environments_hold_whole_entries_only() {
+        let entry = "LEAN_BEAM_LSP_TREE=1-2-ab";
+        for (environ, holds_it) in [
+            (&b"A=1\0LEAN_BEAM_LSP_TREE=1-2-ab\0B=2\0"[..], true),
+            (b"LEAN_BEAM_LSP_TREE=1-2-ab", true),
+            (b"LEAN_BEAM_LSP_TREE=1-2-abc\0", false),
+            (b"XLEAN_BEAM_LSP_TREE=1-2-ab\0", false),
+            (b"", false),
+        ] {
+            assert_eq!(holds(environ, entry), holds_it, "{environ:?}");
+        }
     }
 
     #[test]
@@ -454,13 +606,13 @@ Pss_Anon: 80 kB\nShared_Clean: 200 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 70 k
             .unwrap();
         // Until the child has exec'd, /proc shows the parent's environment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut found = find_with_arg(&token, &marker);
+        let mut found = find_with_arg(&members(&token, child.id()), &marker);
         while found.is_none() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
-            found = find_with_arg(&token, &marker);
+            found = find_with_arg(&members(&token, child.id()), &marker);
         }
         let seen = found.expect("found by its argument");
-        assert_eq!(find_with_arg(&token, "30"), None);
+        assert_eq!(find_with_arg(&members(&token, child.id()), "30"), None);
         assert_eq!(seen.pid, child.id());
         assert!(seen.is_running());
         assert!(runs(seen.pid));
@@ -477,7 +629,7 @@ Pss_Anon: 80 kB\nShared_Clean: 200 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 70 k
         // gone from /proc either).
         assert!(!seen.is_running(), "killed is not running");
         assert!(!runs(seen.pid));
-        assert_eq!(find_with_arg(&token, &marker), None);
+        assert_eq!(find_with_arg(&processes_with_token(&token), &marker), None);
         child.wait().unwrap();
         assert!(!seen.is_running());
     }
