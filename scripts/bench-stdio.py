@@ -6,6 +6,10 @@
   * tools/list round trip: median of 2,000 sequential modern tools/list
     requests (the whole catalog, output schemas included), write to the
     answer's last byte;
+  * the byte floor of that round trip: the same answer, byte for byte, from a
+    Python process that only reads the request line and writes it back, in
+    the same alternation, so that what moving the catalog through a pipe to
+    this client costs and what the server adds are told apart;
   * cold start: process start -> first tools/list answer, median of 20 runs;
   * idle RSS: VmRSS from /proc after start-up and one tools/list, and again
     after the 10,000 calls.
@@ -123,6 +127,39 @@ class Server:
         return usage.ru_utime + usage.ru_stime
 
 
+# The byte floor: answers every request line with the server's tools/list
+# answer (its id replaced by the request's), with the least work a process
+# can do per line: one readline, one writev of three slices.
+FLOOR = r"""
+import os, sys
+answer = open(sys.argv[1], "rb").read()
+head, tail = answer.split(b'"id":0', 1)
+read = sys.stdin.buffer.readline
+while True:
+    request = read()
+    if not request:
+        break
+    at = request.index(b'"id":') + 5
+    id_ = request[at:request.index(b",", at)]
+    parts = [head, b'"id":' + id_, tail]
+    while parts:
+        sent = os.writev(1, parts)
+        while parts and sent >= len(parts[0]):
+            sent -= len(parts.pop(0))
+        if parts:
+            parts[0] = parts[0][sent:]
+"""
+
+
+def floor_server(answer: bytes) -> Server:
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-stdio-floor-{os.getpid()}.json"
+    path.write_bytes(answer)
+    server = Server([sys.executable, "-c", FLOOR, str(path)])
+    check(server.ask(tools_list(0)), 0)
+    path.unlink()
+    return server
+
+
 def percentile(sorted_values: list[float], fraction: float) -> float:
     index = min(len(sorted_values) - 1, max(0, round(fraction * (len(sorted_values) - 1))))
     return sorted_values[index]
@@ -157,16 +194,25 @@ def round_trips(binaries: list[Path], calls: int, list_calls: int) -> list[dict]
     for server in servers:
         answer = server.ask(tools_list(0))
         check(answer, 0)
-        figures.append({"idle_kb": server.rss_kb(), "list_bytes": len(answer)})
+        figures.append({"idle_kb": server.rss_kb(), "list_bytes": len(answer), "list_answer": answer})
     for i in range(1, 501):  # warm-up
         for server in servers:
             check(server.ask(beam_version(i)), i)
     before = [(s.cpu_seconds(), s.context_switches()) for s in servers]
     version_times = timed_calls(servers, beam_version, 1000, calls, 1000)
     after = [(s.cpu_seconds(), s.context_switches()) for s in servers]
-    list_times = timed_calls(servers, tools_list, 1000 + calls, list_calls, 100)
-    for server, fig, times, lists, (cpu0, sw0), (cpu1, sw1) in zip(
-        servers, figures, version_times, list_times, before, after
+    floors = [floor_server(fig.pop("list_answer")) for fig in figures]
+    listed = servers + floors
+    list_cpu0 = [s.cpu_seconds() for s in listed]
+    all_list_times = timed_calls(listed, tools_list, 1000 + calls, list_calls, 100)
+    list_cpu = [(s.cpu_seconds() - c0) / list_calls for s, c0 in zip(listed, list_cpu0)]
+    list_times = all_list_times[: len(servers)]
+    for fig, times, cpu, floor in zip(figures, all_list_times[len(servers):], list_cpu[len(servers):], floors):
+        fig["floor_median_us"] = statistics.median(times)
+        fig["floor_cpu_per_call_us"] = 1e6 * cpu
+        floor.close()
+    for server, fig, times, lists, lcpu, (cpu0, sw0), (cpu1, sw1) in zip(
+        servers, figures, version_times, list_times, list_cpu, before, after
     ):
         times.sort()
         fig.update({
@@ -176,6 +222,7 @@ def round_trips(binaries: list[Path], calls: int, list_calls: int) -> list[dict]
             "cpu_per_call_us": 1e6 * (cpu1 - cpu0) / calls,
             "switches_per_call": (sw1 - sw0) / calls,
             "list_median_us": statistics.median(lists),
+            "list_cpu_per_call_us": 1e6 * lcpu,
             "list_p90_us": percentile(sorted(lists), 0.9),
             "after_kb": server.rss_kb(),
         })
@@ -215,6 +262,9 @@ def report(binary: Path, rt: dict, walls: list[float], cpus: list[float], calls:
     print(f"  tools/list round trip ({rt['list_bytes']} bytes), {list_calls} sequential calls:")
     print(f"    median {rt['list_median_us']:8.1f} us   target < {TARGETS['tools_list_median_us']:.0f} us  "
           f"{verdict(rt['list_median_us'], TARGETS['tools_list_median_us'])}   (p90 {rt['list_p90_us']:.1f} us)")
+    print(f"    server CPU {rt['list_cpu_per_call_us']:.1f} us per call; the byte floor (the same answer "
+          f"from a process that only writes it): median {rt['floor_median_us']:.1f} us, "
+          f"its CPU {rt['floor_cpu_per_call_us']:.1f} us per call")
     print(f"  cold start -> first tools/list answer, median of {len(walls)}:")
     print(f"    median {cold_ms:8.2f} ms   target < {TARGETS['cold_start_ms']:.0f} ms    "
           f"{verdict(cold_ms, TARGETS['cold_start_ms'])}   (min {min(walls):.2f}, max {max(walls):.2f})")
@@ -263,6 +313,9 @@ def main() -> None:
             ("beam_version median", new["median_us"], old["median_us"]),
             ("beam_version server CPU per call", new["cpu_per_call_us"], old["cpu_per_call_us"]),
             ("tools/list median", new["list_median_us"], old["list_median_us"]),
+            ("tools/list over its byte floor", new["list_median_us"] - new["floor_median_us"],
+             old["list_median_us"] - old["floor_median_us"]),
+            ("tools/list byte floor", new["floor_median_us"], old["floor_median_us"]),
             ("cold start median", statistics.median(new_walls), statistics.median(old_walls)),
             ("cold start server CPU", statistics.median(new_cpus), statistics.median(old_cpus)),
             ("RSS after the calls", new["after_kb"], old["after_kb"]),
