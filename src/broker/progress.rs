@@ -44,3 +44,40 @@ pub trait ProgressSink: Send + Sync {
     /// `output` is its latest line.
     fn lake_setup<'a>(&'a self, path: &'a str, output: &'a str) -> SinkFuture<'a, ()>;
 }
+
+/// A progress sink for tests that follows Lake set-up and keeps each line it
+/// was told, and nothing else.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct LakeLines(std::sync::Mutex<Vec<String>>);
+
+#[cfg(test)]
+impl LakeLines {
+    /// The lines told so far, in order.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        crate::util::lock(&self.0).clone()
+    }
+}
+
+#[cfg(test)]
+impl ProgressSink for LakeLines {
+    fn has_progress_token(&self) -> bool {
+        false
+    }
+    fn admits(&self, _: LogLevel) -> bool {
+        false
+    }
+    fn follows_lake_setup(&self) -> bool {
+        true
+    }
+    fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+    fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
+        Box::pin(async {})
+    }
+    fn lake_setup<'a>(&'a self, _: &'a str, output: &'a str) -> SinkFuture<'a, ()> {
+        crate::util::lock(&self.0).push(output.to_owned());
+        Box::pin(async {})
+    }
+}

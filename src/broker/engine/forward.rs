@@ -264,40 +264,10 @@ impl Forwarder<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use serde_json::Value;
-
     use super::*;
     use crate::broker::engine::document::Content;
     use crate::broker::engine::workspace::DocPath;
-    use crate::broker::progress::SinkFuture;
-
-    /// A sink that follows Lake set-up and counts the notices it is given.
-    #[derive(Default)]
-    struct Notices(Mutex<Vec<String>>);
-
-    impl ProgressSink for Notices {
-        fn has_progress_token(&self) -> bool {
-            false
-        }
-        fn admits(&self, _: LogLevel) -> bool {
-            false
-        }
-        fn follows_lake_setup(&self) -> bool {
-            true
-        }
-        fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
-            Box::pin(async { false })
-        }
-        fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
-            Box::pin(async {})
-        }
-        fn lake_setup<'a>(&'a self, _: &'a str, output: &'a str) -> SinkFuture<'a, ()> {
-            self.0.lock().unwrap().push(output.to_owned());
-            Box::pin(async {})
-        }
-    }
+    use crate::broker::progress::LakeLines;
 
     /// Version 2 of a document whose worker already printed one Lake line.
     async fn setting_up() -> Doc {
@@ -331,10 +301,10 @@ mod tests {
     async fn lake_lines_before_the_forwarder_count_for_the_call_that_sent_the_version() {
         for (sent, notices) in [(true, 1), (false, 0)] {
             let doc = setting_up().await;
-            let sink = Notices::default();
+            let sink = LakeLines::default();
             let mut forwarder = Forwarder::new(&sink, &doc, 2, None, sent);
             forwarder.observe(&doc.snapshot()).await;
-            let seen = sink.0.lock().unwrap().clone();
+            let seen = sink.lines();
             assert_eq!(seen.len(), notices, "sent {sent}: {seen:?}");
             if sent {
                 assert_eq!(seen[0], "✔ [1/1] Built A (0.3s)");

@@ -41,42 +41,6 @@ impl ProgressSink for Quiet {
     }
 }
 
-/// A progress sink that follows Lake set-up and keeps what it was told.
-#[derive(Default)]
-pub(super) struct LakeLines(pub(super) std::sync::Mutex<Vec<String>>);
-
-impl LakeLines {
-    pub(super) fn lines(&self) -> usize {
-        crate::util::lock(&self.0).len()
-    }
-
-    pub(super) fn said(&self, text: &str) -> bool {
-        crate::util::lock(&self.0).iter().any(|l| l.contains(text))
-    }
-}
-
-impl ProgressSink for LakeLines {
-    fn has_progress_token(&self) -> bool {
-        false
-    }
-    fn admits(&self, _: LogLevel) -> bool {
-        false
-    }
-    fn follows_lake_setup(&self) -> bool {
-        true
-    }
-    fn progress<'a>(&'a self, _: &'a str, _: Option<Value>) -> SinkFuture<'a, bool> {
-        Box::pin(async { false })
-    }
-    fn log<'a>(&'a self, _: LogLevel, _: &'a str, _: Value) -> SinkFuture<'a, ()> {
-        Box::pin(async {})
-    }
-    fn lake_setup<'a>(&'a self, _: &'a str, output: &'a str) -> SinkFuture<'a, ()> {
-        crate::util::lock(&self.0).push(output.to_owned());
-        Box::pin(async {})
-    }
-}
-
 /// A workspace in the temp dir (a `lean-toolchain` makes it a project),
 /// removed at the end.
 pub(super) struct Workspace {
