@@ -75,7 +75,15 @@ setup-file)
     sleep {secs}
     echo "✔ [$i/$total] Built $m ({secs}s)" >&2
   done
-  name=$(printf '%s' "${{file#"$PWD"/}}" | sed 's/\.lean$//; s#/#.#g')
+  # One name component per path component, escaped as Lean's Name.toString
+  # writes it (`Fix.«.Setup.beam-shadow-0»`): an unescaped one is "Invalid output".
+  name=$(printf '%s' "${{file#"$PWD"/}}" | sed 's/\.lean$//' | awk -F/ '{{
+    for (i = 1; i <= NF; i++) {{
+      c = $i
+      if (c !~ /^[A-Za-z_][A-Za-z0-9_]*$/) c = "«" c "»"
+      printf "%s%s", (i > 1 ? "." : ""), c
+    }}
+  }}')
   printf '{{"name":"%s","isModule":false,"importArts":{{}},"dynlibs":[],"plugins":[],"options":{{}}}}\n' "$name"
   exit 0;;
 *)
@@ -303,6 +311,8 @@ fn speculative_probes_report_the_setup_of_their_shadow_worker() {
     let (id, result, notices) =
         mcp.call_with_status_notices("lean_run_at", args, &CallOpts::default());
     assert!(s.setups() > before, "the shadow worker ran Lake");
+    // The shadow's set-up answer is one Lean accepts: the probe elaborated.
+    assert_eq!(result["success"], true, "{result}");
     assert_eq!(notices.len(), 1, "{notices:?} {result}");
     assert_eq!(notices[0]["data"]["state"], "lakeSetup");
     assert_eq!(notices[0]["data"]["requestId"], id);
