@@ -365,7 +365,17 @@ impl LspClient {
 
 impl Drop for LspClient {
     fn drop(&mut self) {
-        self.connection.kill_tree();
+        // A destructor runs on whatever thread drops the client, often the
+        // async runtime, where the full sweep (a scan of `/proc`) would stall
+        // every call: there the tree is walked from the server instead, and
+        // the waiter task, which outlives the client, sweeps off the runtime
+        // once it reaps the server. Without a runtime there is no waiter and
+        // nothing to stall.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.connection.kill_tree_walked();
+        } else {
+            self.connection.kill_tree();
+        }
     }
 }
 

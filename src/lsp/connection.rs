@@ -341,6 +341,19 @@ impl Connection {
         }
     }
 
+    /// [`Connection::kill_tree`] without the scan of `/proc` (see
+    /// [`Process::kill_tree_walked`]).
+    pub(super) fn kill_tree_walked(&self) {
+        match &self.peer {
+            // The walk comes before the group kill: see `kill_tree_walked`.
+            Peer::Process(process) => {
+                self.killed.store(true, Ordering::Release);
+                process.kill_tree_walked();
+            }
+            Peer::Stream { .. } => self.stop_peer(),
+        }
+    }
+
     /// Stop the peer: SIGKILL a process's group, close a stream.
     pub(super) fn stop_peer(&self) {
         self.killed.store(true, Ordering::Release);

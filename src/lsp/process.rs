@@ -102,6 +102,28 @@ impl Process {
         self.sweep_tree();
     }
 
+    /// [`Process::kill_tree`] without the scan of `/proc`, for a destructor on
+    /// the async runtime: the tree is walked down from the server before the
+    /// group kill, while its workers are still its children (a few files per
+    /// process, where the scan reads every process on the machine), and the
+    /// walked ones are killed after the group. Strays re-parented earlier are
+    /// left to the scan of the reap ([`Process::reaped`], on the blocking
+    /// pool); a server that is dead already has only the scan to find them.
+    pub fn kill_tree_walked(&self) {
+        if self.tree_swept.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(walked) = tree::walk(&self.tree_token, self.pid) else {
+            return self.kill_tree();
+        };
+        self.kill_group();
+        for pid in walked.into_iter().filter(|&pid| pid != self.pid) {
+            if let Err(e) = sys::kill_process(pid, sys::SIGKILL) {
+                log_debug!("cannot kill pid {pid} of the tree of {}: {e}", self.program);
+            }
+        }
+    }
+
     /// The process was reaped: kill whatever is left of the group and of the
     /// tree (no-op after a clean exit) so nothing is orphaned. The group id
     /// may be reused from now on and is never signalled again.

@@ -77,16 +77,19 @@ pub fn processes_with_token(_token: &str) -> Vec<u32> {
 /// saw a `beam_version` answer wait 1.7 s).
 /// Blocking.
 pub fn members(token: &str, root: u32) -> Vec<u32> {
-    let Some(descendants) = descendants(root) else {
-        return processes_with_token(token);
-    };
+    walk(token, root).unwrap_or_else(|| processes_with_token(token))
+}
+
+/// The tree's processes walked down from `root` (see [`members`]); `None`
+/// when `root` does not run or its `children` lists cannot be read.
+pub fn walk(token: &str, root: u32) -> Option<Vec<u32>> {
     let entry = format!("{TREE_ENV}={token}");
-    let mut pids: Vec<u32> = descendants
+    let mut pids: Vec<u32> = descendants(root)?
         .into_iter()
         .filter(|&pid| proc_bytes(pid, "environ").is_some_and(|env| holds(&env, &entry)))
         .collect();
     pids.sort_unstable();
-    pids
+    Some(pids)
 }
 
 /// Whether an `environ` (NUL-separated) holds `entry`.
@@ -568,6 +571,7 @@ Pss_Anon: 80 kB\nShared_Clean: 200 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 70 k
         // scan finds them (and, with the same mark, the one outside).
         root.kill().unwrap();
         root.wait().unwrap();
+        assert_eq!(walk(&token, root.id()), None, "no walk from a dead root");
         let scanned = members(&token, root.id());
         for worker in &workers {
             assert!(scanned.contains(worker), "{worker} in {scanned:?}");
