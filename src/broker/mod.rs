@@ -89,6 +89,13 @@ impl Broker {
         self.runtimes.shutdown().await
     }
 
+    /// Remove this process's private `lean_verify` build cache, at a graceful
+    /// exit once nothing runs (process-wide: call it once, after the last
+    /// broker's shutdown).
+    pub async fn remove_verify_cache() {
+        features::certify::remove_own_cache().await
+    }
+
     pub fn stats(&self) -> BTreeMap<String, RuntimeStats> {
         self.runtimes.stats()
     }

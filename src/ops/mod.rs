@@ -52,9 +52,11 @@ impl Beam {
         Self { replica, ..self }
     }
 
-    /// Tear down every workspace runtime (transport shutdown).
+    /// Tear down every workspace runtime (transport shutdown), then what the
+    /// process keeps for `lean_verify` (one `Beam` per process).
     pub async fn shutdown(&self) {
         self.broker.shutdown().await;
+        Broker::remove_verify_cache().await;
     }
 }
 

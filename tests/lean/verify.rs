@@ -313,9 +313,10 @@ fn a_hatch_in_an_imported_module_and_a_stale_olean() {
 /// A killed server's verify cache goes, in the background: the sweep once
 /// ran inside the 10 s bound on creating this server's own cache, and a
 /// large dead cache made `lean_verify` fail with "create the verify cache
-/// ... did not finish within 10 s". A live process's cache stays.
+/// ... did not finish within 10 s". A live process's cache stays, and a
+/// server that exits gracefully takes its own with it.
 #[test]
-fn a_dead_servers_verify_cache_is_swept_and_a_live_ones_kept() {
+fn a_dead_servers_verify_cache_is_swept_a_live_ones_kept_and_an_exiting_ones_removed() {
     let copy = TempWorkspace::copy("basic");
     let root = copy.root_str();
     let temp = std::env::temp_dir();
@@ -341,6 +342,20 @@ fn a_dead_servers_verify_cache_is_swept_and_a_live_ones_kept() {
     let _ = std::fs::remove_dir_all(&dead);
     assert!(swept, "the dead server's cache {dead:?} was not removed");
     assert!(kept, "the cache of a live process {live:?} was removed");
+
+    let own = format!("lean-beam-verify-{}-", mcp.pid());
+    let caches = || -> Vec<std::ffi::OsString> {
+        std::fs::read_dir(&temp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n.to_string_lossy().starts_with(&own))
+            .collect()
+    };
+    assert_eq!(caches().len(), 1, "the server made its cache: {own}*");
+    mcp.close_stdin();
+    assert!(mcp.wait_exit(std::time::Duration::from_secs(120)).success());
+    assert_eq!(caches(), Vec::<std::ffi::OsString>::new(), "left at exit");
 }
 
 // The attacks of issue 24, each on a copy of the fixture: a verdict that

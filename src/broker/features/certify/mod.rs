@@ -79,6 +79,31 @@ fn sweep_dead_caches() {
     });
 }
 
+/// Removing this process's own cache at a graceful exit gives up after this
+/// long (a whole library's build on a slow disk): what is left is a dead
+/// process's folder, which the next server's sweep removes.
+const OWN_CACHE_REMOVAL_LIMIT: Duration = Duration::from_secs(10);
+
+/// Remove this process's cache folder, if one was made: otherwise every exit
+/// leaves its build in the temp dir until another server starts a
+/// `lean_verify` and sweeps it.
+pub async fn remove_own_cache() {
+    let Some(path) = CACHE_DIR.get().cloned() else {
+        return;
+    };
+    let removal = tokio::task::spawn_blocking(move || {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return;
+        };
+        if let Ok(temp) = Dir::open(parent) {
+            if let Err(e) = temp.remove_tree(name) {
+                crate::log_debug!("cannot remove the verify cache {}: {e}", path.display());
+            }
+        }
+    });
+    let _ = tokio::time::timeout(OWN_CACHE_REMOVAL_LIMIT, removal).await;
+}
+
 /// What the lakefile passes `lean` for a workspace module (the caller
 /// checked that it can be passed: a module whose settings cannot is not
 /// built).
