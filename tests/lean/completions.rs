@@ -9,13 +9,13 @@ use crate::common;
 use serde_json::{Value, json};
 
 use common::lean::lean;
-use common::mcp::{Era, Mcp, Spawn, ws};
+use common::mcp::{Era, Mcp, ws};
 
 const FILE: &str = "Fix/Complete.lean";
 
 fn synced() -> (Mcp, String) {
     let root = lean().fixture("basic").to_string_lossy().into_owned();
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     let sync = mcp.call("lean_sync", json!({"workspace": ws(&root), "path": FILE}));
     assert_eq!(sync["version"], 1, "{sync}");
     // Each of the three prefixes names no constant yet.

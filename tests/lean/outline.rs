@@ -7,13 +7,13 @@ use crate::common;
 use serde_json::{Value, json};
 
 use common::lean::lean;
-use common::mcp::{Era, Mcp, Spawn, ws};
+use common::mcp::{Era, Mcp, ws};
 
 const KINDS: &str = "Fix/Kinds.lean";
 
 fn synced() -> (Mcp, String) {
     let root = lean().fixture("basic").to_string_lossy().into_owned();
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     let sync = mcp.call("lean_sync", json!({"workspace": ws(&root), "path": KINDS}));
     assert_eq!(sync["version"], 1, "{sync}");
     assert_eq!(sync["diagnostics"]["counts"]["total"], 0, "{sync}");

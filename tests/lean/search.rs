@@ -52,7 +52,7 @@ fn hit<'a>(found: &'a Value, name: &str) -> &'a Value {
 fn finds_declarations_by_name_and_statement_across_modules_and_packages() {
     let tmp = workspace();
     let root = tmp.root_str();
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     // The workspace's open file elaborates against its import as usual.
     let synced = mcp.call(
         "lean_sync",
@@ -139,7 +139,7 @@ fn finds_declarations_by_name_and_statement_across_modules_and_packages() {
 fn the_index_follows_edits_new_files_and_deletions() {
     let tmp = workspace();
     let root = tmp.root_str();
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     let first = search(&mut mcp, &root, "brand_new", 10);
     assert_eq!(first["matched"], 0);
     let files = first["index"]["files"].as_u64().unwrap();
@@ -188,7 +188,7 @@ fn the_index_follows_edits_new_files_and_deletions() {
 fn the_watch_sees_what_the_stamps_cannot() {
     let tmp = workspace();
     let root = tmp.root_str();
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     let path = tmp.root().join(".lake/packages/pkg/Pkg/Lemmas.lean");
     let first = search(&mut mcp, &root, "flip_flip_", 10);
     assert_eq!(names(&first), ["Pkg.flip_flip_eq"], "{first:#}");
@@ -252,7 +252,7 @@ fn past_its_bound_the_index_says_what_it_left_out() {
 fn bad_queries_and_limits_get_clear_errors_and_the_server_goes_on() {
     let tmp = workspace();
     let root = tmp.root_str();
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     let cases = [
         (
             json!({"workspace": ws(&root), "query": "  "}),
@@ -313,7 +313,7 @@ fn a_cancelled_search_stops_reading_and_the_next_one_continues() {
             &format!("prelude\nnamespace G{i}\n{body}end G{i}\n"),
         );
     }
-    let mut mcp = Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()));
+    let mut mcp = Mcp::on_lean(Era::Modern, &[]);
     let token = json!("index");
     let id = mcp.start_call(
         "lean_search",

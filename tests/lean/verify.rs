@@ -14,7 +14,7 @@ use common::lean::{TempWorkspace, lean};
 use common::mcp::{Era, Mcp, Spawn, ws};
 
 fn spawn() -> Mcp {
-    Mcp::start(Era::Modern, Spawn::default().envs(lean().server_env()))
+    Mcp::on_lean(Era::Modern, &[])
 }
 
 fn sync(mcp: &mut Mcp, root: &str, path: &str) -> u64 {
