@@ -117,11 +117,7 @@ impl Process {
             return self.kill_tree();
         };
         self.kill_group();
-        for pid in walked.into_iter().filter(|&pid| pid != self.pid) {
-            if let Err(e) = sys::kill_process(pid, sys::SIGKILL) {
-                log_debug!("cannot kill pid {pid} of the tree of {}: {e}", self.program);
-            }
-        }
+        self.kill_all(walked.into_iter().filter(|&pid| pid != self.pid));
     }
 
     /// The process was reaped: kill whatever is left of the group and of the
@@ -135,7 +131,12 @@ impl Process {
     }
 
     fn sweep_tree(&self) {
-        for pid in tree::processes_with_token(&self.tree_token) {
+        self.kill_all(tree::processes_with_token(&self.tree_token));
+    }
+
+    /// SIGKILL each of `pids`, processes of this tree.
+    fn kill_all(&self, pids: impl IntoIterator<Item = u32>) {
+        for pid in pids {
             log_debug!("killing pid {pid} of the tree of {}", self.program);
             if let Err(e) = sys::kill_process(pid, sys::SIGKILL) {
                 log_warn!("cannot kill pid {pid} of the tree of {}: {e}", self.program);
